@@ -1,0 +1,241 @@
+/*
+ * courier_engine.h: the only header Swift sees of Courier's C transfer core.
+ *
+ * The engine runs one or more loop threads. Each loop thread owns one libuv
+ * loop and one libcurl multi handle, and is the only thread that touches
+ * them. Other threads reach a loop only through a command queue woken with
+ * one uv_async_send. No libcurl or libuv type appears in this header.
+ *
+ * Transfers. cr_engine_submit() deep-copies a request, picks a loop and
+ * returns a transfer id at once; the network is touched later, on the loop.
+ * A transfer is one HTTP exchange (curl never follows redirects itself:
+ * redirects, auth retries and resumes are new transfers started by Swift).
+ * Every submitted transfer produces exactly one CR_EVENT_COMPLETE, after
+ * which its id is dead and commands naming it are ignored.
+ *
+ * Events. Each loop collects events during one iteration and hands them to
+ * the engine's callback once per iteration, on that loop thread, as one
+ * array. Events of one transfer arrive in order:
+ *   RESPONSE? (DATA | PROGRESS)* COMPLETE
+ * RESPONSE comes once, for the final response (the one whose body is
+ * delivered), before any DATA. The callback must not block and must not
+ * call cr_engine_destroy(); it may call the other cr_* functions.
+ * Pointer fields marked "owned" in an event pass to the receiver, who must
+ * free() them (also when it ignores the event).
+ *
+ * All functions are thread-safe unless stated otherwise.
+ */
+#ifndef COURIER_ENGINE_H
+#define COURIER_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_engine_s cr_engine_t;
+typedef struct cr_event_s cr_event_t;
+
+/* Where the body of the final response goes. */
+typedef enum {
+  CR_SINK_MEMORY = 0,  /* delivered in CR_EVENT_DATA batches (owned buffers) */
+  CR_SINK_FILE = 1,    /* written by the engine to sink_fd, off the loop    */
+  CR_SINK_DISCARD = 2  /* counted, then dropped                             */
+} cr_sink_t;
+
+/* Request flags. */
+enum {
+  /* Hold the body after the final response until cr_transfer_decide(). */
+  CR_FLAG_ASK_RESPONSE = 1u << 0,
+  /* Hold the body of 3xx responses that carry a Location header, and of
+   * 401/407 responses, until cr_transfer_decide(). */
+  CR_FLAG_HOLD_REDIRECT_AND_AUTH = 1u << 1,
+  /* Send no body and expect none (HEAD). */
+  CR_FLAG_NO_BODY = 1u << 2,
+  /* Offer HTTP/2 (ALPN over TLS); plain http stays HTTP/1.1. */
+  CR_FLAG_HTTP2 = 1u << 3,
+  /* Do not verify the server certificate or host name (tests only). */
+  CR_FLAG_INSECURE = 1u << 4
+};
+
+typedef enum {
+  CR_AUTH_NONE = 0,
+  CR_AUTH_BASIC = 1,
+  CR_AUTH_DIGEST = 2,
+  CR_AUTH_ANY = 3
+} cr_auth_t;
+
+/* One request. Everything is copied by cr_engine_submit(); the caller keeps
+ * ownership of its memory, except the file descriptors, which pass to the
+ * engine on success (it closes them when the transfer ends) and stay the
+ * caller's when cr_engine_submit() fails. */
+typedef struct {
+  const char* url;              /* absolute http or https URL            */
+  const char* method;           /* "GET", "PUT", ... (NULL: GET)          */
+  const char* const* headers;   /* "Name: value" lines                   */
+  size_t header_count;
+  const void* body;             /* request body from memory (copied)     */
+  size_t body_length;
+  int body_fd;                  /* request body from a file, or -1       */
+  int64_t body_fd_length;       /* bytes to send from body_fd's offset 0 */
+  cr_sink_t sink;
+  int sink_fd;                  /* CR_SINK_FILE: written with pwrite     */
+  /* > 0: ask for bytes from this offset ("Range: bytes=N-"). A 206 whose
+   * Content-Range starts elsewhere fails with CR_ERR_BAD_RANGE; a 200 means
+   * the server sent the whole entity: the sink file is truncated and the
+   * RESPONSE event reports resume_offset 0. Add any If-Range header
+   * yourself. Bodies are written at file offset resume_offset + n. */
+  int64_t resume_offset;
+  uint32_t flags;               /* CR_FLAG_*                             */
+  cr_auth_t auth;
+  const char* username;         /* with auth != CR_AUTH_NONE             */
+  const char* password;
+  int64_t idle_timeout_ms;      /* no byte in either direction: fail; 0 off */
+  int64_t total_timeout_ms;     /* whole transfer, queueing included; 0 off */
+  int priority;                 /* higher first among queued transfers   */
+  uint64_t tag;                 /* echoed in every event                 */
+} cr_request_t;
+
+typedef struct {
+  int loop_count;               /* loop threads, >= 1                    */
+  int max_host_connections;     /* per host, per engine; 0 unlimited     */
+  int max_active_transfers;     /* running at once per engine; 0: 1024   */
+  const char* ca_pem;           /* trusted CA certificates, PEM; NULL: system */
+  size_t ca_pem_length;
+  int buffer_size;              /* receive buffer; 0: default            */
+  void (*on_events)(void* context, const cr_event_t* events, size_t count);
+  void* context;
+} cr_engine_config_t;
+
+/* Engine error codes (CR_EVENT_COMPLETE.error); 0 is success. */
+typedef enum {
+  CR_OK = 0,
+  CR_ERR_CANCELLED = 1,          /* cr_transfer_cancel() or engine shutdown */
+  CR_ERR_TIMED_OUT = 2,          /* idle or total timeout                   */
+  CR_ERR_CANNOT_RESOLVE = 3,
+  CR_ERR_CANNOT_CONNECT = 4,
+  CR_ERR_CONNECTION_LOST = 5,    /* reset or closed mid-exchange            */
+  CR_ERR_SHORT_BODY = 6,         /* fewer bytes than Content-Length/Range   */
+  CR_ERR_BAD_RESPONSE = 7,       /* not HTTP, conflicting lengths, too long */
+  CR_ERR_BAD_RANGE = 8,          /* 206 for another range than asked        */
+  CR_ERR_TLS = 9,                /* handshake failed                        */
+  CR_ERR_TLS_UNTRUSTED = 10,     /* certificate not trusted or wrong host   */
+  CR_ERR_FILE_WRITE = 11,        /* writing the sink file failed            */
+  CR_ERR_FILE_READ = 12,         /* reading the body file failed            */
+  CR_ERR_UNSUPPORTED_URL = 13,
+  CR_ERR_BAD_URL = 14,
+  CR_ERR_NO_SPACE = 15,          /* ENOSPC while writing                    */
+  CR_ERR_INTERNAL = 16           /* any other libcurl failure: see curl_code */
+} cr_error_t;
+
+/* Timings in microseconds from the start of the transfer (curl's *_TIME_T),
+ * -1 when the phase did not happen. */
+typedef struct {
+  int64_t queued_us;             /* submit until curl took it              */
+  int64_t name_lookup_us;
+  int64_t connect_us;
+  int64_t tls_us;                /* APPCONNECT                             */
+  int64_t pretransfer_us;
+  int64_t first_byte_us;         /* STARTTRANSFER                          */
+  int64_t total_us;
+  int64_t request_header_bytes;
+  int64_t response_header_bytes;
+  int64_t body_bytes_sent;
+  int64_t body_bytes_received;
+  int http_version;              /* 10, 11, 20, 30; 0 unknown             */
+  int reused_connection;         /* 1 when no new connection was made     */
+  int remote_port;
+  int local_port;
+  char remote_ip[48];
+  char local_ip[48];
+} cr_metrics_t;
+
+typedef enum {
+  CR_EVENT_RESPONSE = 1,
+  CR_EVENT_DATA = 2,
+  CR_EVENT_PROGRESS = 3,
+  CR_EVENT_COMPLETE = 4
+} cr_event_kind_t;
+
+struct cr_event_s {
+  cr_event_kind_t kind;
+  uint64_t transfer;
+  uint64_t tag;
+  /* RESPONSE */
+  int status;
+  int held;                      /* 1: body held until cr_transfer_decide() */
+  int64_t resume_offset;         /* where the body starts in the sink file  */
+  char* headers;                 /* owned: raw header block, CRLF lines,
+                                    status line first                        */
+  size_t headers_length;
+  /* DATA */
+  void* data;                    /* owned                                   */
+  size_t data_length;
+  /* PROGRESS (also set on RESPONSE and COMPLETE) */
+  int64_t received;              /* body bytes of the final response        */
+  int64_t expected_to_receive;   /* -1 unknown                              */
+  int64_t sent;
+  int64_t expected_to_send;      /* -1 unknown                              */
+  /* COMPLETE */
+  cr_error_t error;
+  int curl_code;                 /* underlying CURLcode, 0 none             */
+  int os_error;                  /* errno for file errors, 0 none           */
+  char* message;                 /* owned, may be NULL                      */
+  int64_t bytes_on_disk;         /* CR_SINK_FILE: contiguous bytes written
+                                    from offset 0, flushed to the fd         */
+  cr_metrics_t metrics;
+};
+
+/* Decisions for a held response (cr_transfer_decide). */
+typedef enum {
+  CR_DECIDE_ALLOW = 0,           /* deliver the body to the sink            */
+  CR_DECIDE_CANCEL = 1,          /* end the transfer (COMPLETE: cancelled)  */
+  CR_DECIDE_TO_FILE = 2          /* deliver the body to fd instead          */
+} cr_decision_t;
+
+/* Starts the loop threads. Returns NULL and sets *error (a message in a
+ * static buffer) when the engine cannot start. */
+cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
+                              const char** error);
+
+/* Cancels every transfer (their COMPLETE events are not delivered), closes
+ * every handle and joins the loop threads. Must not be called from inside
+ * the event callback; if called on a loop thread anyway, the joining
+ * happens on a detached thread. */
+void cr_engine_destroy(cr_engine_t* engine);
+
+/* Returns a transfer id (> 0), or 0 with *error set when the request is
+ * invalid (no URL, bad scheme, malformed URL). */
+uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
+                          cr_error_t* error);
+
+/* Commands. Each is queued to the transfer's loop and applied there. */
+void cr_transfer_cancel(cr_engine_t* engine, uint64_t transfer);
+void cr_transfer_pause(cr_engine_t* engine, uint64_t transfer);  /* no bytes flow */
+void cr_transfer_resume(cr_engine_t* engine, uint64_t transfer);
+void cr_transfer_decide(cr_engine_t* engine, uint64_t transfer,
+                        cr_decision_t decision, int fd);
+
+/* Counters for tests and diagnostics. */
+typedef struct {
+  int64_t queued;                /* submitted, waiting for a slot           */
+  int64_t active;                /* handed to curl                          */
+  int64_t completed;
+  int64_t open_handles;          /* socket poll handles open on all loops   */
+} cr_engine_stats_t;
+void cr_engine_stats(cr_engine_t* engine, cr_engine_stats_t* stats);
+
+/* Process-wide: loops that were closed with handles still open (uv_loop_close
+ * returned UV_EBUSY). Tests assert it stays 0. */
+int64_t cr_leaked_loop_count(void);
+
+/* The version of the libcurl in use, e.g. "7.88.1". */
+const char* cr_curl_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COURIER_ENGINE_H */

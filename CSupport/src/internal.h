@@ -1,0 +1,296 @@
+/*
+ * Internal declarations of the transfer engine. Nothing here is seen by
+ * Swift. Threads:
+ *   - the caller's threads: cr_engine_submit() and the cr_transfer_*()
+ *     commands only allocate and enqueue (cr_command_queue_t) and wake a loop;
+ *   - one loop thread per cr_loop_t: owns the uv loop, the curl multi handle,
+ *     every easy handle, every transfer after submission;
+ *   - one writer thread per loop: pwrite()s download chunks (cr_writer_t) and
+ *     reports back through the loop's done queue and async handle.
+ */
+#ifndef COURIER_INTERNAL_H
+#define COURIER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+#include <uv.h>
+
+#include "courier_engine.h"
+
+#define CR_PRIORITY_LEVELS 3
+#define CR_CHUNK_SIZE (128 * 1024)     /* one disk write job               */
+#define CR_MAX_PENDING_WRITES 4        /* per transfer, then curl pauses   */
+#define CR_FILE_BUFFER_SIZE (128 * 1024)
+#define CR_SWEEP_INTERVAL_MS 100       /* idle-timeout sweep period        */
+
+typedef struct cr_loop_s cr_loop_t;
+typedef struct cr_transfer_s cr_transfer_t;
+
+typedef enum {
+  CR_TRANSFER_QUEUED = 0,   /* waiting for a slot (or parked while paused) */
+  CR_TRANSFER_ACTIVE,       /* added to the multi handle                    */
+  CR_TRANSFER_FINISHING,    /* out of curl, waiting for disk writes          */
+  CR_TRANSFER_DONE
+} cr_transfer_state_t;
+
+/* A transfer, owned by its loop from the moment the submit command is
+ * applied. Only the loop thread reads or writes it, except the fields the
+ * writer thread touches while a job is in flight (writer_failed). */
+struct cr_transfer_s {
+  uint64_t id;
+  uint64_t tag;
+  cr_loop_t* loop;
+  cr_transfer_state_t state;
+
+  /* The request, deep-copied at submit. */
+  char* url;
+  char* method;
+  struct curl_slist* headers;
+  char* body;
+  size_t body_length;
+  size_t body_position;
+  int body_fd;
+  int64_t body_fd_length;
+  int64_t body_fd_position;
+  cr_sink_t sink;
+  int sink_fd;
+  int64_t resume_offset;
+  uint32_t flags;
+  cr_auth_t auth;
+  char* username;
+  char* password;
+  int64_t idle_timeout_ms;
+  int64_t total_timeout_ms;
+  int priority_level;
+  uint64_t submitted_us;
+  uint64_t admitted_us;
+
+  /* curl state (ACTIVE only). */
+  CURL* easy;
+  char* error_buffer;
+  uint64_t last_activity_ms;
+
+  /* Pause reasons; curl is paused while any is set. */
+  unsigned user_paused : 1;
+  unsigned disk_paused : 1;
+  unsigned held : 1;          /* RESPONSE held, waiting for a decision      */
+  unsigned curl_paused : 1;   /* what curl believes                         */
+
+  /* The response being received. Reset at every status line. */
+  unsigned response_emitted : 1;
+  unsigned response_seen : 1; /* end of headers of a non-1xx response seen  */
+  unsigned chunked : 1;
+  unsigned has_location : 1;
+  unsigned discard_body : 1;  /* body of a response that must not be kept   */
+  unsigned progress_dirty : 1;
+  unsigned in_dirty_list : 1;
+  char* header_block;
+  size_t header_length;
+  size_t header_capacity;
+  int status;
+  int64_t content_length;     /* -1 unknown                                  */
+  int64_t expected;           /* body bytes expected of this response, -1   */
+  int64_t body_base;          /* file offset of the body's first byte       */
+
+  /* Counters. */
+  int64_t received;
+  int64_t sent;
+  int64_t expected_to_send;
+
+  /* Memory sink: accumulated since the last DATA event. */
+  char* memory;
+  size_t memory_length;
+  size_t memory_capacity;
+
+  /* File sink. */
+  char* chunk;
+  size_t chunk_length;
+  int pending_writes;
+  int64_t bytes_queued;       /* handed to the writer                       */
+  int64_t bytes_flushed;      /* written by the writer, contiguous          */
+  int write_errno;
+  atomic_int writer_failed;
+
+  /* Outcome. */
+  cr_error_t error;
+  int curl_code;
+  int os_error;
+  char* message;
+  cr_metrics_t metrics;
+
+  /* Links. */
+  cr_transfer_t* hash_next;
+  cr_transfer_t* queue_prev;
+  cr_transfer_t* queue_next;
+  cr_transfer_t* active_prev;
+  cr_transfer_t* active_next;
+  cr_transfer_t* dirty_next;
+};
+
+/* ---- Commands (any thread → loop) ---- */
+
+typedef enum {
+  CR_CMD_SUBMIT = 1,
+  CR_CMD_CANCEL,
+  CR_CMD_PAUSE,
+  CR_CMD_RESUME,
+  CR_CMD_DECIDE,
+  CR_CMD_STOP
+} cr_command_kind_t;
+
+typedef struct {
+  cr_command_kind_t kind;
+  uint64_t transfer_id;
+  cr_transfer_t* transfer;     /* SUBMIT */
+  cr_decision_t decision;      /* DECIDE */
+  int fd;                      /* DECIDE */
+} cr_command_t;
+
+/* A mutex-protected vector, swapped out whole by the consumer. */
+typedef struct {
+  pthread_mutex_t mutex;
+  cr_command_t* items;
+  size_t count;
+  size_t capacity;
+} cr_command_queue_t;
+
+int cr_command_queue_init(cr_command_queue_t* queue);
+void cr_command_queue_destroy(cr_command_queue_t* queue);
+/* Returns 0, or -1 when out of memory. */
+int cr_command_queue_push(cr_command_queue_t* queue, const cr_command_t* cmd);
+/* Moves every queued command into *items (caller frees), returns count. */
+size_t cr_command_queue_take(cr_command_queue_t* queue, cr_command_t** items,
+                             size_t* capacity);
+
+/* ---- The disk writer (one thread per loop) ---- */
+
+typedef struct cr_write_job_s {
+  struct cr_write_job_s* next;
+  cr_transfer_t* transfer;
+  int fd;
+  int64_t offset;
+  char* buffer;
+  size_t length;
+  int result_errno;            /* 0 when written in full                    */
+} cr_write_job_t;
+
+typedef struct {
+  pthread_t thread;
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  cr_write_job_t* head;
+  cr_write_job_t* tail;
+  int stopping;
+  /* Finished jobs go back to the loop: */
+  pthread_mutex_t done_mutex;
+  cr_write_job_t* done_head;
+  cr_write_job_t* done_tail;
+  uv_async_t* wake;            /* the loop's async handle                   */
+} cr_writer_t;
+
+int cr_writer_start(cr_writer_t* writer, uv_async_t* wake);
+void cr_writer_submit(cr_writer_t* writer, cr_write_job_t* job);
+cr_write_job_t* cr_writer_take_done(cr_writer_t* writer);
+/* Writes every queued job, joins the thread, and returns the finished jobs
+ * the loop has not taken yet (the caller frees them). */
+cr_write_job_t* cr_writer_stop(cr_writer_t* writer);
+
+/* ---- Loops ---- */
+
+typedef struct {
+  cr_transfer_t** buckets;
+  size_t bucket_count;
+  size_t count;
+} cr_transfer_table_t;
+
+struct cr_loop_s {
+  uv_loop_t uv;
+  uv_async_t async;
+  uv_timer_t curl_timer;
+  uv_idle_t kick;              /* runs socket_action(TIMEOUT) next pass     */
+  uv_check_t flush;            /* hands the event batch over once per pass  */
+  uv_timer_t sweep;            /* idle timeouts                              */
+  uv_thread_t thread;
+  int index;
+  struct cr_engine_s* engine;
+
+  CURLM* multi;
+  CURLSH* share;
+  CURL** easy_pool;
+  size_t easy_pool_count;
+  size_t easy_pool_capacity;
+
+  cr_command_queue_t commands;
+  cr_command_t* command_scratch;
+  size_t command_scratch_capacity;
+  cr_writer_t writer;
+
+  cr_transfer_table_t transfers;
+  cr_transfer_t* queue_head[CR_PRIORITY_LEVELS];
+  cr_transfer_t* queue_tail[CR_PRIORITY_LEVELS];
+  cr_transfer_t* parked;       /* queued but paused by the user             */
+  cr_transfer_t* active_head;
+  cr_transfer_t* dirty_head;
+  int active_count;
+  int max_active;
+  int sweeping;
+  int stopping;
+  int in_flush;
+
+  /* The event batch of this iteration. */
+  cr_event_t* events;
+  size_t event_count;
+  size_t event_capacity;
+
+  /* Sockets: fd → context, to find stale contexts on fd reuse. */
+  struct cr_socket_s** sockets;
+  size_t socket_capacity;
+
+  /* Counters read by cr_engine_stats from other threads. */
+  atomic_llong stat_queued;
+  atomic_llong stat_active;
+  atomic_llong stat_completed;
+  atomic_llong stat_handles;
+};
+
+struct cr_engine_s {
+  cr_engine_config_t config;
+  char* ca_pem;
+  int loop_count;
+  cr_loop_t* loops;
+  atomic_ullong next_sequence;
+  atomic_int destroyed;
+};
+
+int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index);
+void cr_loop_post(cr_loop_t* loop, const cr_command_t* cmd);
+void cr_loop_join(cr_loop_t* loop);
+
+/* ---- Transfers (loop thread only unless stated) ---- */
+
+/* Any thread: deep-copies a request. Returns NULL with *error set. */
+cr_transfer_t* cr_transfer_create(const cr_request_t* request,
+                                  cr_error_t* error);
+void cr_transfer_free(cr_transfer_t* t);
+/* Prepares t->easy for the request. Returns 0 or an error code. */
+cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy);
+/* Reads curl's timings into t->metrics. */
+void cr_transfer_collect_metrics(cr_transfer_t* t);
+cr_error_t cr_error_from_curl(CURLcode code, int after_submit);
+
+/* Loop-side services the transfer callbacks use (loop.c). */
+void cr_loop_emit_response(cr_transfer_t* t);
+void cr_loop_mark_dirty(cr_transfer_t* t);
+void cr_loop_queue_chunk(cr_transfer_t* t);
+/* CURLOPT_CLOSESOCKETFUNCTION: stops and closes the fd's poll first. */
+int cr_loop_close_socket(void* loop, curl_socket_t fd);
+uint64_t cr_now_us(void);
+char* cr_strdup(const char* s);
+char* cr_strndup(const char* s, size_t n);
+
+extern atomic_llong cr_leaked_loops;
+
+#endif /* COURIER_INTERNAL_H */

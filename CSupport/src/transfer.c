@@ -1,0 +1,660 @@
+/*
+ * One transfer: the deep copy of a request, the easy-handle setup, and the
+ * curl callbacks that run on the loop thread while curl drives it.
+ * The callbacks never call curl; they only record, buffer and decide.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+char* cr_strdup(const char* s) {
+  return s ? cr_strndup(s, strlen(s)) : NULL;
+}
+
+char* cr_strndup(const char* s, size_t n) {
+  char* copy = malloc(n + 1);
+  if (copy) {
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+  }
+  return copy;
+}
+
+/* ---- Request validation and copy (any thread) ---- */
+
+static cr_error_t validate_url(const char* url) {
+  CURLU* parsed;
+  char* scheme = NULL;
+  char* host = NULL;
+  cr_error_t result = CR_OK;
+
+  if (url == NULL || *url == '\0')
+    return CR_ERR_BAD_URL;
+  parsed = curl_url();
+  if (parsed == NULL)
+    return CR_ERR_INTERNAL;
+  if (curl_url_set(parsed, CURLUPART_URL, url, 0) != CURLUE_OK) {
+    /* curl rejects unknown schemes as malformed; tell them apart. */
+    const char* colon = strchr(url, ':');
+    int looks_scheme = colon && colon != url;
+    for (const char* p = url; looks_scheme && p < colon; p++)
+      if (!isalnum((unsigned char)*p) && *p != '+' && *p != '-' && *p != '.')
+        looks_scheme = 0;
+    if (looks_scheme && strncasecmp(url, "http:", 5) != 0 &&
+        strncasecmp(url, "https:", 6) != 0)
+      result = CR_ERR_UNSUPPORTED_URL;
+    else
+      result = CR_ERR_BAD_URL;
+    goto out;
+  }
+  if (curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+    result = CR_ERR_BAD_URL;
+    goto out;
+  }
+  if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
+    result = CR_ERR_UNSUPPORTED_URL;
+    goto out;
+  }
+  if (curl_url_get(parsed, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+      host == NULL || *host == '\0')
+    result = CR_ERR_BAD_URL;
+out:
+  curl_free(scheme);
+  curl_free(host);
+  curl_url_cleanup(parsed);
+  return result;
+}
+
+cr_transfer_t* cr_transfer_create(const cr_request_t* request,
+                                  cr_error_t* error) {
+  cr_transfer_t* t;
+  cr_error_t url_error = validate_url(request->url);
+  int has_expect = 0;
+
+  if (url_error != CR_OK) {
+    *error = url_error;
+    return NULL;
+  }
+  if (request->sink == CR_SINK_FILE && request->sink_fd < 0) {
+    *error = CR_ERR_FILE_WRITE;
+    return NULL;
+  }
+  t = calloc(1, sizeof(*t));
+  if (t == NULL) {
+    *error = CR_ERR_INTERNAL;
+    return NULL;
+  }
+  t->body_fd = -1;
+  t->sink_fd = -1;
+  t->url = cr_strdup(request->url);
+  t->method = cr_strdup(request->method ? request->method : "GET");
+  if (t->url == NULL || t->method == NULL)
+    goto oom;
+  for (size_t i = 0; i < request->header_count; i++) {
+    struct curl_slist* next;
+    const char* line = request->headers[i];
+    if (line == NULL)
+      continue;
+    if (strncasecmp(line, "Expect:", 7) == 0)
+      has_expect = 1;
+    next = curl_slist_append(t->headers, line);
+    if (next == NULL)
+      goto oom;
+    t->headers = next;
+  }
+  if (!has_expect) {
+    /* curl would wait up to a second for "100 Continue" on big bodies. */
+    struct curl_slist* next = curl_slist_append(t->headers, "Expect:");
+    if (next == NULL)
+      goto oom;
+    t->headers = next;
+  }
+  if (request->body && request->body_length > 0) {
+    t->body = malloc(request->body_length);
+    if (t->body == NULL)
+      goto oom;
+    memcpy(t->body, request->body, request->body_length);
+    t->body_length = request->body_length;
+  }
+  t->body_fd_length = request->body_fd_length;
+  t->sink = request->sink;
+  t->resume_offset = request->resume_offset > 0 ? request->resume_offset : 0;
+  t->flags = request->flags;
+  t->auth = request->auth;
+  if (request->auth != CR_AUTH_NONE) {
+    t->username = cr_strdup(request->username ? request->username : "");
+    t->password = cr_strdup(request->password ? request->password : "");
+    if (t->username == NULL || t->password == NULL)
+      goto oom;
+  }
+  t->idle_timeout_ms = request->idle_timeout_ms;
+  t->total_timeout_ms = request->total_timeout_ms;
+  t->priority_level = request->priority > 0 ? 2 : (request->priority < 0 ? 0 : 1);
+  t->tag = request->tag;
+  t->content_length = -1;
+  t->expected = -1;
+  t->expected_to_send = request->body_fd >= 0
+                            ? request->body_fd_length
+                            : (int64_t)t->body_length;
+  if (!(request->body_fd >= 0 || t->body_length > 0))
+    t->expected_to_send = -1;
+  t->submitted_us = cr_now_us();
+  atomic_init(&t->writer_failed, 0);
+  /* Ownership of the descriptors passes last: nothing can fail after. */
+  t->body_fd = request->body_fd;
+  t->sink_fd = request->sink == CR_SINK_FILE ? request->sink_fd : -1;
+  *error = CR_OK;
+  return t;
+
+oom:
+  t->body_fd = t->sink_fd = -1; /* still the caller's */
+  cr_transfer_free(t);
+  *error = CR_ERR_INTERNAL;
+  return NULL;
+}
+
+void cr_transfer_free(cr_transfer_t* t) {
+  if (t == NULL)
+    return;
+  if (t->body_fd >= 0)
+    close(t->body_fd);
+  if (t->sink_fd >= 0)
+    close(t->sink_fd);
+  free(t->url);
+  free(t->method);
+  curl_slist_free_all(t->headers);
+  free(t->body);
+  free(t->username);
+  free(t->password);
+  free(t->error_buffer);
+  free(t->header_block);
+  free(t->memory);
+  free(t->chunk);
+  free(t->message);
+  free(t);
+}
+
+/* ---- Callbacks (loop thread, inside curl) ---- */
+
+static void reset_response(cr_transfer_t* t) {
+  t->header_length = 0;
+  t->status = 0;
+  t->content_length = -1;
+  t->expected = -1;
+  t->chunked = 0;
+  t->has_location = 0;
+  t->response_seen = 0;
+  t->body_base = -1; /* until finish_headers: the Content-Range start */
+}
+
+static int append_header(cr_transfer_t* t, const char* line, size_t length) {
+  if (t->header_length + length + 1 > t->header_capacity) {
+    size_t capacity = t->header_capacity ? t->header_capacity * 2 : 1024;
+    char* block;
+    while (capacity < t->header_length + length + 1)
+      capacity *= 2;
+    block = realloc(t->header_block, capacity);
+    if (block == NULL)
+      return -1;
+    t->header_block = block;
+    t->header_capacity = capacity;
+  }
+  memcpy(t->header_block + t->header_length, line, length);
+  t->header_length += length;
+  t->header_block[t->header_length] = '\0';
+  return 0;
+}
+
+/* "Name: value" → value (trimmed) if the name matches, else NULL. */
+static const char* header_value(const char* line, size_t length,
+                                const char* name, size_t* value_length) {
+  size_t name_length = strlen(name);
+  const char* value;
+  const char* end = line + length;
+  if (length <= name_length || strncasecmp(line, name, name_length) != 0 ||
+      line[name_length] != ':')
+    return NULL;
+  value = line + name_length + 1;
+  while (value < end && (*value == ' ' || *value == '\t'))
+    value++;
+  while (end > value && (end[-1] == '\r' || end[-1] == '\n' ||
+                         end[-1] == ' ' || end[-1] == '\t'))
+    end--;
+  *value_length = (size_t)(end - value);
+  return value;
+}
+
+static int fail_from_callback(cr_transfer_t* t, cr_error_t error,
+                              const char* message) {
+  if (t->error == CR_OK) {
+    t->error = error;
+    free(t->message);
+    t->message = cr_strdup(message);
+  }
+  return 0;
+}
+
+/* Decides, at the end of the final response's headers, what its body is. */
+static int finish_headers(cr_transfer_t* t) {
+  t->response_seen = 1;
+  if (t->content_length >= 0 && t->chunked && t->status >= 200)
+    return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
+                              "Content-Length together with chunked coding");
+  t->expected = t->content_length;
+  if ((t->flags & CR_FLAG_NO_BODY) || t->status == 204 || t->status == 304)
+    t->expected = 0;
+  int64_t range_start = t->body_base;
+  t->body_base = 0;
+  /* A resumed download keeps its partial file untouched until the
+   * response is accepted below. */
+  t->discard_body = t->resume_offset > 0;
+
+  if (t->resume_offset > 0) {
+    if (t->status == 206) {
+      /* on_header parsed Content-Range into range_start and expected. */
+      if (range_start != t->resume_offset)
+        return fail_from_callback(t, CR_ERR_BAD_RANGE,
+                                  "206 for another range than requested");
+      t->body_base = t->resume_offset;
+      t->discard_body = 0;
+    } else if (t->status == 200) {
+      /* The whole entity again: start the file over. */
+      t->body_base = 0;
+      t->discard_body = 0;
+      if (t->sink == CR_SINK_FILE && ftruncate(t->sink_fd, 0) != 0) {
+        t->os_error = errno;
+        return fail_from_callback(t, CR_ERR_FILE_WRITE,
+                                  "cannot truncate the download file");
+      }
+    }
+    /* Any other status: its body never goes into the partial file. */
+  }
+  return 1;
+}
+
+static int parse_content_range(cr_transfer_t* t, const char* value,
+                               size_t length) {
+  /* "bytes A-B/TOTAL", or an unknown total after the slash. */
+  char buffer[128];
+  long long first, last;
+  if (length >= sizeof(buffer))
+    return -1;
+  memcpy(buffer, value, length);
+  buffer[length] = '\0';
+  if (sscanf(buffer, "bytes %lld-%lld", &first, &last) != 2 || first < 0 ||
+      last < first)
+    return -1;
+  t->body_base = first;
+  t->content_length = last - first + 1;
+  return 0;
+}
+
+static size_t on_header(char* data, size_t size, size_t count, void* context) {
+  cr_transfer_t* t = context;
+  size_t length = size * count;
+  const char* value;
+  size_t value_length;
+
+  t->last_activity_ms = uv_now(&t->loop->uv);
+  if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+    const char* space = memchr(data, ' ', length);
+    reset_response(t);
+    if (space)
+      t->status = atoi(space + 1);
+  } else if (length <= 2 && (data[0] == '\r' || data[0] == '\n')) {
+    if (append_header(t, data, length) != 0)
+      return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+    if (t->status >= 200) {
+      int outcome = finish_headers(t);
+      if (outcome <= 0)
+        return 0; /* curl fails with CURLE_WRITE_ERROR; t->error says why */
+      /* Final unless curl will answer an auth challenge itself. */
+      if (!((t->status == 401 || t->status == 407) &&
+            (t->auth == CR_AUTH_DIGEST || t->auth == CR_AUTH_ANY)))
+        cr_loop_emit_response(t);
+    }
+    return length;
+  } else if ((value = header_value(data, length, "Content-Length",
+                                   &value_length))) {
+    char* end;
+    char buffer[32];
+    long long parsed;
+    if (value_length == 0 || value_length >= sizeof(buffer))
+      return fail_from_callback(t, CR_ERR_BAD_RESPONSE, "bad Content-Length");
+    memcpy(buffer, value, value_length);
+    buffer[value_length] = '\0';
+    parsed = strtoll(buffer, &end, 10);
+    if (*end != '\0' || parsed < 0)
+      return fail_from_callback(t, CR_ERR_BAD_RESPONSE, "bad Content-Length");
+    if (t->content_length >= 0 && t->content_length != parsed && t->status != 206)
+      return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
+                                "conflicting Content-Length headers");
+    if (t->status != 206)
+      t->content_length = parsed;
+  } else if ((value = header_value(data, length, "Content-Range",
+                                   &value_length))) {
+    if (t->status == 206 && parse_content_range(t, value, value_length) != 0)
+      return fail_from_callback(t, CR_ERR_BAD_RANGE, "bad Content-Range");
+  } else if ((value = header_value(data, length, "Transfer-Encoding",
+                                   &value_length))) {
+    if (value_length >= 7 && strncasecmp(value + value_length - 7, "chunked", 7) == 0)
+      t->chunked = 1;
+  } else if (header_value(data, length, "Location", &value_length)) {
+    t->has_location = value_length > 0;
+  }
+  if (append_header(t, data, length) != 0)
+    return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+  return length;
+}
+
+static size_t on_write(char* data, size_t size, size_t count, void* context) {
+  cr_transfer_t* t = context;
+  size_t length = size * count;
+
+  t->last_activity_ms = uv_now(&t->loop->uv);
+  if (!t->response_emitted)
+    cr_loop_emit_response(t);
+  if (t->held || t->user_paused) {
+    t->curl_paused = 1;
+    return CURL_WRITEFUNC_PAUSE;
+  }
+  if (t->expected >= 0 && t->received + (int64_t)length > t->expected)
+    return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
+                              "body longer than announced");
+  if (t->discard_body || t->sink == CR_SINK_DISCARD) {
+    /* counted only */
+  } else if (t->sink == CR_SINK_MEMORY) {
+    if (t->memory_length + length > t->memory_capacity) {
+      size_t capacity = t->memory_capacity ? t->memory_capacity : 16384;
+      char* memory;
+      while (capacity < t->memory_length + length)
+        capacity *= 2;
+      memory = realloc(t->memory, capacity);
+      if (memory == NULL)
+        return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+      t->memory = memory;
+      t->memory_capacity = capacity;
+    }
+    memcpy(t->memory + t->memory_length, data, length);
+    t->memory_length += length;
+  } else {
+    size_t offset = 0;
+    if (t->write_errno != 0)
+      return 0;
+    if (t->pending_writes >= CR_MAX_PENDING_WRITES) {
+      t->disk_paused = 1;
+      t->curl_paused = 1;
+      return CURL_WRITEFUNC_PAUSE;
+    }
+    while (offset < length) {
+      size_t room, take;
+      if (t->chunk == NULL) {
+        t->chunk = malloc(CR_CHUNK_SIZE);
+        if (t->chunk == NULL)
+          return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+        t->chunk_length = 0;
+      }
+      room = CR_CHUNK_SIZE - t->chunk_length;
+      take = length - offset < room ? length - offset : room;
+      memcpy(t->chunk + t->chunk_length, data + offset, take);
+      t->chunk_length += take;
+      offset += take;
+      if (t->chunk_length == CR_CHUNK_SIZE)
+        cr_loop_queue_chunk(t);
+    }
+  }
+  t->received += (int64_t)length;
+  cr_loop_mark_dirty(t);
+  return length;
+}
+
+static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
+  cr_transfer_t* t = context;
+  size_t room = size * count;
+  size_t n = 0;
+
+  t->last_activity_ms = uv_now(&t->loop->uv);
+  if (t->user_paused) {
+    t->curl_paused = 1;
+    return CURL_READFUNC_PAUSE;
+  }
+  if (t->body_fd >= 0) {
+    int64_t left = t->body_fd_length - t->body_fd_position;
+    ssize_t got;
+    if (left <= 0)
+      return 0;
+    if ((int64_t)room > left)
+      room = (size_t)left;
+    do {
+      got = pread(t->body_fd, buffer, room, (off_t)t->body_fd_position);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+      t->os_error = errno;
+      fail_from_callback(t, CR_ERR_FILE_READ, "cannot read the upload file");
+      return CURL_READFUNC_ABORT;
+    }
+    if (got == 0) {
+      fail_from_callback(t, CR_ERR_FILE_READ, "upload file shorter than announced");
+      return CURL_READFUNC_ABORT;
+    }
+    n = (size_t)got;
+    t->body_fd_position += got;
+  } else {
+    size_t left = t->body_length - t->body_position;
+    n = room < left ? room : left;
+    memcpy(buffer, t->body + t->body_position, n);
+    t->body_position += n;
+  }
+  t->sent += (int64_t)n;
+  cr_loop_mark_dirty(t);
+  return n;
+}
+
+/* Lets curl rewind an upload body, e.g. after an auth round trip. */
+static int on_seek(void* context, curl_off_t offset, int origin) {
+  cr_transfer_t* t = context;
+  if (origin != SEEK_SET || offset < 0)
+    return CURL_SEEKFUNC_CANTSEEK;
+  if (t->body_fd >= 0) {
+    if (offset > t->body_fd_length)
+      return CURL_SEEKFUNC_FAIL;
+    t->body_fd_position = offset;
+  } else {
+    if ((size_t)offset > t->body_length)
+      return CURL_SEEKFUNC_FAIL;
+    t->body_position = (size_t)offset;
+  }
+  t->sent = offset;
+  return CURL_SEEKFUNC_OK;
+}
+
+/* ---- Easy handle setup (loop thread) ---- */
+
+#define SET(option, value)                                   \
+  do {                                                       \
+    if (curl_easy_setopt(easy, option, value) != CURLE_OK)   \
+      return CR_ERR_INTERNAL;                                \
+  } while (0)
+
+cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
+  struct cr_engine_s* engine = t->loop->engine;
+  int has_body = t->body_fd >= 0 || t->body_length > 0;
+
+  t->easy = easy;
+  if (t->error_buffer == NULL) {
+    t->error_buffer = calloc(1, CURL_ERROR_SIZE);
+    if (t->error_buffer == NULL)
+      return CR_ERR_INTERNAL;
+  }
+  SET(CURLOPT_URL, t->url);
+  SET(CURLOPT_PRIVATE, t);
+  SET(CURLOPT_ERRORBUFFER, t->error_buffer);
+  SET(CURLOPT_NOSIGNAL, 1L);
+  SET(CURLOPT_QUICK_EXIT, 1L);
+  SET(CURLOPT_PROTOCOLS_STR, "http,https");
+  SET(CURLOPT_FOLLOWLOCATION, 0L);
+  SET(CURLOPT_SHARE, t->loop->share);
+  SET(CURLOPT_HEADERFUNCTION, on_header);
+  SET(CURLOPT_HEADERDATA, t);
+  SET(CURLOPT_WRITEFUNCTION, on_write);
+  SET(CURLOPT_WRITEDATA, t);
+  SET(CURLOPT_HTTPHEADER, t->headers);
+  SET(CURLOPT_TCP_KEEPALIVE, 1L);
+  SET(CURLOPT_CLOSESOCKETFUNCTION, cr_loop_close_socket);
+  SET(CURLOPT_CLOSESOCKETDATA, t->loop);
+  if (t->flags & CR_FLAG_HTTP2) {
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    SET(CURLOPT_PIPEWAIT, 1L);
+  } else {
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+  }
+  if (t->flags & CR_FLAG_INSECURE) {
+    SET(CURLOPT_SSL_VERIFYPEER, 0L);
+    SET(CURLOPT_SSL_VERIFYHOST, 0L);
+  } else if (engine->ca_pem) {
+    struct curl_blob blob;
+    blob.data = engine->ca_pem;
+    blob.len = engine->config.ca_pem_length;
+    blob.flags = CURL_BLOB_NOCOPY;
+    SET(CURLOPT_CAINFO_BLOB, &blob);
+  }
+  if (t->sink == CR_SINK_FILE)
+    SET(CURLOPT_BUFFERSIZE, (long)(engine->config.buffer_size > 0
+                                       ? engine->config.buffer_size
+                                       : CR_FILE_BUFFER_SIZE));
+  else if (engine->config.buffer_size > 0)
+    SET(CURLOPT_BUFFERSIZE, (long)engine->config.buffer_size);
+
+  if (strcmp(t->method, "HEAD") == 0 || (t->flags & CR_FLAG_NO_BODY)) {
+    SET(CURLOPT_NOBODY, 1L);
+    t->flags |= CR_FLAG_NO_BODY;
+  }
+  if (has_body) {
+    SET(CURLOPT_UPLOAD, 1L);
+    SET(CURLOPT_READFUNCTION, on_read);
+    SET(CURLOPT_READDATA, t);
+    SET(CURLOPT_SEEKFUNCTION, on_seek);
+    SET(CURLOPT_SEEKDATA, t);
+    SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)(t->body_fd >= 0
+                                                   ? t->body_fd_length
+                                                   : (int64_t)t->body_length));
+  }
+  if (strcmp(t->method, "GET") != 0 && strcmp(t->method, "HEAD") != 0 &&
+      !(has_body && strcmp(t->method, "PUT") == 0))
+    SET(CURLOPT_CUSTOMREQUEST, t->method);
+  if (t->resume_offset > 0) {
+    char range[32];
+    snprintf(range, sizeof(range), "%lld-", (long long)t->resume_offset);
+    SET(CURLOPT_RANGE, range);
+  }
+  if (t->auth != CR_AUTH_NONE) {
+    long mask = t->auth == CR_AUTH_BASIC    ? CURLAUTH_BASIC
+                : t->auth == CR_AUTH_DIGEST ? CURLAUTH_DIGEST
+                                            : CURLAUTH_ANY;
+    SET(CURLOPT_HTTPAUTH, mask);
+    SET(CURLOPT_USERNAME, t->username);
+    SET(CURLOPT_PASSWORD, t->password);
+  }
+  if (t->total_timeout_ms > 0) {
+    int64_t spent = (int64_t)((cr_now_us() - t->submitted_us) / 1000);
+    int64_t left = t->total_timeout_ms - spent;
+    SET(CURLOPT_TIMEOUT_MS, (long)(left > 1 ? left : 1));
+  }
+  if (t->idle_timeout_ms > 0)
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)t->idle_timeout_ms);
+  return CR_OK;
+}
+
+#undef SET
+
+void cr_transfer_collect_metrics(cr_transfer_t* t) {
+  cr_metrics_t* m = &t->metrics;
+  CURL* easy = t->easy;
+  curl_off_t value;
+  long number;
+  char* text;
+
+#define TIME(info, field)                                        \
+  m->field = curl_easy_getinfo(easy, info, &value) == CURLE_OK   \
+                 ? (int64_t)value                                \
+                 : -1
+  TIME(CURLINFO_NAMELOOKUP_TIME_T, name_lookup_us);
+  TIME(CURLINFO_CONNECT_TIME_T, connect_us);
+  TIME(CURLINFO_APPCONNECT_TIME_T, tls_us);
+  TIME(CURLINFO_PRETRANSFER_TIME_T, pretransfer_us);
+  TIME(CURLINFO_STARTTRANSFER_TIME_T, first_byte_us);
+  TIME(CURLINFO_TOTAL_TIME_T, total_us);
+#undef TIME
+  m->queued_us = (int64_t)(t->admitted_us - t->submitted_us);
+  m->request_header_bytes =
+      curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &number) == CURLE_OK ? number : 0;
+  m->response_header_bytes =
+      curl_easy_getinfo(easy, CURLINFO_HEADER_SIZE, &number) == CURLE_OK ? number : 0;
+  m->body_bytes_sent = t->sent;
+  m->body_bytes_received = t->received;
+  if (curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &number) == CURLE_OK) {
+    switch (number) {
+      case CURL_HTTP_VERSION_1_0: m->http_version = 10; break;
+      case CURL_HTTP_VERSION_1_1: m->http_version = 11; break;
+      case CURL_HTTP_VERSION_2_0: m->http_version = 20; break;
+      case CURL_HTTP_VERSION_3: m->http_version = 30; break;
+      default: m->http_version = 0;
+    }
+  }
+  m->reused_connection =
+      curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &number) == CURLE_OK &&
+      number == 0 && m->http_version != 0;
+  if (curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &number) == CURLE_OK)
+    m->remote_port = (int)number;
+  if (curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &number) == CURLE_OK)
+    m->local_port = (int)number;
+  if (curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &text) == CURLE_OK && text)
+    snprintf(m->remote_ip, sizeof(m->remote_ip), "%s", text);
+  if (curl_easy_getinfo(easy, CURLINFO_LOCAL_IP, &text) == CURLE_OK && text)
+    snprintf(m->local_ip, sizeof(m->local_ip), "%s", text);
+}
+
+cr_error_t cr_error_from_curl(CURLcode code, int after_submit) {
+  switch (code) {
+    case CURLE_OK: return CR_OK;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      /* The scheme was checked at submit: this is an HTTP/0.9 or other
+       * non-HTTP answer. */
+      return after_submit ? CR_ERR_BAD_RESPONSE : CR_ERR_UNSUPPORTED_URL;
+    case CURLE_URL_MALFORMAT: return CR_ERR_BAD_URL;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return CR_ERR_CANNOT_RESOLVE;
+    case CURLE_COULDNT_CONNECT: return CR_ERR_CANNOT_CONNECT;
+    case CURLE_OPERATION_TIMEDOUT: return CR_ERR_TIMED_OUT;
+    case CURLE_PARTIAL_FILE: return CR_ERR_SHORT_BODY;
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_HTTP2_STREAM: return CR_ERR_CONNECTION_LOST;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_HTTP2:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_TOO_MANY_REDIRECTS: return CR_ERR_BAD_RESPONSE;
+    case CURLE_RANGE_ERROR: return CR_ERR_BAD_RANGE;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_SHUTDOWN_FAILED: return CR_ERR_TLS;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS: return CR_ERR_TLS_UNTRUSTED;
+    case CURLE_WRITE_ERROR: return CR_ERR_FILE_WRITE;
+    case CURLE_READ_ERROR: return CR_ERR_FILE_READ;
+    case CURLE_ABORTED_BY_CALLBACK: return CR_ERR_CANCELLED;
+    default: return CR_ERR_INTERNAL;
+  }
+}

@@ -1,0 +1,110 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Courier: URLSession-style sessions over a libcurl + libuv transfer core (CSupport).
+// System packages: libuv1-dev and libcurl4-openssl-dev (installed by scripts/bootstrap.sh).
+
+let strictSwift: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Courier",
+    products: [
+        .library(name: "Courier", targets: ["Courier"]),
+        .executable(name: "courier", targets: ["courier"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+    ],
+    targets: [
+        // The C transfer engine: owns every libcurl and libuv object. Swift sees only courier_engine.h.
+        .target(
+            name: "CSupport",
+            path: "CSupport",
+            exclude: ["tests"],
+            sources: ["src"],
+            publicHeadersPath: "include",
+            cSettings: [.unsafeFlags(["-Wall", "-Wextra", "-Wno-unused-parameter"])],
+            linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("uv"), .linkedLibrary("pthread")]
+        ),
+        // Application lifecycle: states, background tasks with budgets, expiration, watchdog.
+        .target(
+            name: "CourierLifecycle",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The public library: sessions, tasks, delegates; re-exports the lifecycle.
+        .target(
+            name: "Courier",
+            dependencies: [
+                "CSupport",
+                "CourierLifecycle",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The command-line tool.
+        .executableTarget(
+            name: "courier",
+            dependencies: [
+                "Courier",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // A small program driven by real signals in the lifecycle process tests.
+        .executableTarget(
+            name: "LifecycleProbe",
+            dependencies: ["CourierLifecycle"],
+            path: "Tests/Fixtures/LifecycleProbe",
+            swiftSettings: strictSwift
+        ),
+        // The real loopback test server (HTTP/1.1, HTTP/2, TLS with a CA made at test time, faults).
+        .target(
+            name: "CourierTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/CourierTestSupport",
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "CourierTestSupportTests",
+            dependencies: ["CourierTestSupport"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "CourierEngineTests",
+            dependencies: ["CSupport", "CourierTestSupport"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "CourierTests",
+            dependencies: ["Courier", "CourierTestSupport"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "CourierLifecycleTests",
+            dependencies: ["CourierLifecycle"],
+            swiftSettings: strictSwift
+        ),
+    ]
+)

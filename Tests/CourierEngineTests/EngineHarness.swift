@@ -1,0 +1,225 @@
+import CSupport
+import Foundation
+import Synchronization
+
+/// What one transfer reported, assembled from the engine's event batches.
+struct TransferRecord: Sendable {
+    var responseCount = 0
+    var status: Int32 = 0
+    var held = false
+    var responseOffset: Int64 = -1
+    var headers = ""
+    var body = Data()
+    var dataEvents = 0
+    var progressEvents = 0
+    var lastReceived: Int64 = 0
+    var eventsAfterCompletion = 0
+    var completed = false
+    var error: cr_error_t = CR_OK
+    var curlCode: Int32 = 0
+    var message: String?
+    var bytesOnDisk: Int64 = 0
+    var httpVersion: Int32 = 0
+    var reusedConnection = false
+}
+
+/// A C engine driven directly from Swift, the way the Courier library drives it, with every event recorded.
+///
+/// `@unchecked Sendable`: `engine` is written once, in `init`, before any other thread can see the harness,
+/// and the C API it points to is thread-safe; all other mutable state lives in `Mutex`es.
+final class EngineHarness: @unchecked Sendable {
+    private var engine: OpaquePointer?
+    private let records = Mutex<[UInt64: TransferRecord]>([:])
+    /// Decision taken, from inside the event callback, for every held response; nil leaves them held.
+    let heldDecision = Mutex<cr_decision_t?>(nil)
+
+    init(loops: Int32 = 2, maxHostConnections: Int32 = 0, maxActive: Int32 = 0, caPEM: Data? = nil) throws {
+        var config = cr_engine_config_t()
+        config.loop_count = loops
+        config.max_host_connections = maxHostConnections
+        config.max_active_transfers = maxActive
+        config.on_events = { context, events, count in
+            let harness = Unmanaged<EngineHarness>.fromOpaque(context!).takeUnretainedValue()
+            harness.receive(UnsafeBufferPointer(start: events, count: count))
+        }
+        var created: OpaquePointer?
+        var failure: UnsafePointer<CChar>?
+        // No loop calls back before something is submitted, which needs init to have returned.
+        config.context = Unmanaged.passUnretained(self).toOpaque()
+        if let caPEM {
+            created = caPEM.withUnsafeBytes { raw in
+                config.ca_pem = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
+                config.ca_pem_length = raw.count
+                return cr_engine_create(&config, &failure)
+            }
+        } else {
+            created = cr_engine_create(&config, &failure)
+        }
+        guard let created else {
+            throw HarnessError.engineDidNotStart(failure.map { String(cString: $0) } ?? "?")
+        }
+        engine = created
+    }
+
+    /// Destroys the engine; no event arrives after this returns.
+    func destroy() {
+        cr_engine_destroy(engine)
+    }
+
+    func submit(
+        _ url: String,
+        method: String = "GET",
+        headers: [String] = [],
+        body: Data? = nil,
+        bodyFile: (fd: Int32, length: Int64)? = nil,
+        sink: cr_sink_t = CR_SINK_MEMORY,
+        sinkFD: Int32 = -1,
+        resumeOffset: Int64 = 0,
+        flags: UInt32 = 0,
+        idleTimeoutMs: Int64 = 0,
+        totalTimeoutMs: Int64 = 0
+    ) -> (id: UInt64, error: cr_error_t) {
+        let cHeaders = headers.map { strdup($0) }
+        defer { cHeaders.forEach { free($0) } }
+        var error = CR_OK
+        let id: UInt64 = url.withCString { cURL in
+            method.withCString { cMethod in
+                cHeaders.map { UnsafePointer($0) }.withUnsafeBufferPointer { headerLines in
+                    (body ?? Data()).withUnsafeBytes { bodyBytes in
+                        var request = cr_request_t()
+                        request.url = cURL
+                        request.method = cMethod
+                        request.headers = headerLines.baseAddress
+                        request.header_count = headerLines.count
+                        request.body = bodyBytes.baseAddress
+                        request.body_length = bodyBytes.count
+                        request.body_fd = bodyFile?.fd ?? -1
+                        request.body_fd_length = bodyFile?.length ?? 0
+                        request.sink = sink
+                        request.sink_fd = sinkFD
+                        request.resume_offset = resumeOffset
+                        request.flags = flags
+                        request.idle_timeout_ms = idleTimeoutMs
+                        request.total_timeout_ms = totalTimeoutMs
+                        return cr_engine_submit(engine, &request, &error)
+                    }
+                }
+            }
+        }
+        if id != 0 {
+            records.withLock { $0[id] = $0[id] ?? TransferRecord() }
+        }
+        return (id, error)
+    }
+
+    func cancel(_ id: UInt64) { cr_transfer_cancel(engine, id) }
+    func pause(_ id: UInt64) { cr_transfer_pause(engine, id) }
+    func resume(_ id: UInt64) { cr_transfer_resume(engine, id) }
+    func decide(_ id: UInt64, _ decision: cr_decision_t, fd: Int32 = -1) {
+        cr_transfer_decide(engine, id, decision, fd)
+    }
+
+    func stats() -> cr_engine_stats_t {
+        var stats = cr_engine_stats_t()
+        cr_engine_stats(engine, &stats)
+        return stats
+    }
+
+    func record(_ id: UInt64) -> TransferRecord {
+        records.withLock { $0[id] ?? TransferRecord() }
+    }
+
+    /// Waits until every transfer in `ids` has completed, or throws after `timeout`.
+    func waitForCompletion(_ ids: [UInt64], timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let done = records.withLock { all in ids.allSatisfy { all[$0]?.completed == true } }
+            if done { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw HarnessError.timedOut
+    }
+
+    /// Waits until `condition` holds for the record of `id`.
+    func wait(for id: UInt64, timeout: Duration = .seconds(10), until condition: (TransferRecord) -> Bool)
+        async throws
+    {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(record(id)) { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw HarnessError.timedOut
+    }
+
+    private func receive(_ events: UnsafeBufferPointer<cr_event_t>) {
+        var decisions: [(UInt64, cr_decision_t)] = []
+        let decision = heldDecision.withLock { $0 }
+        records.withLock { all in
+            for event in events {
+                var record = all[event.transfer] ?? TransferRecord()
+                if record.completed { record.eventsAfterCompletion += 1 }
+                record.lastReceived = event.received
+                switch event.kind {
+                case CR_EVENT_RESPONSE:
+                    record.responseCount += 1
+                    record.status = event.status
+                    record.held = event.held != 0
+                    record.responseOffset = event.resume_offset
+                    if let headers = event.headers {
+                        record.headers = String(cString: headers)
+                    }
+                    if event.held != 0, let decision { decisions.append((event.transfer, decision)) }
+                case CR_EVENT_DATA:
+                    record.dataEvents += 1
+                    if let data = event.data {
+                        record.body.append(data.assumingMemoryBound(to: UInt8.self), count: event.data_length)
+                    }
+                case CR_EVENT_PROGRESS:
+                    record.progressEvents += 1
+                case CR_EVENT_COMPLETE:
+                    record.completed = true
+                    record.error = event.error
+                    record.curlCode = event.curl_code
+                    record.message = event.message.map { String(cString: $0) }
+                    record.bytesOnDisk = event.bytes_on_disk
+                    record.httpVersion = event.metrics.http_version
+                    record.reusedConnection = event.metrics.reused_connection != 0
+                default:
+                    break
+                }
+                all[event.transfer] = record
+                free(event.headers)
+                free(event.data)
+                free(event.message)
+            }
+        }
+        for (id, decision) in decisions {
+            cr_transfer_decide(engine, id, decision, -1)
+        }
+    }
+}
+
+enum HarnessError: Error {
+    case engineDidNotStart(String)
+    case timedOut
+}
+
+/// A temporary file for a download sink; removed by `remove()`.
+struct TemporaryFile {
+    let path: String
+
+    init() {
+        path = NSTemporaryDirectory() + "courier-engine-\(UUID().uuidString)"
+        FileManager.default.createFile(atPath: path, contents: nil)
+    }
+
+    /// A new descriptor the engine may own (and close).
+    func openForWriting() -> Int32 { open(path, O_RDWR) }
+
+    func contents() -> Data { FileManager.default.contents(atPath: path) ?? Data() }
+
+    func write(_ data: Data) { FileManager.default.createFile(atPath: path, contents: data) }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
