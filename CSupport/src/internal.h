@@ -211,7 +211,7 @@ struct cr_loop_s {
   uv_async_t async;
   uv_timer_t curl_timer;
   uv_idle_t kick;              /* runs socket_action(TIMEOUT) next pass     */
-  uv_check_t flush;            /* hands the event batch over once per pass  */
+  uv_prepare_t flush;          /* hands the event batch over once per pass  */
   uv_timer_t sweep;            /* idle timeouts                              */
   uv_thread_t thread;
   int index;

@@ -771,10 +771,13 @@ static void on_async(uv_async_t* async) {
   admit(loop);
 }
 
-/* ---- Handing events over, once per loop iteration ---- */
+/* ---- Handing events over, once per loop iteration ----
+ * A prepare handle runs right before the loop polls (and may block), so
+ * whatever the timers, the idle kick, the async commands and the previous
+ * pass's I/O produced is handed over before any wait. */
 
-static void on_flush(uv_check_t* check) {
-  cr_loop_t* loop = check->data;
+static void on_flush(uv_prepare_t* prepare) {
+  cr_loop_t* loop = prepare->data;
   cr_transfer_t* t = loop->dirty_head;
   loop->dirty_head = NULL;
   while (t) {
@@ -921,12 +924,12 @@ int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
   uv_async_init(&loop->uv, &loop->async, on_async);
   uv_timer_init(&loop->uv, &loop->curl_timer);
   uv_idle_init(&loop->uv, &loop->kick);
-  uv_check_init(&loop->uv, &loop->flush);
+  uv_prepare_init(&loop->uv, &loop->flush);
   uv_timer_init(&loop->uv, &loop->sweep);
   loop->async.data = loop->curl_timer.data = loop->kick.data = loop;
   loop->flush.data = loop->sweep.data = loop;
-  uv_check_start(&loop->flush, on_flush);
-  /* The check handle alone must not keep the loop alive; async does. */
+  uv_prepare_start(&loop->flush, on_flush);
+  /* The prepare handle alone must not keep the loop alive; async does. */
   uv_unref((uv_handle_t*)&loop->flush);
 
   if (cr_writer_start(&loop->writer, &loop->async) != 0)

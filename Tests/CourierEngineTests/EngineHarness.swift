@@ -211,7 +211,7 @@ struct TemporaryFile {
 
     init() {
         path = NSTemporaryDirectory() + "courier-engine-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
     }
 
     /// A new descriptor the engine may own (and close).
@@ -219,7 +219,7 @@ struct TemporaryFile {
 
     func contents() -> Data { FileManager.default.contents(atPath: path) ?? Data() }
 
-    func write(_ data: Data) { FileManager.default.createFile(atPath: path, contents: data) }
+    func write(_ data: Data) { _ = FileManager.default.createFile(atPath: path, contents: data) }
 
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
