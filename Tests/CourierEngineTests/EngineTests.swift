@@ -256,6 +256,8 @@ struct EngineTests {
             #expect(trusting.record(id).httpVersion == 20)
             #expect(trusting.record(id).body == TestServer.bytes(count: 70000, seed: 2))
         }
+        // Multiplexed: one connection per loop at most, not one per request.
+        #expect(server.connectionCount <= 2)
         trusting.destroy()
 
         let plain = try EngineHarness()
@@ -275,6 +277,12 @@ struct EngineTests {
         #expect(engine.stats().queued > 0)
         engine.destroy()
         #expect(cr_leaked_loop_count() == 0)
+        // Every socket the engine had is closed: the server sees no connection left open.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while server.openConnectionCount > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(server.openConnectionCount == 0)
         try await server.shutdown()
     }
 
