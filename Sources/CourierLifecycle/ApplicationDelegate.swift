@@ -1,0 +1,57 @@
+/// Receives the application's lifecycle transitions, like `UIApplicationDelegate`.
+///
+/// Every method has an empty default implementation, so a delegate implements only what it needs.
+///
+/// **Threading.** Every method is called on the application's callback queue — the main dispatch
+/// queue (`DispatchQueue.main`) unless ``Application/Configuration/callbackQueue`` says otherwise —
+/// one at a time and never concurrently, so a delegate may keep mutable state confined to that
+/// queue. This is why a delegate need not be `Sendable`: it is handed over with `sending` and is
+/// only ever used on that queue. Expiration handlers of background tasks run on the same queue.
+///
+/// **Order.** `applicationDidFinishLaunching` comes first, exactly once. After it, the methods
+/// follow the transitions, each once per transition:
+/// - foreground launch: `applicationDidBecomeActive`;
+/// - entering the background: `applicationWillResignActive`, then `applicationDidEnterBackground`;
+/// - returning to the foreground: `applicationWillEnterForeground`, then `applicationDidBecomeActive`;
+/// - termination: (`applicationWillResignActive`, `applicationDidEnterBackground` if it was active,)
+///   then `applicationWillTerminate` once every background task has ended, at most once.
+///
+/// **Time limits.** `applicationDidEnterBackground` and `applicationWillTerminate` must return within
+/// ``Application/Configuration/delegateCallTimeLimit`` (5 s by default) or the watchdog terminates
+/// the process with ``Application/ExitStatus/delegateTimeout``. Start long work on another thread
+/// and wrap it in a background task instead.
+public protocol ApplicationDelegate: AnyObject {
+    /// Called once, first, when the application has launched. `options` says whether the process
+    /// was launched into the background and why.
+    func applicationDidFinishLaunching(_ application: Application, options: LaunchOptions)
+
+    /// Called each time the application has become active (in the foreground, receiving events).
+    func applicationDidBecomeActive(_ application: Application)
+
+    /// Called each time the application is about to leave the active state, before
+    /// `applicationDidEnterBackground`.
+    func applicationWillResignActive(_ application: Application)
+
+    /// Called each time the application has entered the background: its background time budget is
+    /// running. Begin background tasks here for work that must finish; when this method has returned
+    /// and no background task remains, the application is suspended. Must return within the
+    /// delegate time limit (5 s by default).
+    func applicationDidEnterBackground(_ application: Application)
+
+    /// Called each time the application is about to return from the background to the foreground,
+    /// before `applicationDidBecomeActive`.
+    func applicationWillEnterForeground(_ application: Application)
+
+    /// Called at most once, when the application is about to exit after ``Application/terminate()``
+    /// or SIGTERM, once every background task has ended. Must return within the delegate time limit.
+    func applicationWillTerminate(_ application: Application)
+}
+
+extension ApplicationDelegate {
+    public func applicationDidFinishLaunching(_ application: Application, options: LaunchOptions) {}
+    public func applicationDidBecomeActive(_ application: Application) {}
+    public func applicationWillResignActive(_ application: Application) {}
+    public func applicationDidEnterBackground(_ application: Application) {}
+    public func applicationWillEnterForeground(_ application: Application) {}
+    public func applicationWillTerminate(_ application: Application) {}
+}

@@ -1,0 +1,63 @@
+/// How and why the process was launched, passed to
+/// ``ApplicationDelegate/applicationDidFinishLaunching(_:options:)``.
+///
+/// A launcher that starts the program to do work in the background (`courierd` relaunching an
+/// application to deliver background-transfer events, a fetch scheduler, a push delivery) sets the
+/// environment variable ``environmentVariable`` (`COURIER_BACKGROUND_LAUNCH`) to the reason, for
+/// example `COURIER_BACKGROUND_LAUNCH=fetch`. An empty value counts as "not set".
+/// ``Application/main(delegate:configuration:)`` reads it, then removes it from the environment so
+/// that child processes do not inherit it. An application launched into the background calls
+/// `applicationDidFinishLaunching`, then `applicationDidEnterBackground`, with its background
+/// time budget already running; it never becomes active unless it is brought to the foreground
+/// (SIGCONT or ``Application/enterForeground()``).
+public struct LaunchOptions: Sendable, Hashable {
+    /// The environment variable a launcher sets to launch the program into the background.
+    public static let environmentVariable = "COURIER_BACKGROUND_LAUNCH"
+
+    /// Why the program was launched into the background, or `nil` for an ordinary foreground launch.
+    public var backgroundLaunchReason: BackgroundLaunchReason?
+
+    /// Whether the program was launched into the background.
+    public var launchedIntoBackground: Bool {
+        self.backgroundLaunchReason != nil
+    }
+
+    /// An ordinary launch into the foreground.
+    public static let foreground = LaunchOptions(backgroundLaunchReason: nil)
+
+    public init(backgroundLaunchReason: BackgroundLaunchReason? = nil) {
+        self.backgroundLaunchReason = backgroundLaunchReason
+    }
+
+    /// Reads the launch options from an environment (as `ProcessInfo.processInfo.environment` gives it).
+    public init(environment: [String: String]) {
+        if let value = environment[Self.environmentVariable], !value.isEmpty {
+            self.backgroundLaunchReason = BackgroundLaunchReason(rawValue: value)
+        } else {
+            self.backgroundLaunchReason = nil
+        }
+    }
+}
+
+/// Why a program was launched into the background: the value of `COURIER_BACKGROUND_LAUNCH`.
+///
+/// Any non-empty string is accepted; the well-known reasons below are the ones Courier's own
+/// launchers use.
+public struct BackgroundLaunchReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// `transfer`: the background transfer service relaunched the program to deliver session events.
+    public static let backgroundTransfer = BackgroundLaunchReason(rawValue: "transfer")
+    /// `fetch`: launched for a background fetch.
+    public static let backgroundFetch = BackgroundLaunchReason(rawValue: "fetch")
+    /// `push`: launched to handle a silent push notification.
+    public static let remoteNotification = BackgroundLaunchReason(rawValue: "push")
+
+    public var description: String {
+        self.rawValue
+    }
+}

@@ -1,0 +1,37 @@
+import CourierLifecycle
+import Dispatch
+import Testing
+
+private let flushCount = Locked(0)
+
+private func flushQueue() async {
+    try? await Task.sleep(for: .milliseconds(10))
+    flushCount.withLock { $0 += 1 }
+}
+
+/// The delegate from the issue's example (and docs/lifecycle.md), verbatim: it must compile in
+/// Swift 6 language mode without diagnostics, and behave as described.
+private final class AppDelegate: ApplicationDelegate {
+    func applicationDidEnterBackground(_ app: Application) {
+        var id = BackgroundTaskIdentifier.invalid
+        id = app.beginBackgroundTask(withName: "flush") { app.endBackgroundTask(id) }
+        Task.detached { await flushQueue(); app.endBackgroundTask(id) }
+    }
+}
+
+@Suite("The issue's example")
+struct IssueExampleTests {
+    @Test("flushes in a background task ended from another thread, then the application is suspended")
+    func example() {
+        let harness = LifecycleHarness()
+        let app = harness.application
+        app.launch(delegate: AppDelegate())
+        harness.drain()
+        app.enterBackground()
+        #expect(harness.control.waitForSuspension(timeout: .seconds(10)))
+        #expect(harness.control.suspendCount == 1)
+        #expect(flushCount.withLock { $0 } >= 1)
+        #expect(app.openBackgroundTasks.isEmpty)
+        #expect(harness.control.reports.isEmpty)
+    }
+}
