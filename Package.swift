@@ -36,10 +36,13 @@ let package = Package(
             cSettings: [.unsafeFlags(["-Wall", "-Wextra", "-Wno-unused-parameter"])],
             linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("uv"), .linkedLibrary("pthread")]
         ),
+        // The package's lock (pthread-based, so ThreadSanitizer sees it; see LockedValue.swift).
+        .target(name: "CourierConcurrency", swiftSettings: strictSwift),
         // Application lifecycle: states, background tasks with budgets, expiration, watchdog.
         .target(
             name: "CourierLifecycle",
             dependencies: [
+                "CourierConcurrency",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -50,6 +53,7 @@ let package = Package(
             name: "Courier",
             dependencies: [
                 "CSupport",
+                "CourierConcurrency",
                 "CourierLifecycle",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -60,6 +64,7 @@ let package = Package(
             name: "courier",
             dependencies: [
                 "Courier",
+                "CourierConcurrency",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSwift
@@ -75,6 +80,7 @@ let package = Package(
         .target(
             name: "CourierTestSupport",
             dependencies: [
+                "CourierConcurrency",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -93,17 +99,21 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierEngineTests",
-            dependencies: ["CSupport", "CourierTestSupport"],
+            dependencies: ["CSupport", "CourierConcurrency", "CourierTestSupport"],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "CourierTests",
-            dependencies: ["Courier", "CourierTestSupport"],
+            dependencies: ["Courier", "CourierConcurrency", "CourierTestSupport"],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "CourierLifecycleTests",
-            dependencies: ["CourierLifecycle"],
+            dependencies: [
+                "CourierLifecycle",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSwift
         ),
     ]

@@ -1,3 +1,4 @@
+import CourierConcurrency
 import Dispatch
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import CourierConcurrency
 
 /// A virtual clock for tests: time stands still until ``advance(by:)`` moves it.
 ///

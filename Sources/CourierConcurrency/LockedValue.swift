@@ -4,7 +4,8 @@ import Glibc
 import Musl
 #endif
 
-/// A value protected by a `pthread_mutex_t`, in the manner of `NIOLockedValueBox`.
+/// A value protected by a `pthread_mutex_t`, in the manner of `NIOLockedValueBox`. Every module of the
+/// package (and its tests) locks with this type.
 ///
 /// Why not `Synchronization.Mutex`: on Linux its lock is a futex driven from the uninstrumented
 /// standard library, so ThreadSanitizer cannot see it and reports every access it protects as a
@@ -15,11 +16,11 @@ import Musl
 /// held; `mutex` itself is allocated once, never moved, and destroyed only in `deinit`, when no
 /// other reference exists. `Value` must be `Sendable`, so nothing taken out of the lock is unsafe
 /// to use elsewhere.
-final class LockedValue<Value: Sendable>: @unchecked Sendable {
+package final class LockedValue<Value: Sendable>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         self.mutex = .allocate(capacity: 1)
         self.mutex.initialize(to: pthread_mutex_t())
@@ -35,7 +36,7 @@ final class LockedValue<Value: Sendable>: @unchecked Sendable {
 
     /// Runs `body` with the lock held. Never call back into user code (delegates, handlers) from
     /// `body`: decide under the lock, act after it.
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         let locked = pthread_mutex_lock(self.mutex)
         precondition(locked == 0, "pthread_mutex_lock failed: \(locked)")
         defer {
