@@ -1,6 +1,6 @@
 import CSupport
+import CourierConcurrency
 import Foundation
-import Synchronization
 
 /// What one transfer reported, assembled from the engine's event batches.
 struct TransferRecord: Sendable {
@@ -29,9 +29,9 @@ struct TransferRecord: Sendable {
 /// and the C API it points to is thread-safe; all other mutable state lives in `Mutex`es.
 final class EngineHarness: @unchecked Sendable {
     private var engine: OpaquePointer?
-    private let records = Mutex<[UInt64: TransferRecord]>([:])
+    private let records = LockedValue<[UInt64: TransferRecord]>([:])
     /// Decision taken, from inside the event callback, for every held response; nil leaves them held.
-    let heldDecision = Mutex<cr_decision_t?>(nil)
+    let heldDecision = LockedValue<cr_decision_t?>(nil)
 
     init(loops: Int32 = 2, maxHostConnections: Int32 = 0, maxActive: Int32 = 0, caPEM: Data? = nil) throws {
         var config = cr_engine_config_t()

@@ -1,0 +1,77 @@
+import Crypto
+import NIOCore
+import NIOHTTP1
+
+/// Serves HTTP/1-style request parts, from the HTTP/1 decoder or, per stream, from
+/// `HTTP2FramePayloadToHTTP1ServerCodec`: collects each request, records it, routes it, and hands the
+/// answer to a ``ResponseWriter``.
+final class HTTPRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let state: ServerState
+    private var head: HTTPRequestHead?
+    private var bodyMode = Router.BodyMode.count
+    private var body = ByteBuffer()
+    private var bodyLength = 0
+    private var hasher = SHA256()
+    private var writer: ResponseWriter?
+
+    init(state: ServerState) {
+        self.state = state
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            bodyMode = Router.bodyMode(for: head)
+            body = context.channel.allocator.buffer(capacity: 0)
+            bodyLength = 0
+            hasher = SHA256()
+            if head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                let interim = HTTPResponseHead(version: head.version, status: .continue)
+                context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+            }
+        case .body(var buffer):
+            bodyLength += buffer.readableBytes
+            switch bodyMode {
+            case .count:
+                break
+            case .keep:
+                body.writeBuffer(&buffer)
+            case .hash:
+                buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+            }
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let request = ReceivedRequest(
+                head: head,
+                body: body,
+                bodyLength: bodyLength,
+                bodySHA256: bodyMode == .hash ? Hex.encode(hasher.finalize()) : nil
+            )
+            body = context.channel.allocator.buffer(capacity: 0)
+            state.record(request.recorded)
+            let plan = Router.respond(to: request, state: state)
+            let writer = ResponseWriter(context: context, plan: plan, request: head) { [weak self] finished in
+                if self?.writer === finished {
+                    self?.writer = nil
+                }
+            }
+            self.writer = writer
+            writer.start()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        writer?.cancel()
+        writer = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,45 @@
+extension TestServer {
+    /// How a ``TestServer`` listens: plain HTTP/1.1, or TLS with ALPN, and which certificate it presents.
+    ///
+    /// The server always binds to 127.0.0.1 on a port chosen by the kernel.
+    public struct Configuration: Sendable, Hashable {
+        /// Serve HTTPS with a leaf certificate signed by a test CA made at start time.
+        public var tls: Bool
+
+        /// With `tls`, offer `h2` before `http/1.1` in ALPN. `false` offers only `http/1.1`.
+        /// Ignored without `tls` (there is no cleartext HTTP/2).
+        public var http2: Bool
+
+        /// With `tls`, present a leaf signed by a second CA that is *not* the one in
+        /// ``TestServer/certificateAuthority``, so certificate verification must fail.
+        public var untrustedCertificate: Bool
+
+        /// With `tls`, present a leaf signed by the trusted CA but valid only for the DNS name
+        /// `wrong-host.invalid` (no IP address), so host name verification must fail.
+        public var wrongHostName: Bool
+
+        /// With `tls`, present a leaf signed by the trusted CA whose validity ended yesterday.
+        public var expiredCertificate: Bool
+
+        /// Creates a configuration.
+        /// - Parameters:
+        ///   - tls: serve HTTPS instead of plain HTTP.
+        ///   - http2: with `tls`, also offer HTTP/2 through ALPN.
+        ///   - untrustedCertificate: with `tls`, present a leaf signed by an unknown CA.
+        ///   - wrongHostName: with `tls`, present a leaf for another host name.
+        ///   - expiredCertificate: with `tls`, present an expired leaf.
+        public init(
+            tls: Bool = false,
+            http2: Bool = true,
+            untrustedCertificate: Bool = false,
+            wrongHostName: Bool = false,
+            expiredCertificate: Bool = false
+        ) {
+            self.tls = tls
+            self.http2 = http2
+            self.untrustedCertificate = untrustedCertificate
+            self.wrongHostName = wrongHostName
+            self.expiredCertificate = expiredCertificate
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import CourierConcurrency
+public import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// A real HTTP server for the tests, on SwiftNIO, bound to 127.0.0.1 on a port the kernel picks.
+///
+/// ```swift
+/// let server = try await TestServer.start()                 // HTTP/1.1, plain
+/// let tls = try await TestServer.start(.init(tls: true))    // HTTPS, ALPN h2 + http/1.1
+/// let url = server.url("/bytes/1024?seed=3")
+/// // … run the client against url …
+/// try await server.shutdown()
+/// ```
+///
+/// Routes and fault options are listed in docs/test-server.md. Each server owns a two-thread
+/// event loop group; ``shutdown()`` stops it and closes every socket. Starting a server also raises
+/// the process's soft open-file limit (towards 65,536, never above the hard limit) so that stress
+/// tests with thousands of sockets on both ends fit.
+public final class TestServer: Sendable {
+    /// How the server was started.
+    public let configuration: Configuration
+
+    /// The port on 127.0.0.1.
+    public let port: Int
+
+    /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
+    public let baseURL: URL
+
+    /// With `tls`: the CA to trust (``TestCertificateAuthority/pem``, ``TestCertificateAuthority/pemFile``).
+    /// The presented leaf is signed by it unless `untrustedCertificate` was asked for. Nil without `tls`.
+    public let certificateAuthority: TestCertificateAuthority?
+
+    private let group: MultiThreadedEventLoopGroup
+    private let serverChannel: any Channel
+    private let state: ServerState
+    private let isShutDown = LockedValue(false)
+
+    private init(
+        configuration: Configuration,
+        port: Int,
+        certificateAuthority: TestCertificateAuthority?,
+        group: MultiThreadedEventLoopGroup,
+        serverChannel: any Channel,
+        state: ServerState
+    ) {
+        self.configuration = configuration
+        self.port = port
+        self.baseURL = URL(string: "\(configuration.tls ? "https" : "http")://127.0.0.1:\(port)")!
+        self.certificateAuthority = certificateAuthority
+        self.group = group
+        self.serverChannel = serverChannel
+        self.state = state
+    }
+
+    deinit {
+        // A test that forgot shutdown() must not leave threads behind.
+        let alreadyShutDown = isShutDown.withLock { $0 }
+        if !alreadyShutDown {
+            serverChannel.close(promise: nil)
+            group.shutdownGracefully { _ in }
+            certificateAuthority?.removeFiles()
+        }
+    }
+
+    /// Starts a server.
+    /// - Parameter configuration: plain or TLS, HTTP/2 or not, which certificate.
+    /// - Returns: the running server; call ``shutdown()`` when done.
+    public static func start(_ configuration: Configuration = Configuration()) async throws -> TestServer {
+        FileDescriptorLimit.raise()
+        var authority: TestCertificateAuthority?
+        var sslContext: NIOSSLContext?
+        if configuration.tls {
+            let (made, context) = try makeTLS(configuration)
+            authority = made
+            sslContext = context
+        }
+
+        let state = ServerState()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let http2 = configuration.http2
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 4096)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.maxMessagesPerRead, value: 64)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { [sslContext] channel in
+                ServerPipeline.initialize(channel: channel, state: state, sslContext: sslContext, http2: http2)
+            }
+        do {
+            let channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
+            guard let port = channel.localAddress?.port else {
+                throw TestServerError.noLocalAddress
+            }
+            return TestServer(
+                configuration: configuration,
+                port: port,
+                certificateAuthority: authority,
+                group: group,
+                serverChannel: channel,
+                state: state
+            )
+        } catch {
+            try? await group.shutdownGracefully()
+            authority?.removeFiles()
+            throw error
+        }
+    }
+
+    /// Builds the CA, picks the leaf the configuration asks for, and makes the TLS context.
+    private static func makeTLS(_ configuration: Configuration) throws -> (TestCertificateAuthority, NIOSSLContext) {
+        let authority = try TestCertificateAuthority.make()
+        let leaf: TestCertificateAuthority.Leaf
+        if configuration.untrustedCertificate {
+            let stranger = try TestCertificateAuthority.make()
+            stranger.removeFiles()
+            leaf = stranger.leaf
+        } else if configuration.wrongHostName {
+            leaf = try authority.makeLeaf(dnsNames: ["wrong-host.invalid"])
+        } else if configuration.expiredCertificate {
+            let now = Date()
+            leaf = try authority.makeLeaf(
+                dnsNames: ["localhost"],
+                ipAddresses: ["127.0.0.1", "::1"],
+                notValidBefore: now.addingTimeInterval(-10 * 24 * 3600),
+                notValidAfter: now.addingTimeInterval(-24 * 3600)
+            )
+        } else {
+            leaf = authority.leaf
+        }
+        do {
+            let certificate = try NIOSSLCertificate(bytes: Array(leaf.certificatePEM), format: .pem)
+            let key = try NIOSSLPrivateKey(bytes: Array(leaf.privateKeyPEM), format: .pem)
+            var tls = TLSConfiguration.makeServerConfiguration(
+                certificateChain: [.certificate(certificate)],
+                privateKey: .privateKey(key)
+            )
+            tls.applicationProtocols = configuration.http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+            return (authority, try NIOSSLContext(configuration: tls))
+        } catch {
+            authority.removeFiles()
+            throw error
+        }
+    }
+
+    /// The URL of `pathAndQuery` (e.g. `"/bytes/1024?seed=3"`) on this server.
+    public func url(_ pathAndQuery: String) -> URL {
+        let path = pathAndQuery.hasPrefix("/") ? pathAndQuery : "/" + pathAndQuery
+        return URL(string: baseURL.absoluteString + path)!
+    }
+
+    /// Every request received completely so far, in arrival order.
+    public var requests: [RecordedRequest] {
+        state.requests
+    }
+
+    /// Forgets the recorded requests.
+    public func removeAllRequests() {
+        state.removeAllRequests()
+    }
+
+    /// TCP connections accepted so far.
+    public var connectionCount: Int {
+        state.acceptedConnections
+    }
+
+    /// TCP connections open right now.
+    public var openConnectionCount: Int {
+        state.openConnections
+    }
+
+    /// The most TCP connections that were open at the same time so far.
+    public var peakOpenConnectionCount: Int {
+        state.peakOpenConnections
+    }
+
+    /// Closes the listening socket and every connection, stops the event loop threads and deletes the
+    /// CA file. Safe to call more than once.
+    public func shutdown() async throws {
+        let first = isShutDown.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        try? await serverChannel.close()
+        try await group.shutdownGracefully()
+        certificateAuthority?.removeFiles()
+    }
+}
+
+/// Errors from ``TestServer`` and ``RawServer``.
+public enum TestServerError: Error, Sendable {
+    /// The listening socket has no local address.
+    case noLocalAddress
+}
