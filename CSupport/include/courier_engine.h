@@ -98,6 +98,8 @@ typedef struct {
   uint64_t tag;                 /* echoed in every event                 */
 } cr_request_t;
 
+/* The two limits are split over the loops so that their sum is exact; an
+ * engine runs no more loops than the smaller limit. */
 typedef struct {
   int loop_count;               /* loop threads, >= 1                    */
   int max_host_connections;     /* per host, per engine; 0 unlimited     */

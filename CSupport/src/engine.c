@@ -56,6 +56,14 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
   }
   engine->config = *config;
   engine->loop_count = config->loop_count > 0 ? config->loop_count : 1;
+  /* Limits are split over the loops without rounding up, so that their sum
+   * is exact: never more loops than the smallest limit allows. */
+  if (config->max_active_transfers > 0 &&
+      engine->loop_count > config->max_active_transfers)
+    engine->loop_count = config->max_active_transfers;
+  if (config->max_host_connections > 0 &&
+      engine->loop_count > config->max_host_connections)
+    engine->loop_count = config->max_host_connections;
   if (config->ca_pem && config->ca_pem_length > 0) {
     engine->ca_pem = malloc(config->ca_pem_length);
     if (engine->ca_pem == NULL) {

@@ -885,6 +885,12 @@ static void loop_main(void* arg) {
   }
 }
 
+/* Loop `index`'s share of a limit split over `loops` loops; the shares add
+ * up to `limit` exactly. */
+static int share_of(int limit, int loops, int index) {
+  return limit / loops + (index < limit % loops ? 1 : 0);
+}
+
 int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
   int per_loop_hosts;
   loop->engine = engine;
@@ -893,11 +899,10 @@ int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
   atomic_init(&loop->stat_active, 0);
   atomic_init(&loop->stat_completed, 0);
   atomic_init(&loop->stat_handles, 0);
-  loop->max_active = (engine->config.max_active_transfers > 0
-                          ? engine->config.max_active_transfers
-                          : 1024) / engine->loop_count;
-  if (loop->max_active < 1)
-    loop->max_active = 1;
+  loop->max_active = share_of(engine->config.max_active_transfers > 0
+                                  ? engine->config.max_active_transfers
+                                  : 1024,
+                              engine->loop_count, index);
 
   if (uv_loop_init(&loop->uv) != 0)
     return -1;
@@ -915,7 +920,7 @@ int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
   curl_multi_setopt(loop->multi, CURLMOPT_TIMERDATA, loop);
   per_loop_hosts = engine->config.max_host_connections;
   if (per_loop_hosts > 0) {
-    per_loop_hosts = (per_loop_hosts + engine->loop_count - 1) / engine->loop_count;
+    per_loop_hosts = share_of(per_loop_hosts, engine->loop_count, index);
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)per_loop_hosts);
   }
   curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS,

@@ -164,12 +164,23 @@ struct EngineTests {
     func pauseAndResume() async throws {
         let server = try await TestServer.start()
         let engine = try EngineHarness()
+        // Unpaused, the whole body takes 20 × 20 ms = 400 ms.
         let (id, _) = engine.submit(server.url("/bytes/4000?trickle=200&interval=20").absoluteString)
         try await engine.wait(for: id) { $0.lastReceived >= 400 }
         engine.pause(id)
-        try await Task.sleep(for: .milliseconds(150))
-        let atPause = engine.record(id).body.count
-        try await Task.sleep(for: .milliseconds(500))
+        // Once the pause has reached the loop, the count stops moving.
+        var atPause = -1
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            let before = engine.record(id).body.count
+            try await Task.sleep(for: .milliseconds(200))
+            if engine.record(id).body.count == before {
+                atPause = before
+                break
+            }
+        }
+        #expect(atPause >= 400 && atPause < 4000)
+        try await Task.sleep(for: .seconds(1))
         #expect(engine.record(id).body.count == atPause)
         #expect(!engine.record(id).completed)
         engine.resume(id)
@@ -289,13 +300,25 @@ struct EngineTests {
     @Test("the session-wide cap bounds running transfers; the rest wait cheaply")
     func activeCap() async throws {
         let server = try await TestServer.start()
-        let engine = try EngineHarness(loops: 1, maxActive: 8)
+        let engine = try EngineHarness(loops: 2, maxActive: 7)
         let ids = (0..<64).map { _ in engine.submit(server.url("/bytes/2000?delay=50").absoluteString).id }
         try await Task.sleep(for: .milliseconds(20))
         let stats = engine.stats()
-        #expect(stats.active <= 8)
+        #expect(stats.active <= 7)
         try await engine.waitForCompletion(ids)
         #expect(ids.allSatisfy { engine.record($0).error == CR_OK })
+        engine.destroy()
+        try await server.shutdown()
+    }
+
+    @Test("the per-host connection limit is exact across loops", arguments: [1, 3])
+    func hostLimit(limit: Int32) async throws {
+        let server = try await TestServer.start()
+        let engine = try EngineHarness(loops: 2, maxHostConnections: limit)
+        let ids = (0..<24).map { _ in engine.submit(server.url("/bytes/2000?delay=30").absoluteString).id }
+        try await engine.waitForCompletion(ids)
+        #expect(ids.allSatisfy { engine.record($0).error == CR_OK })
+        #expect(server.peakOpenConnectionCount <= Int(limit))
         engine.destroy()
         try await server.shutdown()
     }
