@@ -1,0 +1,359 @@
+import Courier
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The session delegate of a `courier get` run: follows every download, saves finished files under their
+/// destination names, keeps partial downloads for `--continue`, and tells the main loop when something changed.
+///
+/// Delegate calls arrive serially on the session's delegate queue; the main loop reads snapshots from another
+/// thread, so all state lives behind one mutex. No delegate call blocks on the main loop, and nothing is printed
+/// from here: lines go to the main loop as ``Report``s.
+final class DownloadCoordinator: SessionDownloadDelegate {
+    private struct State {
+        var transfers: [TransferProgress]
+        /// taskIdentifier → plan index, for the task currently running each plan.
+        var planOfTask: [Int: Int] = [:]
+        /// plan index → its current task.
+        var tasks: [Int: DownloadTask] = [:]
+        /// Plans whose current task was made from resume data (a failed resume falls back to a fresh download).
+        var madeFromResumeData: Set<Int> = []
+        /// What `didFinishDownloadingTo` decided, reported when `didCompleteWithError` arrives.
+        var outcomes: [Int: Result<String, Failure>] = [:]
+        /// Plans cancelled by an interrupt, and those whose resume data callback has not arrived yet.
+        var interrupted: Set<Int> = []
+        var awaitingResumeData: Set<Int> = []
+        /// Plans whose task reported completion (an interrupted plan also waits for its resume data).
+        var taskCompleted: Set<Int> = []
+        var reports: [Report] = []
+        var remaining: Int
+        var lastEndedAt: ContinuousClock.Instant?
+    }
+
+    struct Failure: Error, Sendable {
+        var message: String
+    }
+
+    let plans: [TransferPlan]
+    let outputDirectory: URL
+    let overwrite: Bool
+    let partials: PartialDownloads
+    let startedAt: ContinuousClock.Instant
+    private let events: AsyncStream<RunEvent>.Continuation
+    private let state: Mutex<State>
+
+    init(
+        plans: [TransferPlan],
+        outputDirectory: URL,
+        overwrite: Bool,
+        events: AsyncStream<RunEvent>.Continuation
+    ) {
+        self.plans = plans
+        self.outputDirectory = outputDirectory
+        self.overwrite = overwrite
+        self.partials = PartialDownloads(directory: outputDirectory)
+        self.events = events
+        self.startedAt = .now
+        self.state = Mutex(State(transfers: plans.map { _ in TransferProgress() }, remaining: plans.count))
+    }
+
+    // MARK: Starting and stopping
+
+    /// Creates and resumes the task of every plan.
+    func start(in session: Session) {
+        for plan in plans {
+            start(plan, in: session, fromResumeData: plan.resumeData)
+        }
+    }
+
+    private func start(_ plan: TransferPlan, in session: Session, fromResumeData resumeData: Data?) {
+        let task: DownloadTask
+        if let resumeData {
+            task = session.downloadTask(withResumeData: resumeData)
+        } else {
+            task = session.downloadTask(with: plan.url)
+        }
+        task.taskDescription = plan.name
+        state.withLock { state in
+            state.planOfTask[task.taskIdentifier] = plan.index
+            state.tasks[plan.index] = task
+            if resumeData != nil {
+                state.madeFromResumeData.insert(plan.index)
+            } else {
+                state.madeFromResumeData.remove(plan.index)
+            }
+        }
+        task.resume()
+    }
+
+    /// Stops every unfinished transfer, keeping what can be resumed (`NAME.part` + `NAME.part.resume`).
+    func interruptAll() {
+        let running: [(Int, DownloadTask)] = state.withLock { state in
+            var running: [(Int, DownloadTask)] = []
+            for (index, task) in state.tasks.sorted(by: { $0.key < $1.key })
+            where !state.transfers[index].isFinished && !state.interrupted.contains(index) {
+                state.interrupted.insert(index)
+                state.awaitingResumeData.insert(index)
+                running.append((index, task))
+            }
+            return running
+        }
+        for (index, task) in running {
+            task.cancel(byProducingResumeData: { [self] data in
+                resumeDataArrived(data, for: index)
+            })
+        }
+    }
+
+    /// A copy of the state for the display; takes the reports made since the last snapshot.
+    func snapshot() -> RunSnapshot {
+        state.withLock { state in
+            defer { state.reports.removeAll() }
+            return RunSnapshot(
+                transfers: state.transfers,
+                reports: state.reports,
+                remaining: state.remaining,
+                startedAt: startedAt,
+                lastEndedAt: state.lastEndedAt
+            )
+        }
+    }
+
+    // MARK: SessionDownloadDelegate
+
+    func urlSession(_ session: Session, didBecomeInvalidWithError error: (any Error)?) {
+        // The session removes its staging directory right after this call returns, on its serial delegate
+        // queue (the session made it: the delegate queue given was nil). Report once that is done.
+        let events = self.events
+        session.delegateQueue.addOperation {
+            events.yield(.invalidated)
+        }
+    }
+
+    func urlSession(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) {
+        state.withLock { state in
+            guard let index = state.planOfTask[downloadTask.taskIdentifier] else {
+                return
+            }
+            var transfer = state.transfers[index]
+            if transfer.phase == .waiting {
+                transfer.phase = .running
+                transfer.startedAt = transfer.startedAt ?? .now
+            }
+            transfer.written = totalBytesWritten
+            transfer.expected = totalBytesExpectedToWrite
+            state.transfers[index] = transfer
+        }
+    }
+
+    func urlSession(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didResumeAtOffset fileOffset: Int64,
+        expectedTotalBytes: Int64
+    ) {
+        state.withLock { state in
+            guard let index = state.planOfTask[downloadTask.taskIdentifier] else {
+                return
+            }
+            let name = plans[index].name
+            state.transfers[index].phase = .running
+            state.transfers[index].startedAt = .now
+            state.transfers[index].resumedOffset = fileOffset
+            state.transfers[index].written = fileOffset
+            state.transfers[index].expected = expectedTotalBytes
+            if fileOffset > 0 {
+                let total = expectedTotalBytes >= 0 ? " of \(Formatting.bytes(expectedTotalBytes))" : ""
+                state.reports.append(.notice("resuming \(name) at \(Formatting.bytes(fileOffset))\(total)"))
+            } else {
+                state.reports.append(.notice("\(name): the server sent the whole file again; starting over"))
+            }
+        }
+        events.yield(.changed)
+    }
+
+    func urlSession(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) {
+        guard let index = state.withLock({ $0.planOfTask[downloadTask.taskIdentifier] }) else {
+            return
+        }
+        let outcome: Result<String, Failure>
+        if let response = downloadTask.response as? HTTPURLResponse, !(200..<300).contains(response.statusCode) {
+            let reason = HTTPURLResponse.localizedString(forStatusCode: response.statusCode)
+            outcome = .failure(Failure(message: "HTTP \(response.statusCode) \(reason)"))
+        } else {
+            outcome = place(location, as: plans[index].name)
+        }
+        state.withLock { $0.outcomes[index] = outcome }
+    }
+
+    func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
+        guard let index = state.withLock({ $0.planOfTask.removeValue(forKey: task.taskIdentifier) }) else {
+            return
+        }
+        let plan = plans[index]
+        let (interrupted, fromResumeData, outcome) = state.withLock { state in
+            (
+                state.interrupted.contains(index),
+                state.madeFromResumeData.contains(index),
+                state.outcomes.removeValue(forKey: index)
+            )
+        }
+
+        guard let error else {
+            switch outcome {
+            case .success(let savedAs):
+                if plan.hasKeptPartial || fromResumeData {
+                    partials.discard(name: plan.name)
+                }
+                finish(index, phase: .succeeded, savedAs: savedAs, report: .saved(index: index))
+            case .failure(let failure):
+                fail(index, message: failure.message, madeFromResumeData: fromResumeData)
+            case nil:
+                fail(index, message: "the download ended without a file", madeFromResumeData: fromResumeData)
+            }
+            return
+        }
+
+        if interrupted {
+            let done = state.withLock { state -> Bool in
+                state.taskCompleted.insert(index)
+                return !state.awaitingResumeData.contains(index)
+            }
+            if done {
+                finishInterrupted(index)
+            }
+            return
+        }
+
+        let courierError = error as? CourierError
+        if fromResumeData, let code = courierError?.code, code == .cannotResume || code == .fileChanged {
+            // The kept partial cannot be used (gone, changed, or from an older format): start over.
+            let reason = courierError.map { $0.message.isEmpty ? "\($0.code)" : $0.message } ?? "\(error)"
+            partials.discard(name: plan.name)
+            state.withLock { state in
+                state.reports.append(.warning("\(plan.name): cannot resume (\(reason)); downloading it again"))
+            }
+            events.yield(.changed)
+            start(plan, in: session, fromResumeData: nil)
+            return
+        }
+
+        var message = Self.describe(error)
+        if let resumeData = courierError?.resumeData {
+            switch partials.save(resumeData: resumeData, name: plan.name) {
+            case .saved(let bytes):
+                let kept = bytes.map { " (\(Formatting.bytes($0)))" } ?? ""
+                message += "\n  kept \(FileNaming.partialName(for: plan.name))\(kept); run again with --continue"
+                finish(index, phase: .failed, report: .failed(index: index, message: message))
+                return
+            case .failed(let reason):
+                message += "\n  could not keep the partial download: \(reason)"
+            }
+        }
+        fail(index, message: message, madeFromResumeData: fromResumeData)
+    }
+
+    /// Reports a failure that kept nothing new. A task made from resume data took the partial file over, so the
+    /// old `NAME.part.resume` is removed once its `NAME.part` is gone.
+    private func fail(_ index: Int, message: String, madeFromResumeData: Bool) {
+        let name = plans[index].name
+        if madeFromResumeData && !FileSystem.entryExists(partials.partialURL(name)) {
+            FileSystem.removeIfPresent(partials.resumeDataURL(name))
+        }
+        finish(index, phase: .failed, report: .failed(index: index, message: message))
+    }
+
+    // MARK: Helpers
+
+    /// Moves the staging file to the output directory under `name` (or `name-N` when a file appeared there
+    /// meanwhile and `--force` was not given).
+    private func place(_ location: URL, as name: String) -> Result<String, Failure> {
+        FileSystem.applyDefaultPermissions(location)
+        do {
+            if overwrite {
+                try FileSystem.replace(outputDirectory.appendingPathComponent(name), with: location)
+                return .success(name)
+            }
+            var candidate = name
+            var number = 0
+            while true {
+                let destination = outputDirectory.appendingPathComponent(candidate)
+                if try FileSystem.moveWithoutReplacing(location, to: destination) {
+                    return .success(candidate)
+                }
+                number += 1
+                candidate = FileNaming.name(name, withSuffix: number)
+            }
+        } catch {
+            return .failure(Failure(message: error.description))
+        }
+    }
+
+    /// The error's description without what the error line already says (the URL) or what is handled here
+    /// (the resume data).
+    static func describe(_ error: any Error) -> String {
+        guard var courierError = error as? CourierError else {
+            return String(describing: error)
+        }
+        courierError.failingURL = nil
+        courierError.resumeData = nil
+        return courierError.description
+    }
+
+    private func resumeDataArrived(_ data: Data?, for index: Int) {
+        let name = plans[index].name
+        var report: Report?
+        if let data {
+            switch partials.save(resumeData: data, name: name) {
+            case .saved(let bytes):
+                let kept = bytes.map { " (\(Formatting.bytes($0)))" } ?? ""
+                report = .notice("kept \(FileNaming.partialName(for: name))\(kept)")
+            case .failed(let reason):
+                report = .warning("\(name): could not keep the partial download: \(reason)")
+            }
+        }
+        let done = state.withLock { state -> Bool in
+            state.awaitingResumeData.remove(index)
+            if let report {
+                state.reports.append(report)
+            }
+            return state.taskCompleted.contains(index) && !state.transfers[index].isFinished
+        }
+        if done {
+            finishInterrupted(index)
+        }
+        events.yield(.changed)
+    }
+
+    private func finishInterrupted(_ index: Int) {
+        finish(index, phase: .interrupted, report: nil)
+    }
+
+    private func finish(_ index: Int, phase: TransferProgress.Phase, savedAs: String? = nil, report: Report?) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            guard !state.transfers[index].isFinished else {
+                return
+            }
+            state.transfers[index].phase = phase
+            state.transfers[index].endedAt = now
+            state.transfers[index].savedAs = savedAs
+            state.tasks[index] = nil
+            state.remaining -= 1
+            state.lastEndedAt = now
+            if let report {
+                state.reports.append(report)
+            }
+        }
+        events.yield(.changed)
+    }
+}

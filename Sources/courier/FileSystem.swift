@@ -1,0 +1,130 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The few file operations `courier get` needs, with the guarantees it promises: nothing is overwritten unless
+/// asked, and a symbolic link counts as an existing file (it is never followed when checking).
+enum FileSystem {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Whether anything (a file, a directory, a symbolic link, even a dangling one) exists at `url`.
+    static func entryExists(_ url: URL) -> Bool {
+        var info = stat()
+        return lstat(url.path, &info) == 0
+    }
+
+    /// Whether `url` is a regular file (not following a symbolic link).
+    static func isRegularFile(_ url: URL) -> Bool {
+        var info = stat()
+        return lstat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// The size of the regular file at `url`, or nil.
+    static func fileSize(_ url: URL) -> Int64? {
+        var info = stat()
+        guard lstat(url.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            return nil
+        }
+        return Int64(info.st_size)
+    }
+
+    /// Creates `url` as a directory (and its parents) unless it is one already.
+    static func makeDirectory(_ url: URL) throws(Failure) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw Failure(description: "\(url.path) exists and is not a directory")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw Failure(description: "cannot create directory \(url.path): \(reason(error))")
+        }
+    }
+
+    /// Moves `source` to `destination`, replacing what is there (`--force`). Both must be on one file system.
+    static func replace(_ destination: URL, with source: URL) throws(Failure) {
+        if rename(source.path, destination.path) != 0 {
+            let code = errno
+            if code == EXDEV {
+                do {
+                    if entryExists(destination) {
+                        try FileManager.default.removeItem(at: destination)
+                    }
+                    try FileManager.default.moveItem(at: source, to: destination)
+                    return
+                } catch {
+                    throw Failure(description: "cannot move the download to \(destination.path): \(reason(error))")
+                }
+            }
+            throw Failure(description: "cannot move the download to \(destination.path): \(describe(errno: code))")
+        }
+    }
+
+    /// Moves `source` to `destination` only if nothing exists there; returns false (and leaves `source` alone)
+    /// when something does. Uses `link` + `unlink`, which cannot overwrite, and falls back to a checked move on
+    /// file systems without hard links.
+    static func moveWithoutReplacing(_ source: URL, to destination: URL) throws(Failure) -> Bool {
+        if link(source.path, destination.path) == 0 {
+            unlink(source.path)
+            return true
+        }
+        let code = errno
+        if code == EEXIST {
+            return false
+        }
+        guard code == EXDEV || code == EPERM || code == EOPNOTSUPP || code == EMLINK else {
+            throw Failure(description: "cannot move the download to \(destination.path): \(describe(errno: code))")
+        }
+        if entryExists(destination) {
+            return false
+        }
+        do {
+            try FileManager.default.moveItem(at: source, to: destination)
+            return true
+        } catch {
+            if entryExists(destination) {
+                return false
+            }
+            throw Failure(description: "cannot move the download to \(destination.path): \(reason(error))")
+        }
+    }
+
+    /// The process's file mode creation mask, read once (reading it means setting it, so do it early).
+    static let creationMask: mode_t = {
+        let mask = umask(0o022)
+        umask(mask)
+        return mask
+    }()
+
+    /// Gives a downloaded file the mode a newly created file gets (0666 less the umask); staging files are 0600.
+    static func applyDefaultPermissions(_ url: URL) {
+        chmod(url.path, 0o666 & ~creationMask)
+    }
+
+    /// Removes `url` (a file or a whole directory) if it exists; errors are ignored (used for clean-up only).
+    /// Tries again when something else removed part of a directory at the same time.
+    static func removeIfPresent(_ url: URL) {
+        for _ in 0..<3 where entryExists(url) {
+            try? FileManager.default.removeItem(at: url)
+        }
+    }
+
+    private static func describe(errno code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        (error as NSError).localizedDescription
+    }
+}

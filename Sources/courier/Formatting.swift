@@ -1,0 +1,58 @@
+import Foundation
+
+/// Number formatting for progress lines and the summary. Sizes are binary (KiB, MiB, GiB), rates decimal
+/// (MB/s = 10^6 bytes per second), as the summary promises.
+enum Formatting {
+    static func bytes(_ count: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(max(count, 0))
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        if unit == 0 {
+            return "\(Int64(value)) B"
+        }
+        return String(format: value >= 100 ? "%.0f" : "%.1f", value) + " " + units[unit]
+    }
+
+    static func rate(_ bytesPerSecond: Double) -> String {
+        let megabytes = bytesPerSecond / 1_000_000
+        if megabytes >= 0.9995 {
+            return String(format: "%.1f MB/s", megabytes)
+        }
+        return String(format: "%.0f kB/s", bytesPerSecond / 1000)
+    }
+
+    static func seconds(_ seconds: Double) -> String {
+        if seconds < 60 {
+            return String(format: "%.2f s", seconds)
+        }
+        let whole = Int(seconds.rounded())
+        return String(format: "%d:%02d", whole / 60, whole % 60)
+    }
+
+    static func percent(_ part: Int64, of total: Int64) -> String? {
+        guard total > 0 else {
+            return nil
+        }
+        return String(format: "%3.0f%%", min(Double(part) / Double(total) * 100, 100))
+    }
+
+    /// `text` cut to at most `width` characters (with `…` when cut), so that a live line never wraps.
+    static func fit(_ text: String, width: Int) -> String {
+        guard width > 1, text.count > width else {
+            return text
+        }
+        return String(text.prefix(width - 1)) + "…"
+    }
+
+    /// `text` padded or cut to exactly `width` characters.
+    static func column(_ text: String, width: Int) -> String {
+        if text.count > width {
+            return String(text.prefix(max(width - 1, 0))) + "…"
+        }
+        return text + String(repeating: " ", count: width - text.count)
+    }
+}

@@ -1,0 +1,268 @@
+import ArgumentParser
+import Courier
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `courier get URL... [-o DIR] [--parallel N] [--continue] [--force] [--quiet]`
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download URLs into a directory, showing progress.",
+        discussion: """
+            Each URL is saved in the output directory under the last component of its path, made safe: \
+            no path separators, no control characters, no leading dots, and "index" when nothing is left. \
+            An existing file is never replaced: the new one is saved as NAME-1, NAME-2, ... (before the \
+            extension) unless --force is given.
+
+            An interrupted download (Ctrl-C, SIGTERM, or a failure after which the server allows resuming) \
+            is kept as NAME.part, with its Courier resume data in NAME.part.resume. Run the same command \
+            again with --continue to go on from there.
+
+            On a terminal, progress is one line per running transfer, redrawn in place, on standard error. \
+            Otherwise it is one line per saved file and a "progress:" line every 2 seconds. A summary line \
+            (files, bytes, wall time, throughput) ends the run on standard output.
+
+            Exit status: 0 when every URL was saved, 1 when any failed, 130 when interrupted.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The URLs to download (http or https).", valueName: "url"))
+    var urls: [String]
+
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("The directory to save into; created when missing.", valueName: "dir")
+    )
+    var output: String = "."
+
+    @Option(help: ArgumentHelp("How many transfers run at once (1-256).", valueName: "n"))
+    var parallel: Int = 4
+
+    @Flag(
+        name: [.customShort("c"), .customLong("continue")],
+        help: "Resume the partial downloads (NAME.part + NAME.part.resume) kept in the output directory."
+    )
+    var resumePartials = false
+
+    @Flag(name: [.short, .long], help: "Replace existing files instead of saving under a -N name.")
+    var force = false
+
+    @Flag(name: [.short, .long], help: "Print errors and warnings only.")
+    var quiet = false
+
+    func validate() throws {
+        guard !urls.isEmpty else {
+            throw ValidationError("Give at least one URL.")
+        }
+        guard (1...256).contains(parallel) else {
+            throw ValidationError("--parallel must be between 1 and 256 (got \(parallel)).")
+        }
+        for text in urls where URL(string: text) == nil {
+            throw ValidationError("'\(text)' is not a valid URL.")
+        }
+    }
+
+    func run() async throws {
+        _ = FileSystem.creationMask  // Read the umask before any other thread runs.
+        let outputDirectory = URL(fileURLWithPath: output, isDirectory: true).standardizedFileURL
+        let staging = outputDirectory.appendingPathComponent(".courier-tmp-\(getpid())", isDirectory: true)
+        do {
+            try FileSystem.makeDirectory(outputDirectory)
+            try FileSystem.makeDirectory(staging)
+        } catch {
+            throw CommandFailure(description: error.description)
+        }
+        defer { FileSystem.removeIfPresent(staging) }
+
+        let (plans, warnings) = makePlans(in: outputDirectory)
+        let display = ProgressDisplay(mode: ProgressDisplay.mode(quiet: quiet), plans: plans)
+        for warning in warnings {
+            display.emitError("warning: \(warning)")
+        }
+
+        var configuration = SessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = parallel
+        configuration.maximumConcurrentTransfers = parallel
+        configuration.engineLoopCount = min(configuration.engineLoopCount, parallel)
+        configuration.resumeDataDirectory = outputDirectory
+        configuration.temporaryDirectory = staging
+
+        let (events, continuation) = AsyncStream.makeStream(of: RunEvent.self)
+        let coordinator = DownloadCoordinator(
+            plans: plans,
+            outputDirectory: outputDirectory,
+            overwrite: force,
+            events: continuation
+        )
+        let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
+        let signals = Self.forwardSignals(to: continuation)
+        let interval: Duration = display.mode == .plain ? .milliseconds(500) : .milliseconds(100)
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                continuation.yield(.tick)
+            }
+        }
+
+        coordinator.start(in: session)
+        var interruptedAt: ContinuousClock.Instant?
+        for await event in events {
+            if case .interrupt = event {
+                if interruptedAt != nil {
+                    display.finish()
+                    display.emitError("interrupted again: quitting without waiting")
+                    FileSystem.removeIfPresent(staging)
+                    Glibc.exit(130)
+                }
+                interruptedAt = .now
+                display.emitError("interrupted: stopping, keeping partial downloads for --continue")
+                coordinator.interruptAll()
+            }
+            let snapshot = coordinator.snapshot()
+            display.update(snapshot)
+            if snapshot.remaining == 0 {
+                break
+            }
+            if let interruptedAt, ContinuousClock.now - interruptedAt > .seconds(10) {
+                display.emitError("interrupted: some transfers did not stop within 10 s; quitting")
+                break
+            }
+        }
+        ticker.cancel()
+        for source in signals {
+            source.cancel()
+        }
+        if interruptedAt != nil {
+            session.invalidateAndCancel()
+        } else {
+            session.finishTasksAndInvalidate()
+        }
+        await Self.waitForInvalidation(events, continuation: continuation)
+        continuation.finish()
+
+        let final = coordinator.snapshot()
+        display.update(final)
+        display.finish()
+        display.summary(Self.summary(final, interrupted: interruptedAt != nil))
+
+        if interruptedAt != nil {
+            throw ExitCode(130)
+        }
+        if final.transfers.contains(where: { $0.phase != .succeeded }) {
+            throw ExitCode.failure
+        }
+    }
+
+    /// Waits (at most 5 s) until the session reports ``RunEvent/invalidated``, so that it no longer touches the
+    /// staging directory when the command removes it.
+    private static func waitForInvalidation(
+        _ events: AsyncStream<RunEvent>,
+        continuation: AsyncStream<RunEvent>.Continuation
+    ) async {
+        let deadline = ContinuousClock.now + .seconds(5)
+        let timeout = Task {
+            try? await Task.sleep(until: deadline)
+            continuation.yield(.tick)
+        }
+        defer { timeout.cancel() }
+        for await event in events {
+            if case .invalidated = event {
+                return
+            }
+            if ContinuousClock.now >= deadline {
+                return
+            }
+        }
+    }
+
+    /// Names every URL's destination and looks for partial downloads kept by an earlier run.
+    private func makePlans(in directory: URL) -> (plans: [TransferPlan], warnings: [String]) {
+        var reserver = NameReserver(directory: directory, overwrite: force)
+        let partials = PartialDownloads(directory: directory)
+        var plans: [TransferPlan] = []
+        var warnings: [String] = []
+        for (index, text) in urls.enumerated() {
+            guard let url = URL(string: text) else {
+                continue  // Rejected by validate().
+            }
+            let name = reserver.reserve(FileNaming.fileName(for: url))
+            var resumeData: Data?
+            var hasKeptPartial = false
+            switch partials.lookup(name: name, url: url) {
+            case .none:
+                break
+            case .resumable(let data, _):
+                hasKeptPartial = true
+                if resumePartials {
+                    resumeData = data
+                } else {
+                    warnings.append(
+                        "\(name): ignoring the partial download kept in \(FileNaming.partialName(for: name)) "
+                            + "(use --continue to resume it)"
+                    )
+                }
+            case .unusable(let reason):
+                if resumePartials {
+                    warnings.append("\(name): not resuming: \(reason); downloading it again")
+                }
+            }
+            plans.append(
+                TransferPlan(
+                    index: index,
+                    url: url,
+                    name: name,
+                    resumeData: resumeData,
+                    hasKeptPartial: hasKeptPartial
+                )
+            )
+        }
+        return (plans, warnings)
+    }
+
+    /// `summary: 5/5 files, 335544320 bytes (320 MiB) in 2.10 s, 159.8 MB/s` (plus failures and interruptions).
+    static func summary(_ snapshot: RunSnapshot, interrupted: Bool) -> String {
+        let transfers = snapshot.transfers
+        let succeeded = transfers.count { $0.phase == .succeeded }
+        let failed = transfers.count { $0.phase == .failed }
+        let received = transfers.reduce(Int64(0)) { $0 + $1.receivedThisRun }
+        let end = interrupted ? ContinuousClock.now : (snapshot.lastEndedAt ?? .now)
+        let wall = max(ProgressDisplay.seconds(end - snapshot.startedAt), 0.000_001)
+        var text = "summary: \(succeeded)/\(transfers.count) files, \(received) bytes (\(Formatting.bytes(received)))"
+        text += " in \(Formatting.seconds(wall)), \(Formatting.rate(Double(received) / wall))"
+        if failed > 0 {
+            text += ", \(failed) failed"
+        }
+        if interrupted {
+            text += ", interrupted"
+        }
+        return text
+    }
+
+    /// Turns SIGINT and SIGTERM into ``RunEvent/interrupt`` events. A signal the parent process ignores (as a
+    /// non-interactive shell does for SIGINT in background jobs) stays ignored.
+    private static func forwardSignals(
+        to continuation: AsyncStream<RunEvent>.Continuation
+    ) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].compactMap { number in
+            var current = sigaction()
+            sigaction(number, nil, &current)
+            if unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1 {  // SIG_IGN
+                return nil
+            }
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                continuation.yield(.interrupt)
+            }
+            source.resume()
+            return source
+        }
+    }
+}
+
+/// A failure of the whole command (not of one URL), printed by ArgumentParser as `Error: …` with exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+}

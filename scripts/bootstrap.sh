@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the system packages Courier builds against, only when they are missing:
+#   libuv1-dev libcurl4-openssl-dev pkg-config   (the C engine in CSupport/)
+#   python3  (only when there is no python3 on PATH: the demo and the CLI tests serve files with it)
+# Idempotent: does nothing (and needs no network) when everything is there. Runs apt-get as root, or through
+# sudo when not root and sudo is available. Debian 12 (bookworm) or a derivative.
+set -euo pipefail
+
+packages=(libuv1-dev libcurl4-openssl-dev pkg-config)
+
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg -s "$package" >/dev/null 2>&1; then
+        missing+=("$package")
+    fi
+done
+if ! command -v python3 >/dev/null 2>&1; then
+    missing+=(python3)
+fi
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "bootstrap: system packages present (${packages[*]}, python3)"
+    exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: missing ${missing[*]}, and apt-get is not available; install them by hand" >&2
+    exit 1
+fi
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        as_root=(sudo)
+    else
+        echo "bootstrap: missing ${missing[*]}; run this script as root (or install sudo)" >&2
+        exit 1
+    fi
+fi
+
+echo "bootstrap: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -q
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "bootstrap: done"

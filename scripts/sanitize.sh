@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs the Swift test suite under a sanitizer, in a build folder of its own, then the CLI tests against the
+# sanitized `courier` binary:
+#   bash scripts/sanitize.sh address   # ASan (with LeakSanitizer), build folder .build-asan
+#   bash scripts/sanitize.sh thread    # TSan, build folder .build-tsan
+# Extra arguments go to `swift test` (e.g. --filter ResumeTests). ASAN_OPTIONS / TSAN_OPTIONS are passed through.
+set -euo pipefail
+
+script_name=sanitize
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+cd "$repo_root"
+
+case "${1:-}" in
+address) scratch=.build-asan ;;
+thread) scratch=.build-tsan ;;
+*)
+    echo "usage: bash scripts/sanitize.sh address|thread [swift test arguments...]" >&2
+    exit 64
+    ;;
+esac
+sanitizer="$1"
+shift
+
+bash scripts/bootstrap.sh
+
+log "swift test --sanitize=$sanitizer --scratch-path $scratch"
+status=0
+swift test --sanitize="$sanitizer" --scratch-path "$scratch" "$@" || status=$?
+
+log "CLI tests with the $sanitizer-sanitized courier"
+swift build --product courier --sanitize="$sanitizer" --scratch-path "$scratch"
+cli_status=0
+COURIER_BIN="$(swift build --show-bin-path --scratch-path "$scratch")/courier" bash scripts/cli-test.sh || cli_status=$?
+if [ "$status" -eq 0 ]; then
+    status=$cli_status
+fi
+exit "$status"
