@@ -23,6 +23,9 @@ shift
 
 bash scripts/bootstrap.sh
 
+# Leaks of the toolchain's XCTest runner only; every leak in Courier's code still fails the run.
+export LSAN_OPTIONS="suppressions=$repo_root/scripts/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
 log "swift test --sanitize=$sanitizer --scratch-path $scratch"
 status=0
 swift test --sanitize="$sanitizer" --scratch-path "$scratch" "$@" || status=$?
