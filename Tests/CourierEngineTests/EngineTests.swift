@@ -164,8 +164,8 @@ struct EngineTests {
     func pauseAndResume() async throws {
         let server = try await TestServer.start()
         let engine = try EngineHarness()
-        // Unpaused, the whole body takes 20 × 20 ms = 400 ms.
-        let (id, _) = engine.submit(server.url("/bytes/4000?trickle=200&interval=20").absoluteString)
+        // Unpaused, the whole body takes 50 × 20 ms = 1 s: long enough for the pause to land under load.
+        let (id, _) = engine.submit(server.url("/bytes/10000?trickle=200&interval=20").absoluteString)
         try await engine.wait(for: id) { $0.lastReceived >= 400 }
         engine.pause(id)
         // Once the pause has reached the loop, the count stops moving.
@@ -179,14 +179,14 @@ struct EngineTests {
                 break
             }
         }
-        #expect(atPause >= 400 && atPause < 4000)
+        #expect(atPause >= 400 && atPause < 10000)
         try await Task.sleep(for: .seconds(1))
         #expect(engine.record(id).body.count == atPause)
         #expect(!engine.record(id).completed)
         engine.resume(id)
         try await engine.waitForCompletion([id])
         #expect(engine.record(id).error == CR_OK)
-        #expect(engine.record(id).body == TestServer.bytes(count: 4000))
+        #expect(engine.record(id).body == TestServer.bytes(count: 10000))
         engine.destroy()
         try await server.shutdown()
     }
