@@ -110,6 +110,7 @@ let package = Package(
         .testTarget(
             name: "CourierLifecycleTests",
             dependencies: [
+                "CourierConcurrency",
                 "CourierLifecycle",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

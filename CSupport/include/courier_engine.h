@@ -54,7 +54,8 @@ enum {
   CR_FLAG_HOLD_REDIRECT_AND_AUTH = 1u << 1,
   /* Send no body and expect none (HEAD). */
   CR_FLAG_NO_BODY = 1u << 2,
-  /* Offer HTTP/2 (ALPN over TLS); plain http stays HTTP/1.1. */
+  /* Offer HTTP/2 (ALPN over TLS) and wait to multiplex on an existing
+   * connection; ignored for plain http, which stays HTTP/1.1. */
   CR_FLAG_HTTP2 = 1u << 3,
   /* Do not verify the server certificate or host name (tests only). */
   CR_FLAG_INSECURE = 1u << 4

@@ -508,7 +508,9 @@ cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   SET(CURLOPT_TCP_KEEPALIVE, 1L);
   SET(CURLOPT_CLOSESOCKETFUNCTION, cr_loop_close_socket);
   SET(CURLOPT_CLOSESOCKETDATA, t->loop);
-  if (t->flags & CR_FLAG_HTTP2) {
+  if ((t->flags & CR_FLAG_HTTP2) && strncasecmp(t->url, "https:", 6) == 0) {
+    /* Only over TLS: a plain-http transfer waiting to multiplex would wait
+     * for a connection that never can (and h2c is broken in 7.88.1). */
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_PIPEWAIT, 1L);
   } else {

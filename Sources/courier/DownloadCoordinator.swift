@@ -1,6 +1,6 @@
 import Courier
+import CourierConcurrency
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -43,7 +43,7 @@ final class DownloadCoordinator: SessionDownloadDelegate {
     let partials: PartialDownloads
     let startedAt: ContinuousClock.Instant
     private let events: AsyncStream<RunEvent>.Continuation
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     init(
         plans: [TransferPlan],
@@ -57,7 +57,7 @@ final class DownloadCoordinator: SessionDownloadDelegate {
         self.partials = PartialDownloads(directory: outputDirectory)
         self.events = events
         self.startedAt = .now
-        self.state = Mutex(State(transfers: plans.map { _ in TransferProgress() }, remaining: plans.count))
+        self.state = LockedValue(State(transfers: plans.map { _ in TransferProgress() }, remaining: plans.count))
     }
 
     // MARK: Starting and stopping

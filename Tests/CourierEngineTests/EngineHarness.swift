@@ -26,12 +26,19 @@ struct TransferRecord: Sendable {
 /// A C engine driven directly from Swift, the way the Courier library drives it, with every event recorded.
 ///
 /// `@unchecked Sendable`: `engine` is written once, in `init`, before any other thread can see the harness,
-/// and the C API it points to is thread-safe; all other mutable state lives in `Mutex`es.
+/// and the C API it points to is thread-safe; all other mutable state lives in `LockedValue`s.
 final class EngineHarness: @unchecked Sendable {
     private var engine: OpaquePointer?
     private let records = LockedValue<[UInt64: TransferRecord]>([:])
     /// Decision taken, from inside the event callback, for every held response; nil leaves them held.
     let heldDecision = LockedValue<cr_decision_t?>(nil)
+    /// Transfers to pause from inside the event callback once they have received this many bytes, so that a
+    /// test does not depend on how soon its own task is scheduled.
+    private let pauseThresholds = LockedValue<[UInt64: Int64]>([:])
+
+    func pause(_ id: UInt64, whenReceived threshold: Int64) {
+        pauseThresholds.withLock { $0[id] = threshold }
+    }
 
     init(loops: Int32 = 2, maxHostConnections: Int32 = 0, maxActive: Int32 = 0, caPEM: Data? = nil) throws {
         var config = cr_engine_config_t()
@@ -154,6 +161,7 @@ final class EngineHarness: @unchecked Sendable {
 
     private func receive(_ events: UnsafeBufferPointer<cr_event_t>) {
         var decisions: [(UInt64, cr_decision_t)] = []
+        var pauses: [UInt64] = []
         let decision = heldDecision.withLock { $0 }
         records.withLock { all in
             for event in events {
@@ -189,6 +197,12 @@ final class EngineHarness: @unchecked Sendable {
                     break
                 }
                 all[event.transfer] = record
+                let reached = pauseThresholds.withLock { thresholds in
+                    guard let threshold = thresholds[event.transfer], event.received >= threshold else { return false }
+                    thresholds[event.transfer] = nil
+                    return true
+                }
+                if reached { pauses.append(event.transfer) }
                 free(event.headers)
                 free(event.data)
                 free(event.message)
@@ -196,6 +210,9 @@ final class EngineHarness: @unchecked Sendable {
         }
         for (id, decision) in decisions {
             cr_transfer_decide(engine, id, decision, -1)
+        }
+        for id in pauses {
+            cr_transfer_pause(engine, id)
         }
     }
 }

@@ -164,29 +164,30 @@ struct EngineTests {
     func pauseAndResume() async throws {
         let server = try await TestServer.start()
         let engine = try EngineHarness()
-        // Unpaused, the whole body takes 50 × 20 ms = 1 s: long enough for the pause to land under load.
-        let (id, _) = engine.submit(server.url("/bytes/10000?trickle=200&interval=20").absoluteString)
+        // Unpaused, the whole body takes 50 × 20 ms = 1 s. The pause is sent from the event callback at 400 bytes.
+        let size = 10_000
+        let (id, _) = engine.submit(server.url("/bytes/\(size)?trickle=200&interval=20").absoluteString)
+        engine.pause(id, whenReceived: 400)
         try await engine.wait(for: id) { $0.lastReceived >= 400 }
-        engine.pause(id)
-        // Once the pause has reached the loop, the count stops moving.
+        // Bytes already on their way when the pause landed may still arrive; then the count stops moving.
         var atPause = -1
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             let before = engine.record(id).body.count
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(300))
             if engine.record(id).body.count == before {
                 atPause = before
                 break
             }
         }
-        #expect(atPause >= 400 && atPause < 10000)
+        #expect(atPause >= 400 && atPause < size)
         try await Task.sleep(for: .seconds(1))
         #expect(engine.record(id).body.count == atPause)
         #expect(!engine.record(id).completed)
         engine.resume(id)
         try await engine.waitForCompletion([id])
         #expect(engine.record(id).error == CR_OK)
-        #expect(engine.record(id).body == TestServer.bytes(count: 10000))
+        #expect(engine.record(id).body == TestServer.bytes(count: size))
         engine.destroy()
         try await server.shutdown()
     }

@@ -1,3 +1,4 @@
+import CourierConcurrency
 import CourierLifecycle
 import Dispatch
 import Testing
@@ -13,7 +14,7 @@ struct ConcurrencyTests {
         let keeper = app.beginBackgroundTask(withName: "keeper")
         harness.enterBackground()
 
-        let ids = Locked<Set<BackgroundTaskIdentifier>>([])
+        let ids = LockedValue<Set<BackgroundTaskIdentifier>>([])
         DispatchQueue.concurrentPerform(iterations: 2_000) { index in
             let id = app.beginBackgroundTask(withName: "task-\(index)") {}
             _ = app.backgroundTimeRemaining
@@ -45,7 +46,7 @@ struct ConcurrencyTests {
         harness.enterBackground()  // idle: suspended once
         harness.enterForeground()
 
-        let ids = Locked<[BackgroundTaskIdentifier]>([])
+        let ids = LockedValue<[BackgroundTaskIdentifier]>([])
         DispatchQueue.concurrentPerform(iterations: 500) { index in
             let id = app.beginBackgroundTask(withName: "open-\(index)")
             ids.withLock { $0.append(id) }
@@ -66,7 +67,7 @@ struct ConcurrencyTests {
         let harness = LifecycleHarness(budget: .seconds(20))
         let app = harness.application
         harness.launch()
-        let counts = Locked<[Int: Int]>([:])
+        let counts = LockedValue<[Int: Int]>([:])
         let ids = (0..<300).map { index in
             app.beginBackgroundTask(withName: "race-\(index)") {
                 counts.withLock { $0[index, default: 0] += 1 }

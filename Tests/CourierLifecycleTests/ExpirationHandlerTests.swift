@@ -1,3 +1,4 @@
+import CourierConcurrency
 import CourierLifecycle
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 struct ExpirationHandlerTests {
     /// Counts the calls of each named handler and whether each ran on the callback queue.
     final class HandlerLog: Sendable {
-        private let calls = Locked<[(name: String, onCallbackQueue: Bool)]>([])
+        private let calls = LockedValue<[(name: String, onCallbackQueue: Bool)]>([])
 
         func record(_ name: String, _ harness: LifecycleHarness) {
             let onQueue = harness.isOnCallbackQueue

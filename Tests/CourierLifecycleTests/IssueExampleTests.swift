@@ -1,8 +1,9 @@
+import CourierConcurrency
 import CourierLifecycle
 import Dispatch
 import Testing
 
-private let flushCount = Locked(0)
+private let flushCount = LockedValue(0)
 
 private func flushQueue() async {
     try? await Task.sleep(for: .milliseconds(10))

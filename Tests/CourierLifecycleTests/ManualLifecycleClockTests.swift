@@ -1,3 +1,4 @@
+import CourierConcurrency
 import CourierLifecycle
 import Testing
 
@@ -6,7 +7,7 @@ struct ManualLifecycleClockTests {
     @Test("fires due timers in deadline order, not before, and not when cancelled")
     func ordering() {
         let clock = ManualLifecycleClock()
-        let fired = Locked<[String]>([])
+        let fired = LockedValue<[String]>([])
         _ = clock.schedule(at: .seconds(3)) { fired.withLock { $0.append("c") } }
         _ = clock.schedule(at: .seconds(1)) { fired.withLock { $0.append("a") } }
         let cancelled = clock.schedule(at: .seconds(2)) { fired.withLock { $0.append("x") } }
@@ -25,7 +26,7 @@ struct ManualLifecycleClockTests {
     @Test("a timer scheduled by a firing timer within the advanced range fires in the same advance")
     func chained() {
         let clock = ManualLifecycleClock()
-        let fired = Locked<[Duration]>([])
+        let fired = LockedValue<[Duration]>([])
         _ = clock.schedule(at: .seconds(1)) {
             fired.withLock { $0.append(clock.now) }
             _ = clock.schedule(at: .seconds(2)) { fired.withLock { $0.append(clock.now) } }

@@ -1,3 +1,4 @@
+import CourierConcurrency
 import CourierLifecycle
 
 /// An application delegate that records every call (with the state seen during it) and runs an
@@ -18,7 +19,7 @@ final class RecordingDelegate: ApplicationDelegate, Sendable {
         var willTerminate: (@Sendable (Application) -> Void)?
     }
 
-    private let state = Locked(State())
+    private let state = LockedValue(State())
 
     /// Runs inside `applicationDidEnterBackground`, on the callback queue.
     func onDidEnterBackground(_ hook: @escaping @Sendable (Application) -> Void) {

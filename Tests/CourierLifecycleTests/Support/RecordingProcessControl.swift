@@ -1,3 +1,4 @@
+import CourierConcurrency
 import CourierLifecycle
 import Dispatch
 
@@ -10,7 +11,7 @@ final class RecordingProcessControl: Sendable {
         case terminate(WatchdogReport)
     }
 
-    private let recorded = Locked<[Event]>([])
+    private let recorded = LockedValue<[Event]>([])
     private let suspensions = DispatchSemaphore(value: 0)
 
     var events: [Event] {

@@ -1,0 +1,152 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+extension Session {
+    /// Fetches `request` into memory. Throws ``CourierError``; any HTTP status is a success. Cancelling the
+    /// calling Swift task cancels the transfer.
+    public func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        try await runDataTask { sink in
+            DataTask(core: self.core, kind: .data, identifier: self.core.makeIdentifier(), request: request, sink: sink)
+        }
+    }
+
+    public func data(from url: URL) async throws -> (Data, URLResponse) {
+        try await data(for: URLRequest(url: url))
+    }
+
+    /// Uploads `bodyData` and returns the response body.
+    public func upload(for request: URLRequest, from bodyData: Data) async throws -> (Data, URLResponse) {
+        try await runDataTask { sink in
+            self.makeUploadTask(request, body: .data(bodyData), sink: sink)
+        }
+    }
+
+    /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
+    public func upload(for request: URLRequest, fromFile fileURL: URL) async throws -> (Data, URLResponse) {
+        try await runDataTask { sink in
+            self.makeUploadTask(request, body: .file(fileURL), sink: sink)
+        }
+    }
+
+    /// Downloads `request` to a file. The returned file is the caller's: it is in the temporary directory and
+    /// nothing deletes it.
+    public func download(for request: URLRequest) async throws -> (URL, URLResponse) {
+        try await runDownloadTask { sink in
+            DownloadTask(
+                core: self.core,
+                kind: .download,
+                identifier: self.core.makeIdentifier(),
+                request: request,
+                sink: sink
+            )
+        }
+    }
+
+    public func download(from url: URL) async throws -> (URL, URLResponse) {
+        try await download(for: URLRequest(url: url))
+    }
+
+    /// Continues a download from resume data; see ``downloadTask(withResumeData:)``.
+    public func download(resumeFrom resumeData: Data) async throws -> (URL, URLResponse) {
+        try await runDownloadTask { sink in
+            self.makeResumedTask(resumeData, sink: sink)
+        }
+    }
+
+    /// Starts `request` and returns once the response head arrived, with the body as ``AsyncBytes``.
+    /// A slow consumer pauses the transfer; memory stays bounded.
+    public func bytes(for request: URLRequest) async throws -> (AsyncBytes, URLResponse) {
+        let stream = ByteStream()
+        let task = DataTask(
+            core: core,
+            kind: .data,
+            identifier: core.makeIdentifier(),
+            request: request,
+            sink: .stream(stream)
+        )
+        stream.setDrainedHandler { [weak task] in
+            task?.setBackpressure(paused: false)
+        }
+        let lifetime = StreamLifetime(task: task)
+        let response = try await withTaskCancellationHandler {
+            task.resume()
+            return try await stream.response()
+        } onCancel: {
+            task.cancel()
+        }
+        return (AsyncBytes(task: task, stream: stream, lifetime: lifetime), response)
+    }
+
+    public func bytes(from url: URL) async throws -> (AsyncBytes, URLResponse) {
+        try await bytes(for: URLRequest(url: url))
+    }
+
+    // MARK: Plumbing
+
+    private func runDataTask(
+        _ make: (TaskSink) -> DataTask
+    ) async throws -> (Data, URLResponse) {
+        let box = ContinuationBox<(Data, URLResponse)>()
+        let task = make(
+            .inlineData { data, response, error in
+                if let error {
+                    box.resume(throwing: error)
+                } else if let response {
+                    box.resume(returning: (data ?? Data(), response))
+                } else {
+                    box.resume(throwing: CourierError(.badServerResponse, "no response"))
+                }
+            }
+        )
+        return try await withTaskCancellationHandler {
+            try await box.wait(after: {
+                task.resume()
+            })
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    private func runDownloadTask(
+        _ make: (TaskSink) -> DownloadTask
+    ) async throws -> (URL, URLResponse) {
+        let box = ContinuationBox<(URL, URLResponse)>()
+        let task = make(
+            .inlineDownload { location, response, error in
+                if let error {
+                    box.resume(throwing: error)
+                    return
+                }
+                guard let location, let response else {
+                    box.resume(throwing: CourierError(.badServerResponse, "no response"))
+                    return
+                }
+                // The staging file is deleted after this handler: move it to a location the caller owns.
+                let destination = FileManager.default.temporaryDirectory
+                    .appendingPathComponent("courier-download-\(UUID().uuidString).tmp")
+                do {
+                    try FileManager.default.moveItem(at: location, to: destination)
+                    box.resume(returning: (destination, response))
+                } catch {
+                    box.resume(
+                        throwing: CourierError(
+                            .cannotMoveFile,
+                            "cannot move the download: \(error)",
+                            failingURL: response.url
+                        )
+                    )
+                }
+            }
+        )
+        return try await withTaskCancellationHandler {
+            try await box.wait(after: {
+                task.resume()
+            })
+        } onCancel: {
+            task.cancel()
+        }
+    }
+}

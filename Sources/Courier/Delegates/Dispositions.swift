@@ -1,0 +1,25 @@
+extension Session {
+    /// How a delegate answers an authentication challenge.
+    public enum AuthChallengeDisposition: Sendable {
+        /// Use the credential passed along (a nil credential continues without one: the 401/407 is delivered).
+        case useCredential
+        /// Handle it as if there were no delegate: a credential from the URL or the configuration's
+        /// `urlCredentialStorage`, else deliver the 401/407 response.
+        case performDefaultHandling
+        /// Cancel the task (`CourierError.Code.cancelled`).
+        case cancelAuthenticationChallenge
+        /// Refuse this protection space: the 401/407 response is delivered as the final response.
+        case rejectProtectionSpace
+    }
+
+    /// How a data task goes on after its response arrived.
+    public enum ResponseDisposition: Sendable {
+        /// Deliver the body.
+        case allow
+        /// Cancel the task (`CourierError.Code.cancelled`).
+        case cancel
+        /// Continue the same transfer as a download task; the delegate is told with
+        /// `urlSession(_:dataTask:didBecome:)` and the data task gets no further calls.
+        case becomeDownload
+    }
+}

@@ -1,0 +1,147 @@
+public import Foundation
+
+/// The one error type of Courier.
+///
+/// Every failure a session, a task or an async convenience reports is a `CourierError`. Its ``code`` plays the
+/// role of `URLError.Code` and keeps `URLError`'s raw values where one exists, so code that switches on
+/// `URLError` ports by renaming. The underlying libcurl code is in ``curlCode`` when the failure came from curl,
+/// and a download that could be resumed carries its ``resumeData``.
+public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable error code, in the spirit of `URLError.Code`.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: Int
+
+        public init(rawValue: Int) {
+            self.rawValue = rawValue
+        }
+
+        /// The task was cancelled (`cancel()`, `invalidateAndCancel()`, a `.cancel` disposition, Swift task
+        /// cancellation, or the session was released).
+        public static let cancelled = Code(rawValue: -999)
+        /// The URL could not be parsed, or is not absolute.
+        public static let badURL = Code(rawValue: -1000)
+        /// No byte moved for `timeoutIntervalForRequest`, or the whole task outlived `timeoutIntervalForResource`.
+        public static let timedOut = Code(rawValue: -1001)
+        /// The URL's scheme is not `http` or `https`, or a redirect pointed to such a URL.
+        public static let unsupportedURL = Code(rawValue: -1002)
+        /// The host name could not be resolved.
+        public static let cannotFindHost = Code(rawValue: -1003)
+        /// The connection was refused or could not be made.
+        public static let cannotConnectToHost = Code(rawValue: -1004)
+        /// The connection closed or was reset mid-exchange, or the body was shorter than announced.
+        public static let networkConnectionLost = Code(rawValue: -1005)
+        /// More than 16 redirects, or a redirect loop.
+        public static let httpTooManyRedirects = Code(rawValue: -1007)
+        /// A redirect from `https` to `http` was refused.
+        public static let insecureRedirect = Code(rawValue: -3106)
+        /// The server sent something that is not valid HTTP, or conflicting lengths.
+        public static let badServerResponse = Code(rawValue: -1011)
+        /// An authentication challenge was cancelled by the delegate.
+        public static let userCancelledAuthentication = Code(rawValue: -1012)
+        /// Authentication was required and no credential was available.
+        public static let userAuthenticationRequired = Code(rawValue: -1013)
+        /// The response body could not be decoded.
+        public static let cannotDecodeContentData = Code(rawValue: -1016)
+        /// A file (an upload body, a resume file) does not exist.
+        public static let fileDoesNotExist = Code(rawValue: -1100)
+        /// The TLS handshake failed.
+        public static let secureConnectionFailed = Code(rawValue: -1200)
+        /// The server's certificate is not trusted or does not match the host.
+        public static let serverCertificateUntrusted = Code(rawValue: -1202)
+        /// A file (the download's staging file) could not be created.
+        public static let cannotCreateFile = Code(rawValue: -3000)
+        /// A file could not be opened.
+        public static let cannotOpenFile = Code(rawValue: -3001)
+        /// A file could not be moved to its destination.
+        public static let cannotMoveFile = Code(rawValue: -3005)
+        /// Writing the downloaded bytes failed.
+        public static let cannotWriteToFile = Code(rawValue: -3003)
+        /// Reading a file (an upload body) failed.
+        public static let cannotReadFile = Code(rawValue: -3002)
+        /// Resume data is malformed, of an unknown version, or its partial file is gone or changed size.
+        public static let cannotResume = Code(rawValue: -3100)
+        /// The entity changed on the server while resuming, or a partial file was changed outside Courier.
+        public static let fileChanged = Code(rawValue: -3101)
+        /// The disk is full.
+        public static let insufficientSpace = Code(rawValue: -3102)
+        /// Another live background session uses the same identifier.
+        public static let backgroundSessionInUse = Code(rawValue: -996)
+        /// The operation is not available in a background session.
+        public static let unsupportedInBackgroundSession = Code(rawValue: -3104)
+        /// The session was invalidated; it accepts no new tasks.
+        public static let sessionInvalidated = Code(rawValue: -3105)
+        /// An unexpected failure inside the transfer engine; see ``CourierError/curlCode``.
+        public static let unknown = Code(rawValue: -1)
+
+        public var description: String {
+            Code.names[rawValue] ?? "code(\(rawValue))"
+        }
+
+        private static let names: [Int: String] = [
+            -999: "cancelled", -1000: "badURL", -1001: "timedOut", -1002: "unsupportedURL",
+            -1003: "cannotFindHost", -1004: "cannotConnectToHost", -1005: "networkConnectionLost",
+            -1007: "httpTooManyRedirects", -1011: "badServerResponse",
+            -1012: "userCancelledAuthentication", -1013: "userAuthenticationRequired",
+            -1016: "cannotDecodeContentData", -1100: "fileDoesNotExist", -1200: "secureConnectionFailed",
+            -1202: "serverCertificateUntrusted", -3000: "cannotCreateFile", -3001: "cannotOpenFile",
+            -3002: "cannotReadFile", -3003: "cannotWriteToFile", -3005: "cannotMoveFile", -3100: "cannotResume",
+            -3101: "fileChanged", -3102: "insufficientSpace", -996: "backgroundSessionInUse",
+            -3104: "unsupportedInBackgroundSession", -3105: "sessionInvalidated", -3106: "insecureRedirect",
+            -1: "unknown",
+        ]
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// The libcurl `CURLcode` behind the failure, when it came from curl.
+    public var curlCode: Int?
+    /// The `errno` behind a file failure, when there is one.
+    public var osError: Int32?
+    /// Resume data for ``Session/downloadTask(withResumeData:)``, when the failed download can be resumed.
+    public var resumeData: Data?
+    /// The URL the task was fetching when it failed.
+    public var failingURL: URL?
+    /// A short human-readable explanation.
+    public var message: String
+
+    public init(
+        _ code: Code,
+        _ message: String = "",
+        curlCode: Int? = nil,
+        osError: Int32? = nil,
+        resumeData: Data? = nil,
+        failingURL: URL? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.curlCode = curlCode
+        self.osError = osError
+        self.resumeData = resumeData
+        self.failingURL = failingURL
+    }
+
+    public var description: String {
+        var text = "CourierError.\(code)"
+        if !message.isEmpty {
+            text += ": \(message)"
+        }
+        if let curlCode {
+            text += " (curl \(curlCode))"
+        }
+        if let osError {
+            text += " (errno \(osError))"
+        }
+        if let failingURL {
+            text += " [\(failingURL.absoluteString)]"
+        }
+        if resumeData != nil {
+            text += " [resumable]"
+        }
+        return text
+    }
+
+    /// Matches an error by code: `if CourierError.Code.timedOut ~= error { ... }`.
+    public static func ~= (code: Code, error: CourierError) -> Bool {
+        error.code == code
+    }
+}

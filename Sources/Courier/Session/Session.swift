@@ -1,0 +1,268 @@
+import CourierConcurrency
+public import Foundation
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// A group of tasks sharing a configuration, a delegate, a delegate queue and one transfer engine.
+///
+/// ```swift
+/// let session = Session(configuration: .default, delegate: MyDelegate(), delegateQueue: nil)
+/// let task = session.downloadTask(with: url)
+/// task.resume()
+/// ```
+///
+/// A session holds its delegate strongly until it is invalidated. A session released without
+/// ``finishTasksAndInvalidate()`` or ``invalidateAndCancel()`` cancels its tasks (their completion handlers and
+/// async callers get `.cancelled`; the delegate is not called any more) and shuts its engine down.
+public final class Session: Sendable, CustomStringConvertible {
+    /// A session with the ``SessionConfiguration/default`` configuration and no delegate, for the convenience
+    /// methods. Never invalidated.
+    public static let shared = Session(configuration: .default)
+
+    /// A copy of the configuration the session was created with.
+    public let configuration: SessionConfiguration
+    /// Where delegate methods and completion handlers run. Calls are serial even if the queue is concurrent.
+    public let delegateQueue: OperationQueue
+    let core: SessionCore
+    private let descriptionSlot = LockedValue<String?>(nil)
+
+    /// Makes a session. With a nil `delegateQueue`, the session makes a serial queue of its own.
+    public init(
+        configuration: SessionConfiguration = .default,
+        delegate: (any SessionDelegate)? = nil,
+        delegateQueue: OperationQueue? = nil
+    ) {
+        self.configuration = configuration
+        let queue: OperationQueue
+        if let delegateQueue {
+            queue = delegateQueue
+        } else {
+            queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            queue.name = "Courier.Session.delegateQueue"
+        }
+        self.delegateQueue = queue
+        self.core = SessionCore(configuration: configuration, delegate: delegate, queue: queue)
+        core.attach(self)
+    }
+
+    deinit {
+        core.sessionReleased()
+    }
+
+    /// The delegate, until the session is invalidated.
+    public var delegate: (any SessionDelegate)? {
+        core.delegate
+    }
+
+    /// An app-defined description.
+    public var sessionDescription: String? {
+        get { descriptionSlot.withLock { $0 } }
+        set { descriptionSlot.withLock { $0 = newValue } }
+    }
+
+    public var description: String {
+        "Session(\(sessionDescription ?? "-"))"
+    }
+
+    // MARK: Data tasks
+
+    /// A data task for `request`; its events go to the session delegate.
+    public func dataTask(with request: URLRequest) -> DataTask {
+        DataTask(core: core, kind: .data, identifier: core.makeIdentifier(), request: request, sink: .delegate)
+    }
+
+    public func dataTask(with url: URL) -> DataTask {
+        dataTask(with: URLRequest(url: url))
+    }
+
+    /// A data task that reports to `completionHandler` (on the delegate queue) instead of the data delegate.
+    public func dataTask(
+        with request: URLRequest,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> DataTask {
+        DataTask(
+            core: core,
+            kind: .data,
+            identifier: core.makeIdentifier(),
+            request: request,
+            sink: .dataHandler(completionHandler)
+        )
+    }
+
+    public func dataTask(
+        with url: URL,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> DataTask {
+        dataTask(with: URLRequest(url: url), completionHandler: completionHandler)
+    }
+
+    // MARK: Upload tasks
+
+    /// An upload task that sends `bodyData` (the request's `httpBody` is ignored). Method: the request's, or POST
+    /// when it says GET.
+    public func uploadTask(with request: URLRequest, from bodyData: Data) -> UploadTask {
+        makeUploadTask(request, body: .data(bodyData), sink: .delegate)
+    }
+
+    /// An upload task that streams the file at `fileURL` (checked when the task starts: a missing file fails it
+    /// with `.fileDoesNotExist`).
+    public func uploadTask(with request: URLRequest, fromFile fileURL: URL) -> UploadTask {
+        makeUploadTask(request, body: .file(fileURL), sink: .delegate)
+    }
+
+    public func uploadTask(
+        with request: URLRequest,
+        from bodyData: Data?,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> UploadTask {
+        makeUploadTask(request, body: .data(bodyData ?? Data()), sink: .dataHandler(completionHandler))
+    }
+
+    public func uploadTask(
+        with request: URLRequest,
+        fromFile fileURL: URL,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> UploadTask {
+        makeUploadTask(request, body: .file(fileURL), sink: .dataHandler(completionHandler))
+    }
+
+    func makeUploadTask(_ request: URLRequest, body: UploadBody, sink: TaskSink) -> UploadTask {
+        var request = request
+        if (request.httpMethod ?? "GET").uppercased() == "GET" {
+            request.httpMethod = "POST"
+        }
+        request.httpBody = nil
+        return UploadTask(
+            core: core,
+            kind: .upload,
+            identifier: core.makeIdentifier(),
+            request: request,
+            sink: sink,
+            uploadBody: body
+        )
+    }
+
+    // MARK: Download tasks
+
+    /// A download task for `request`; the delegate gets the file in `didFinishDownloadingTo`.
+    public func downloadTask(with request: URLRequest) -> DownloadTask {
+        DownloadTask(core: core, kind: .download, identifier: core.makeIdentifier(), request: request, sink: .delegate)
+    }
+
+    public func downloadTask(with url: URL) -> DownloadTask {
+        downloadTask(with: URLRequest(url: url))
+    }
+
+    /// A download task reporting to `completionHandler` (on the delegate queue). The file is deleted when the
+    /// handler returns.
+    public func downloadTask(
+        with request: URLRequest,
+        completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> DownloadTask {
+        DownloadTask(
+            core: core,
+            kind: .download,
+            identifier: core.makeIdentifier(),
+            request: request,
+            sink: .downloadHandler(completionHandler)
+        )
+    }
+
+    public func downloadTask(
+        with url: URL,
+        completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> DownloadTask {
+        downloadTask(with: URLRequest(url: url), completionHandler: completionHandler)
+    }
+
+    /// A download task that continues from resume data (see `docs/resume-data.md`). Invalid resume data makes a
+    /// task that fails with `.cannotResume` when resumed. The request carries `Range` and `If-Range`; the
+    /// delegate hears `didResumeAtOffset` (0 when the server sent the whole entity again).
+    public func downloadTask(withResumeData resumeData: Data) -> DownloadTask {
+        makeResumedTask(resumeData, sink: .delegate)
+    }
+
+    public func downloadTask(
+        withResumeData resumeData: Data,
+        completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> DownloadTask {
+        makeResumedTask(resumeData, sink: .downloadHandler(completionHandler))
+    }
+
+    func makeResumedTask(_ resumeData: Data, sink: TaskSink) -> DownloadTask {
+        var state: TaskState
+        switch ResumeData.decode(resumeData) {
+        case .success(let resume):
+            var request = URLRequest(url: URL(string: resume.url)!)
+            for (name, value) in resume.headers {
+                request.setValue(value, forHTTPHeaderField: name)
+            }
+            state = TaskState(request: request, priority: SessionTask.defaultPriority)
+            state.resumeSource = resume
+            if let original = resume.originalURL.flatMap(URL.init(string:)) {
+                state.originalRequest = URLRequest(url: original)
+            }
+        case .failure(let error):
+            state = TaskState(request: nil, priority: SessionTask.defaultPriority)
+            state.resumeSourceError = error
+        }
+        return DownloadTask(
+            core: core,
+            kind: .download,
+            identifier: core.makeIdentifier(),
+            request: state.currentRequest,
+            sink: sink,
+            state: state
+        )
+    }
+
+    /// Deletes the partial file that `resumeData` names (in this configuration's `resumeDataDirectory`), for
+    /// resume data that will not be used. Unknown or malformed resume data is ignored.
+    public func discardResumeData(_ resumeData: Data) {
+        guard case .success(let resume) = ResumeData.decode(resumeData) else {
+            return
+        }
+        try? FileManager.default.removeItem(at: configuration.resumeDataDirectory.appendingPathComponent(resume.file))
+    }
+
+    // MARK: Invalidation
+
+    /// Accepts no new tasks; running tasks finish; then `didBecomeInvalidWithError(nil)` and the delegate is
+    /// released. Tasks resumed afterwards fail with `.sessionInvalidated`. Calling it on ``shared`` does nothing.
+    public func finishTasksAndInvalidate() {
+        guard self !== Session.shared else {
+            return
+        }
+        core.finishTasksAndInvalidate()
+    }
+
+    /// Cancels every task, then invalidates like ``finishTasksAndInvalidate()``.
+    public func invalidateAndCancel() {
+        guard self !== Session.shared else {
+            return
+        }
+        core.invalidateAndCancel()
+    }
+
+    /// The tasks that were resumed and have not completed.
+    public var allTasks: [SessionTask] {
+        core.liveTasks.sorted { $0.taskIdentifier < $1.taskIdentifier }
+    }
+
+    /// Calls `completionHandler` on the delegate queue with the live data, upload and download tasks.
+    public func getTasksWithCompletionHandler(
+        _ completionHandler: @escaping @Sendable ([DataTask], [UploadTask], [DownloadTask]) -> Void
+    ) {
+        let tasks = allTasks
+        delegateQueue.addOperation {
+            completionHandler(
+                tasks.compactMap { $0 is UploadTask ? nil : $0 as? DataTask },
+                tasks.compactMap { $0 as? UploadTask },
+                tasks.compactMap { $0 as? DownloadTask }
+            )
+        }
+    }
+}

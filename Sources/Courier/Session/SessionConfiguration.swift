@@ -1,0 +1,95 @@
+public import Foundation
+public import Logging
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// How a ``Session`` behaves: a value type, copied when the session is created.
+///
+/// Start from ``default`` or ``ephemeral`` and change what you need:
+/// ```swift
+/// var config = SessionConfiguration.default
+/// config.httpMaximumConnectionsPerHost = 16
+/// ```
+public struct SessionConfiguration: Sendable {
+    /// Which certificate authorities a session trusts for `https`.
+    public enum TrustedCertificateAuthorities: Sendable, Hashable {
+        /// The system's trust store (the default).
+        case system
+        /// Only the CA certificates in this PEM data (one or more `-----BEGIN CERTIFICATE-----` blocks).
+        case pem(Data)
+    }
+
+    /// The process-wide configuration: cookies go to ``CookieStorage/shared`` and credentials come from
+    /// ``CredentialStorage/shared`` (both in memory; nothing is written to disk).
+    public static var `default`: SessionConfiguration {
+        var configuration = SessionConfiguration(cookieStorage: CookieStorage.shared)
+        configuration.urlCredentialStorage = CredentialStorage.shared
+        return configuration
+    }
+
+    /// A configuration that keeps nothing beyond the session: cookies and credentials live in private in-memory
+    /// stores.
+    public static var ephemeral: SessionConfiguration {
+        var configuration = SessionConfiguration(cookieStorage: CookieStorage())
+        configuration.isEphemeral = true
+        return configuration
+    }
+
+    /// True for ``ephemeral`` configurations.
+    public private(set) var isEphemeral = false
+
+    /// Headers added to every request that does not already set them.
+    public var httpAdditionalHeaders: [String: String]?
+
+    /// Idle timeout: a task fails with `.timedOut` when no byte moves in either direction for this long.
+    /// A request's `timeoutInterval`, when smaller, wins. Default 60 seconds.
+    public var timeoutIntervalForRequest: TimeInterval = 60
+
+    /// Deadline for the whole task, across all redirects and authentication retries. Default 7 days.
+    public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 60 * 60
+
+    /// Connections per host (per session). Default 6.
+    public var httpMaximumConnectionsPerHost: Int = 6
+
+    /// Transfers running at once in this session; more are queued by priority. Default 1024.
+    public var maximumConcurrentTransfers: Int = 1024
+
+    /// Loop threads of the session's transfer engine. Default: the number of active processors, at most 4.
+    public var engineLoopCount: Int = min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 4)
+
+    /// Whether to offer HTTP/2 over TLS (ALPN). Plain `http` always speaks HTTP/1.1. Default true.
+    public var allowsHTTP2 = true
+
+    /// The cookie store, or nil to handle no cookies at all.
+    public var httpCookieStorage: CookieStorage?
+
+    /// Whether to send cookies from ``httpCookieStorage`` and store the ones responses set. Default true.
+    public var httpShouldSetCookies = true
+
+    /// Which cookies responses may set. Default `.onlyFromMainDocumentDomain`, which Courier treats as
+    /// "cookies for the response's own host".
+    public var httpCookieAcceptPolicy: HTTPCookie.AcceptPolicy = .onlyFromMainDocumentDomain
+
+    /// Credentials used when a challenge is handled by default (no delegate, or `.performDefaultHandling`).
+    public var urlCredentialStorage: CredentialStorage? = CredentialStorage()
+
+    /// Which certificate authorities `https` connections trust. Verification is always on.
+    public var trustedCertificateAuthorities: TrustedCertificateAuthorities = .system
+
+    /// Where partial downloads kept for resume data live. Resume data names its file relative to this.
+    /// Default: `courier-resume` in the temporary directory.
+    public var resumeDataDirectory: URL = FileManager.default.temporaryDirectory
+        .appendingPathComponent("courier-resume", isDirectory: true)
+
+    /// Where a session creates its staging files (a subdirectory per session). Default: the temporary directory.
+    public var temporaryDirectory: URL = FileManager.default.temporaryDirectory
+
+    /// A logger for the session's diagnostics; nil (the default) logs nothing.
+    public var logger: Logger?
+
+    init(cookieStorage: CookieStorage) {
+        self.httpCookieStorage = cookieStorage
+    }
+}

@@ -1,0 +1,342 @@
+import CourierConcurrency
+import Foundation
+import Logging
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The shared machinery behind a ``Session``: engine, task registry, delegate dispatch.
+///
+/// Tasks hold the core (not the session), so a session the user releases can cancel its tasks and destroy its
+/// engine while tasks are still referenced. The core refers to its session weakly.
+final class SessionCore: Sendable {
+    enum Invalidation: Sendable, Equatable {
+        case valid
+        /// `finishTasksAndInvalidate()`: no new tasks; invalid when the last one completes.
+        case finishing
+        case invalidated
+    }
+
+    private enum EngineSlot {
+        case idle
+        case running(Engine)
+        case failed(CourierError)
+        case closed
+    }
+
+    private struct Registry {
+        var tasks: [Int: SessionTask] = [:]
+        var invalidation = Invalidation.valid
+    }
+
+    let configuration: SessionConfiguration
+    let dispatcher: DelegateDispatcher
+    let isTaskDelegate: Bool
+    let isDataDelegate: Bool
+    let isDownloadDelegate: Bool
+    let logger: Logger?
+    let stagingDirectory: URL
+
+    private let delegateSlot: LockedValue<(any SessionDelegate)?>
+    private let engineSlot = LockedValue(EngineSlot.idle)
+    private let registry = LockedValue(Registry())
+    private let nextIdentifier = LockedValue(1)
+    private let sessionReference = SessionReference()
+
+    init(configuration: SessionConfiguration, delegate: (any SessionDelegate)?, queue: OperationQueue) {
+        self.configuration = configuration
+        self.delegateSlot = LockedValue(delegate)
+        self.isTaskDelegate = delegate is any SessionTaskDelegate
+        self.isDataDelegate = delegate is any SessionDataDelegate
+        self.isDownloadDelegate = delegate is any SessionDownloadDelegate
+        self.logger = configuration.logger
+        self.stagingDirectory = configuration.temporaryDirectory
+            .appendingPathComponent("courier-\(getpid())-\(UUID().uuidString)", isDirectory: true)
+        let sessionReference = self.sessionReference
+        self.dispatcher = DelegateDispatcher(queue: queue) {
+            sessionReference.session
+        }
+    }
+
+    func attach(_ session: Session) {
+        sessionReference.session = session
+    }
+
+    var delegate: (any SessionDelegate)? {
+        delegateSlot.withLock { $0 }
+    }
+
+    var taskDelegate: (any SessionTaskDelegate)? {
+        delegate as? any SessionTaskDelegate
+    }
+
+    func makeIdentifier() -> Int {
+        nextIdentifier.withLock { next in
+            defer { next += 1 }
+            return next
+        }
+    }
+
+    // MARK: Engine
+
+    /// The session's engine, created on first use (a session that never runs a task starts no thread).
+    func engine() -> Result<Engine, CourierError> {
+        engineSlot.withLock { slot in
+            switch slot {
+            case .running(let engine):
+                return .success(engine)
+            case .failed(let error):
+                return .failure(error)
+            case .closed:
+                return .failure(CourierError(.sessionInvalidated, "the session was invalidated"))
+            case .idle:
+                var pem: Data?
+                if case .pem(let data) = configuration.trustedCertificateAuthorities {
+                    pem = data
+                }
+                let engineConfiguration = EngineConfiguration(
+                    loopCount: configuration.engineLoopCount,
+                    maximumHostConnections: configuration.httpMaximumConnectionsPerHost,
+                    maximumActiveTransfers: configuration.maximumConcurrentTransfers,
+                    trustedCertificatesPEM: pem
+                )
+                do {
+                    let engine = try Engine(configuration: engineConfiguration) { [weak self] batch in
+                        self?.handle(batch)
+                    }
+                    slot = .running(engine)
+                    logger?.debug("engine started", metadata: ["loops": "\(configuration.engineLoopCount)"])
+                    return .success(engine)
+                } catch let error as CourierError {
+                    slot = .failed(error)
+                    return .failure(error)
+                } catch {
+                    let wrapped = CourierError(.unknown, "the transfer engine could not start: \(error)")
+                    slot = .failed(wrapped)
+                    return .failure(wrapped)
+                }
+            }
+        }
+    }
+
+    /// The running engine, if there is one (commands for live transfers).
+    var runningEngine: Engine? {
+        engineSlot.withLock { slot in
+            if case .running(let engine) = slot {
+                return engine
+            }
+            return nil
+        }
+    }
+
+    private func closeEngine() -> Engine? {
+        engineSlot.withLock { slot in
+            defer { slot = .closed }
+            if case .running(let engine) = slot {
+                return engine
+            }
+            return nil
+        }
+    }
+
+    var engineStatistics: Engine.Statistics? {
+        runningEngine?.statistics
+    }
+
+    // MARK: Events
+
+    static let hopBits: UInt64 = 20
+
+    static func tag(key: Int, hop: Int) -> UInt64 {
+        (UInt64(key) << hopBits) | UInt64(hop & 0xFFFFF)
+    }
+
+    /// Handles one engine batch on a loop thread: routes each event to its task, then hands the delegate work
+    /// of the whole batch to the dispatcher as one unit.
+    func handle(_ batch: [EngineEvent]) {
+        guard !batch.isEmpty else {
+            return
+        }
+        let tasks: [SessionTask?] = registry.withLock { registry in
+            batch.map { registry.tasks[Int($0.tag >> SessionCore.hopBits)] }
+        }
+        var work = DelegateWork()
+        for (event, task) in zip(batch, tasks) {
+            guard let task else {
+                continue
+            }
+            task.handle(event, hop: Int(event.tag & 0xFFFFF), work: &work)
+        }
+        dispatcher.enqueue(work)
+    }
+
+    // MARK: Registry and invalidation
+
+    /// Registers a task that is starting; false when the session no longer accepts tasks.
+    func register(_ task: SessionTask, key: Int) -> Bool {
+        registry.withLock { registry in
+            guard registry.invalidation == .valid else {
+                return false
+            }
+            registry.tasks[key] = task
+            return true
+        }
+    }
+
+    /// Points a registry key at another task (a data task that became a download task).
+    func replace(key: Int, with task: SessionTask) {
+        registry.withLock { $0.tasks[key] = task }
+    }
+
+    /// A task is ending: forget it. Returns true when that completed a pending invalidation; the caller then
+    /// calls ``appendInvalidation(to:)`` after queueing the task's own completion.
+    func unregister(key: Int, task: SessionTask) -> Bool {
+        registry.withLock { registry -> Bool in
+            if registry.tasks[key] === task {
+                registry.tasks[key] = nil
+            }
+            if registry.invalidation == .finishing && registry.tasks.isEmpty {
+                registry.invalidation = .invalidated
+                return true
+            }
+            return false
+        }
+    }
+
+    var liveTasks: [SessionTask] {
+        registry.withLock { Array($0.tasks.values) }
+    }
+
+    var acceptsTasks: Bool {
+        registry.withLock { $0.invalidation == .valid }
+    }
+
+    func finishTasksAndInvalidate() {
+        let becameInvalid = registry.withLock { registry -> Bool in
+            guard registry.invalidation == .valid else {
+                return false
+            }
+            if registry.tasks.isEmpty {
+                registry.invalidation = .invalidated
+                return true
+            }
+            registry.invalidation = .finishing
+            return false
+        }
+        if becameInvalid {
+            var work = DelegateWork()
+            appendInvalidation(to: &work)
+            dispatcher.enqueue(work)
+        }
+    }
+
+    func invalidateAndCancel() {
+        let tasks = registry.withLock { registry -> [SessionTask]? in
+            guard registry.invalidation != .invalidated else {
+                return nil
+            }
+            registry.invalidation = registry.tasks.isEmpty ? .invalidated : .finishing
+            return Array(registry.tasks.values)
+        }
+        guard let tasks else {
+            return
+        }
+        if tasks.isEmpty {
+            var work = DelegateWork()
+            appendInvalidation(to: &work)
+            dispatcher.enqueue(work)
+            return
+        }
+        for task in tasks {
+            task.cancel()
+        }
+    }
+
+    /// Queues `didBecomeInvalidWithError(nil)` after everything already queued, then releases the delegate and
+    /// tears the engine down off the loop threads.
+    func appendInvalidation(to work: inout DelegateWork) {
+        let engine = closeEngine()
+        work.append { [self] session in
+            if let session, let delegate = self.delegate {
+                delegate.urlSession(session, didBecomeInvalidWithError: nil)
+            }
+            self.delegateSlot.withLock { $0 = nil }
+            self.removeStagingDirectory()
+            if let engine {
+                DispatchQueue.global(qos: .utility).async {
+                    withExtendedLifetime(engine) {}
+                }
+            }
+        }
+        logger?.debug("session invalidated")
+    }
+
+    /// The session was released without being invalidated: cancel every task and destroy the engine.
+    func sessionReleased() {
+        let tasks = registry.withLock { registry -> [SessionTask] in
+            let tasks = Array(registry.tasks.values)
+            registry.tasks = [:]
+            registry.invalidation = .invalidated
+            return tasks
+        }
+        let engine = closeEngine()
+        // Destroying the engine cancels every transfer without COMPLETE events; Engine.deinit defers the
+        // destruction when this runs on a loop thread.
+        _ = engine
+        var work = DelegateWork()
+        for task in tasks {
+            task.abandon(work: &work)
+        }
+        work.append { [self] _ in
+            self.delegateSlot.withLock { $0 = nil }
+            self.removeStagingDirectory()
+        }
+        dispatcher.enqueue(work)
+    }
+
+    // MARK: Files
+
+    func makeStagingFile() -> Result<URL, CourierError> {
+        do {
+            try FileManager.default.createDirectory(at: stagingDirectory, withIntermediateDirectories: true)
+        } catch {
+            return .failure(CourierError(.cannotCreateFile, "cannot create the staging directory: \(error)"))
+        }
+        return .success(stagingDirectory.appendingPathComponent("download-\(UUID().uuidString).part"))
+    }
+
+    private func removeStagingDirectory() {
+        try? FileManager.default.removeItem(at: stagingDirectory)
+    }
+
+    // MARK: Cookies
+
+    func storeCookies(_ head: ResponseHead, url: URL) {
+        guard configuration.httpShouldSetCookies, let storage = configuration.httpCookieStorage else {
+            return
+        }
+        storage.store(setCookieValues: head.setCookies, from: url, policy: configuration.httpCookieAcceptPolicy)
+    }
+
+    func cookieHeader(for url: URL) -> String? {
+        guard configuration.httpShouldSetCookies, let storage = configuration.httpCookieStorage else {
+            return nil
+        }
+        return storage.cookieHeader(for: url)
+    }
+}
+
+/// The weak link from the core to its public session.
+final class SessionReference: Sendable {
+    private struct Weak {
+        weak var session: Session?
+    }
+
+    private let slot = LockedValue(Weak())
+
+    var session: Session? {
+        get { slot.withLock { $0.session } }
+        set { slot.withLock { $0.session = newValue } }
+    }
+}

@@ -1,0 +1,70 @@
+public import Foundation
+
+/// A task whose response body is written to a staging file by the engine (Swift never sees the bytes).
+///
+/// `@unchecked Sendable` for the reason given on ``SessionTask``.
+public final class DownloadTask: SessionTask, @unchecked Sendable {
+    /// Cancels the download and produces resume data for ``Session/downloadTask(withResumeData:)``.
+    ///
+    /// `completionHandler` is called once, on the delegate queue, before `didCompleteWithError`, with nil when
+    /// the download cannot be resumed (not a GET, no strong validator, no byte-range support, or it already
+    /// completed). The partial file moves to the configuration's `resumeDataDirectory`.
+    public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {
+        let registered = storage.withLock { state -> Bool in
+            switch state.phase {
+            case .running:
+                if state.resumeDataHandler == nil {
+                    state.resumeDataHandler = completionHandler
+                    return true
+                }
+                return false
+            case .created:
+                return false
+            case .finishing, .completed:
+                return false
+            }
+        }
+        if !registered {
+            var work = DelegateWork()
+            work.append { _ in completionHandler(nil) }
+            core.dispatcher.enqueue(work)
+        }
+        cancel()
+    }
+}
+
+extension SessionTask {
+    /// Takes over the partial file named by resume data: checks it, then moves it into the session's staging
+    /// directory (so the same resume data cannot be used twice).
+    func claimPartialFile(_ resume: ResumeData) -> Result<URL, CourierError> {
+        let source = core.configuration.resumeDataDirectory.appendingPathComponent(resume.file)
+        let url = URL(string: resume.url)
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: source.path),
+            let size = (attributes[.size] as? NSNumber)?.int64Value
+        else {
+            return .failure(CourierError(.cannotResume, "the partial file of the resume data is gone", failingURL: url))
+        }
+        guard size >= resume.bytesOnDisk else {
+            return .failure(
+                CourierError(.fileChanged, "the partial file is shorter than the resume data says", failingURL: url)
+            )
+        }
+        let staging: URL
+        switch core.makeStagingFile() {
+        case .success(let made):
+            staging = made
+        case .failure(let error):
+            return .failure(error)
+        }
+        do {
+            try FileManager.default.moveItem(at: source, to: staging)
+        } catch {
+            return .failure(CourierError(.cannotResume, "cannot take over the partial file: \(error)", failingURL: url))
+        }
+        if size > resume.bytesOnDisk, let handle = try? FileHandle(forWritingTo: staging) {
+            try? handle.truncate(atOffset: UInt64(resume.bytesOnDisk))
+            try? handle.close()
+        }
+        return .success(staging)
+    }
+}

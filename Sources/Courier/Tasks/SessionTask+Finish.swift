@@ -1,0 +1,270 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension SessionTask {
+    private struct Final {
+        var response: HTTPURLResponse?
+        var head: ResponseHead?
+        var chunks: [Data]
+        var stagingURL: URL?
+        var hops: [HopRecord]
+        var startDate: Date?
+        var redirectCount: Int
+        var bytesOnDisk: Int64
+        var bodyOffset: Int64
+        var resumeSource: ResumeData?
+        var resumeDataHandler: (@Sendable (Data?) -> Void)?
+        var originalRequest: URLRequest?
+        var currentRequest: URLRequest?
+        var wasStarted: Bool
+    }
+
+    /// Reports the end of the task exactly once: files, resume data, metrics, then the completion, in the
+    /// documented order. Called with no lock held.
+    func finalize(_ outcome: Result<Void, CourierError>, work: inout DelegateWork) {
+        let final = storage.withLock { state -> Final? in
+            guard state.phase != .completed else {
+                return nil
+            }
+            let wasStarted = state.startDate != nil
+            state.phase = .completed
+            state.awaiting = nil
+            let final = Final(
+                response: state.response,
+                head: state.head,
+                chunks: state.bodyChunks,
+                stagingURL: state.stagingURL,
+                hops: state.hops,
+                startDate: state.startDate,
+                redirectCount: state.redirectCount,
+                bytesOnDisk: state.bytesOnDisk,
+                bodyOffset: state.bodyOffset,
+                resumeSource: state.resumeSource,
+                resumeDataHandler: state.resumeDataHandler,
+                originalRequest: state.originalRequest,
+                currentRequest: state.currentRequest,
+                wasStarted: wasStarted
+            )
+            state.bodyChunks = []
+            state.resumeDataHandler = nil
+            return final
+        }
+        guard let final else {
+            return
+        }
+
+        var error: CourierError?
+        if case .failure(let failure) = outcome {
+            error = failure
+        }
+        var resumeData: Data?
+        var downloadedFile: URL?
+        if kind == .download {
+            if error == nil {
+                downloadedFile = final.stagingURL
+            } else if let staging = final.stagingURL {
+                resumeData = keepForResume(staging: staging, final: final, error: error)
+                if resumeData == nil {
+                    try? FileManager.default.removeItem(at: staging)
+                }
+                error?.resumeData = resumeData
+            }
+        }
+        if let error {
+            storage.withLock { $0.error = error }
+            core.logger?.debug(
+                "task failed",
+                metadata: ["task": "\(taskIdentifier)", "error": "\(error)"]
+            )
+        }
+
+        let core = self.core
+        // Leave the registry before anyone hears of the end, so that a caller resumed by the completion never
+        // sees its task among the session's live tasks.
+        let becameInvalid = core.unregister(key: registryKey, task: self)
+        let downloaded = downloadedFile
+        let metrics = final.wasStarted && core.isTaskDelegate ? makeMetrics(final) : nil
+        let response = final.response
+        let reportedError: (any Error)? = error
+
+        if let handler = final.resumeDataHandler {
+            let data = resumeData
+            work.append { _ in handler(data) }
+        }
+        // Order: didFinishDownloadingTo (downloads) → didFinishCollecting → didCompleteWithError / handler.
+        // Metrics go only to a task delegate; without one, no delegate-queue work is made at all (the fast path of
+        // the async conveniences).
+        func appendMetrics(_ work: inout DelegateWork) {
+            guard let metrics, core.isTaskDelegate else {
+                return
+            }
+            work.append { session in
+                guard let session, let delegate = core.taskDelegate else {
+                    return
+                }
+                delegate.urlSession(session, task: self, didFinishCollecting: metrics)
+            }
+        }
+
+        switch sink {
+        case .delegate:
+            if let downloadedFile = downloaded, let downloadTask = self as? DownloadTask {
+                work.append { session in
+                    if let session, let delegate = core.delegate as? any SessionDownloadDelegate {
+                        delegate.urlSession(session, downloadTask: downloadTask, didFinishDownloadingTo: downloadedFile)
+                    }
+                    try? FileManager.default.removeItem(at: downloadedFile)
+                }
+            }
+            appendMetrics(&work)
+            work.append { session in
+                guard let session, let delegate = core.taskDelegate else {
+                    return
+                }
+                delegate.urlSession(session, task: self, didCompleteWithError: reportedError)
+            }
+        case .dataHandler(let handler):
+            let body = error == nil ? SessionTask.join(final.chunks) : nil
+            appendMetrics(&work)
+            work.append { _ in handler(body, response, reportedError) }
+        case .inlineData(let handler):
+            appendMetrics(&work)
+            handler(error == nil ? SessionTask.join(final.chunks) : nil, response, reportedError)
+        case .downloadHandler(let handler):
+            appendMetrics(&work)
+            work.append { _ in
+                handler(downloaded, response, reportedError)
+                if let downloadedFile = downloaded {
+                    try? FileManager.default.removeItem(at: downloadedFile)
+                }
+            }
+        case .inlineDownload(let handler):
+            appendMetrics(&work)
+            handler(downloadedFile, response, reportedError)
+            if let downloadedFile {
+                try? FileManager.default.removeItem(at: downloadedFile)
+            }
+        case .stream(let stream):
+            appendMetrics(&work)
+            stream.finish(error: error)
+        }
+        if becameInvalid {
+            core.appendInvalidation(to: &work)
+        }
+    }
+
+    /// The session went away without invalidation: end the task as cancelled without asking anyone.
+    func abandon(work: inout DelegateWork) {
+        storage.withLock { state in
+            state.cancelRequested = true
+            state.retiredHops = []
+        }
+        finalize(.failure(CourierError(.cancelled, "the session was released", failingURL: currentURL)), work: &work)
+    }
+
+    static func join(_ chunks: [Data]) -> Data {
+        if chunks.count == 1 {
+            return chunks[0]
+        }
+        var body = Data(capacity: chunks.reduce(0) { $0 + $1.count })
+        for chunk in chunks {
+            body.append(chunk)
+        }
+        return body
+    }
+
+    private func makeMetrics(_ final: Final) -> SessionTaskMetrics? {
+        guard let start = final.startDate else {
+            return nil
+        }
+        let transactions = final.hops.map { hop in
+            SessionTaskTransactionMetrics(
+                request: hop.request,
+                response: hop.response,
+                start: hop.start,
+                engine: hop.metrics ?? EngineMetrics()
+            )
+        }
+        return SessionTaskMetrics(
+            transactionMetrics: transactions,
+            taskInterval: DateInterval(start: start, end: max(start, Date())),
+            redirectCount: final.redirectCount
+        )
+    }
+
+    /// Keeps a failed download's partial file in the resume directory and describes it, when a resume is
+    /// possible: a GET, a strong validator, byte ranges, and bytes on disk. Returns nil otherwise.
+    private func keepForResume(staging: URL, final: Final, error: CourierError?) -> Data? {
+        guard let request = final.currentRequest ?? final.originalRequest, let url = request.url,
+            (request.httpMethod ?? "GET").uppercased() == "GET"
+        else {
+            return nil
+        }
+        var validator: String?
+        var expectedLength: Int64?
+        var bytesOnDisk = final.bytesOnDisk
+        if let head = final.head, head.status == 200 || head.status == 206 {
+            let acceptsRanges =
+                head.status == 206
+                || (head.value("Accept-Ranges")?.lowercased().contains("bytes") ?? false)
+            guard acceptsRanges else {
+                return nil
+            }
+            validator = ResumeData.strongValidator(
+                etag: head.value("ETag"),
+                lastModified: head.value("Last-Modified"),
+                date: head.value("Date")
+            )
+            if head.status == 206, let range = head.value("Content-Range"), let slash = range.lastIndex(of: "/") {
+                expectedLength = Int64(range[range.index(after: slash)...].trimmingCharacters(in: .whitespaces))
+            } else if let length = head.value("Content-Length").flatMap({ Int64($0) }) {
+                expectedLength = length
+            }
+        } else if let source = final.resumeSource {
+            // Failed before a 200/206 body arrived (no response, or an error status that was not written): the
+            // partial file is as it was.
+            validator = source.validator
+            expectedLength = source.expectedLength
+            bytesOnDisk = max(bytesOnDisk, source.bytesOnDisk)
+        }
+        guard let validator, bytesOnDisk >= 0 else {
+            return nil
+        }
+        let directory = core.configuration.resumeDataDirectory
+        let name = "courier-\(UUID().uuidString).partial"
+        let destination = directory.appendingPathComponent(name)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try FileManager.default.moveItem(at: staging, to: destination)
+            // Only the contiguous prefix counts; anything past it is dropped.
+            if let handle = try? FileHandle(forWritingTo: destination) {
+                try? handle.truncate(atOffset: UInt64(bytesOnDisk))
+                try? handle.close()
+            }
+        } catch {
+            return nil
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+            let lower = name.lowercased()
+            if !["range", "if-range", "cookie", "authorization", "proxy-authorization"].contains(lower) {
+                headers[name] = value
+            }
+        }
+        let resume = ResumeData(
+            format: ResumeData.currentFormat,
+            url: url.absoluteString,
+            originalURL: final.originalRequest?.url?.absoluteString,
+            method: "GET",
+            headers: headers,
+            file: name,
+            bytesOnDisk: bytesOnDisk,
+            validator: validator,
+            expectedLength: expectedLength
+        )
+        return resume.encoded()
+    }
+}

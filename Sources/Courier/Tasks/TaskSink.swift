@@ -1,0 +1,51 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Where a task reports its body and its end.
+enum TaskSink: Sendable {
+    typealias DataHandler = @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    typealias DownloadHandler = @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+
+    /// The session delegate gets every call.
+    case delegate
+    /// A completion handler, called on the delegate queue; the delegate gets only redirects, challenges and
+    /// metrics.
+    case dataHandler(DataHandler)
+    case downloadHandler(DownloadHandler)
+    /// An async convenience: the handler runs right where the completion is decided (it only resumes a
+    /// continuation or moves a file), not on the delegate queue.
+    case inlineData(DataHandler)
+    case inlineDownload(DownloadHandler)
+    /// `bytes(for:)`: body chunks go to a bounded buffer.
+    case stream(ByteStream)
+
+    var usesDelegateForBody: Bool {
+        if case .delegate = self {
+            return true
+        }
+        return false
+    }
+
+    var collectsBody: Bool {
+        switch self {
+        case .dataHandler, .inlineData: true
+        default: false
+        }
+    }
+}
+
+/// Delegate-queue work produced while handling events: closures run in order on the delegate queue.
+struct DelegateWork {
+    typealias Item = @Sendable (Session?) -> Void
+
+    var items: [Item] = []
+
+    var isEmpty: Bool { items.isEmpty }
+
+    mutating func append(_ item: @escaping Item) {
+        items.append(item)
+    }
+}

@@ -1,0 +1,239 @@
+import Courier
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Authentication challenges", .timeLimit(.minutes(1)))
+struct AuthenticationTests {
+    @Test("Basic and Digest through the challenge delegate", arguments: ["basic", "digest"])
+    func challenge(scheme: String) async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            delegate.script {
+                $0.challenge = { _ in (.useCredential, URLCredential(user: "ann", password: "pw", persistence: .none)) }
+            }
+            let task = session.dataTask(with: server.url("/\(scheme)-auth/ann/pw"))
+            task.resume()
+            let outcome6 = try await delegate.completion(of: task)
+            #expect(outcome6 == nil)
+            #expect((task.response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(jsonObject(delegate.body(of: task))["authenticated"] as? Bool == true)
+            let challenges = delegate.events(of: task).compactMap { event -> String? in
+                if case .challenge(_, let method, _) = event { return method }
+                return nil
+            }
+            let expected = scheme == "basic" ? NSURLAuthenticationMethodHTTPBasic : NSURLAuthenticationMethodHTTPDigest
+            #expect(challenges == [expected])
+        }
+    }
+
+    @Test("a wrong password delivers the 401 as the final response", arguments: ["basic", "digest"])
+    func wrongPassword(scheme: String) async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            delegate.script {
+                $0.challenge = { _ in
+                    (.useCredential, URLCredential(user: "ann", password: "wrong", persistence: .none))
+                }
+            }
+            let task = session.dataTask(with: server.url("/\(scheme)-auth/ann/pw"))
+            task.resume()
+            let outcome7 = try await delegate.completion(of: task)
+            #expect(outcome7 == nil)
+            #expect((task.response as? HTTPURLResponse)?.statusCode == 401)
+        }
+    }
+
+    @Test("cancelling the challenge cancels the task; rejecting delivers the 401")
+    func cancelAndReject() async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            delegate.script { $0.challenge = { _ in (.cancelAuthenticationChallenge, nil) } }
+            let cancelled = session.dataTask(with: server.url("/basic-auth/a/b"))
+            cancelled.resume()
+            let outcome8 = try await delegate.completion(of: cancelled)
+            #expect(outcome8?.code == .cancelled)
+            delegate.script { $0.challenge = { _ in (.rejectProtectionSpace, nil) } }
+            let rejected = session.dataTask(with: server.url("/basic-auth/a/b"))
+            rejected.resume()
+            let outcome9 = try await delegate.completion(of: rejected)
+            #expect(outcome9 == nil)
+            #expect((rejected.response as? HTTPURLResponse)?.statusCode == 401)
+        }
+    }
+
+    @Test("default handling uses the configuration's credential storage and URL credentials")
+    func defaultHandling() async throws {
+        try await withServer { server in
+            var configuration = testConfiguration()
+            let storage = CredentialStorage()
+            storage.set(
+                URLCredential(user: "bob", password: "pw", persistence: .none),
+                host: "127.0.0.1",
+                port: server.port
+            )
+            configuration.urlCredentialStorage = storage
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            let (_, response) = try await session.data(from: server.url("/digest-auth/bob/pw"))
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            let plain = Session(configuration: testConfiguration())
+            defer { plain.invalidateAndCancel() }
+            let withUser = URL(string: "http://carol:secret@127.0.0.1:\(server.port)/basic-auth/carol/secret")!
+            let (_, response2) = try await plain.data(from: withUser)
+            #expect((response2 as? HTTPURLResponse)?.statusCode == 200)
+            let (_, response3) = try await plain.data(from: server.url("/basic-auth/carol/secret"))
+            #expect((response3 as? HTTPURLResponse)?.statusCode == 401)
+        }
+    }
+}
+
+@Suite("TLS", .timeLimit(.minutes(1)))
+struct TLSTests {
+    @Test("a trusted test CA works and HTTP/2 is negotiated; metrics say h2")
+    func trustedHTTP2() async throws {
+        try await withServer(.init(tls: true)) { server in
+            var configuration = testConfiguration()
+            configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+            let (session, delegate) = makeRecordingSession(configuration)
+            defer { session.invalidateAndCancel() }
+            let task = session.dataTask(with: server.url("/h2"))
+            task.resume()
+            let outcome10 = try await delegate.completion(of: task)
+            #expect(outcome10 == nil)
+            #expect(jsonObject(delegate.body(of: task))["httpVersion"] as? String == "2")
+            let metrics = delegate.events(of: task).compactMap { event -> SessionTaskMetrics? in
+                if case .metrics(_, let metrics) = event { return metrics }
+                return nil
+            }
+            #expect(metrics.first?.transactionMetrics.last?.networkProtocolName == "h2")
+            #expect(metrics.first?.transactionMetrics.last?.secureConnectionStartDate != nil)
+        }
+    }
+
+    @Test("HTTP/2 multiplexes many requests over few connections")
+    func multiplexing() async throws {
+        try await withServer(.init(tls: true)) { server in
+            var configuration = testConfiguration()
+            configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+            configuration.httpMaximumConnectionsPerHost = 2
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            try await withThrowingTaskGroup(of: Data.self) { group in
+                for index in 0..<40 {
+                    group.addTask { try await session.data(from: server.url("/bytes/2000?seed=\(index)&delay=50")).0 }
+                }
+                for try await data in group {
+                    #expect(data.count == 2000)
+                }
+            }
+            #expect(server.connectionCount <= 2)
+        }
+    }
+
+    @Test("without the CA the server is untrusted; so are an expired leaf, an unknown CA and a wrong host name")
+    func untrusted() async throws {
+        try await withServer(.init(tls: true)) { server in
+            let session = Session(configuration: testConfiguration())
+            defer { session.invalidateAndCancel() }
+            await #expect {
+                _ = try await session.data(from: server.url("/bytes/1"))
+            } throws: { error in
+                (error as? CourierError)?.code == .serverCertificateUntrusted
+            }
+        }
+        for configuration in [
+            TestServer.Configuration(tls: true, expiredCertificate: true),
+            TestServer.Configuration(tls: true, untrustedCertificate: true),
+        ] {
+            try await withServer(configuration) { server in
+                var configuration = testConfiguration()
+                configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+                let session = Session(configuration: configuration)
+                defer { session.invalidateAndCancel() }
+                await #expect {
+                    _ = try await session.data(from: server.url("/bytes/1"))
+                } throws: { error in
+                    (error as? CourierError)?.code == .serverCertificateUntrusted
+                }
+            }
+        }
+        try await withServer(.init(tls: true, wrongHostName: true)) { server in
+            var configuration = testConfiguration()
+            configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            await #expect {
+                _ = try await session.data(from: server.url("/bytes/1"))
+            } throws: { error in
+                (error as? CourierError)?.code == .serverCertificateUntrusted
+            }
+        }
+    }
+
+    @Test("TLS over HTTP/1.1 only")
+    func http1TLS() async throws {
+        try await withServer(.init(tls: true, http2: false)) { server in
+            var configuration = testConfiguration()
+            configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            let (data, _) = try await session.data(from: server.url("/h2"))
+            #expect(jsonObject(data)["httpVersion"] as? String == "1.1")
+        }
+    }
+}
+
+@Suite("Cookies", .timeLimit(.minutes(1)))
+struct CookieTests {
+    @Test("ephemeral sessions keep cookies in their own memory jar")
+    func ephemeral() async throws {
+        try await withServer { server in
+            let first = Session(configuration: testConfiguration())
+            let second = Session(configuration: testConfiguration())
+            defer {
+                first.invalidateAndCancel()
+                second.invalidateAndCancel()
+            }
+            _ = try await first.data(from: server.url("/cookies/set?flavour=oat&size=xl"))
+            let (data, _) = try await first.data(from: server.url("/cookies"))
+            let cookies = jsonObject(data)
+            #expect(cookies["flavour"] as? String == "oat")
+            #expect(cookies["size"] as? String == "xl")
+            #expect(first.configuration.httpCookieStorage?.cookies.count == 2)
+            let (other, _) = try await second.data(from: server.url("/cookies"))
+            #expect(jsonObject(other).isEmpty)
+        }
+    }
+
+    @Test("cookies set by a redirect response are stored and sent on the next hop")
+    func cookiesOnRedirect() async throws {
+        try await withServer { server in
+            let session = Session(configuration: testConfiguration())
+            defer { session.invalidateAndCancel() }
+            // /cookies/set answers 200; chain it through a redirect to see a Set-Cookie on a 3xx path too.
+            _ = try await session.data(from: server.url("/redirect-to?url=%2Fcookies%2Fset%3Fa%3D1"))
+            let (data, _) = try await session.data(from: server.url("/redirect-to?url=%2Fcookies"))
+            #expect(jsonObject(data)["a"] as? String == "1")
+        }
+    }
+
+    @Test("httpShouldSetCookies = false sends and stores none")
+    func disabled() async throws {
+        try await withServer { server in
+            var configuration = testConfiguration()
+            configuration.httpShouldSetCookies = false
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            _ = try await session.data(from: server.url("/cookies/set?a=1"))
+            #expect(configuration.httpCookieStorage?.cookies.isEmpty == true)
+        }
+    }
+}

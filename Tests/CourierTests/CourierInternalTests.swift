@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+
+// White-box tests: the only file of this target that uses `@testable`. Everything else tests the public API.
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Internals: task state machine")
+struct TaskStateMachineTests {
+    func request() -> URLRequest {
+        URLRequest(url: URL(string: "http://h/x")!)
+    }
+
+    @Test("first resume starts, later resumes of a running task do nothing")
+    func resume() {
+        var state = TaskState(request: request(), priority: 0.5)
+        #expect(state.publicState == .suspended)
+        #expect(state.resume() == .start)
+        #expect(state.publicState == .running)
+        #expect(state.resume() == .none)
+    }
+
+    @Test("suspend before the transfer id is known pauses it when adopted; resume unpauses")
+    func suspendBeforeAdopt() {
+        var state = TaskState(request: request(), priority: 0.5)
+        _ = state.resume()
+        let hop = state.beginHop(request(), at: Date())
+        #expect(state.suspend() == .none)
+        #expect(state.publicState == .suspended)
+        #expect(state.adopt(transfer: 7, hop: hop) == .pause(7))
+        #expect(state.resume() == .resumeTransfer(7))
+        #expect(state.suspend() == .pause(7))
+    }
+
+    @Test("cancel before the transfer id is known cancels it when adopted")
+    func cancelBeforeAdopt() {
+        var state = TaskState(request: request(), priority: 0.5)
+        _ = state.resume()
+        let hop = state.beginHop(request(), at: Date())
+        #expect(state.cancel() == .none)
+        #expect(state.publicState == .canceling)
+        #expect(state.adopt(transfer: 9, hop: hop) == .cancel(9))
+        #expect(state.cancel() == .none)
+    }
+
+    @Test("cancel of a never-resumed task completes at once; a stale hop is not adopted")
+    func cancelCreated() {
+        var state = TaskState(request: request(), priority: 0.5)
+        #expect(state.cancel() == .completeNow)
+        #expect(state.resume() == .none)
+        var running = TaskState(request: request(), priority: 0.5)
+        _ = running.resume()
+        let first = running.beginHop(request(), at: Date())
+        _ = running.adopt(transfer: 1, hop: first)
+        #expect(running.retireCurrentHop() == 1)
+        let second = running.beginHop(request(), at: Date())
+        #expect(running.retiredHops == [first])
+        #expect(running.adopt(transfer: 5, hop: first) == .none)
+        #expect(running.adopt(transfer: 2, hop: second) == .none)
+        #expect(running.transfer == 2)
+    }
+
+    @Test("backpressure and user suspension combine")
+    func backpressure() {
+        var state = TaskState(request: request(), priority: 0.5)
+        _ = state.resume()
+        let hop = state.beginHop(request(), at: Date())
+        _ = state.adopt(transfer: 3, hop: hop)
+        #expect(state.setBackpressure(true) == .pause(3))
+        #expect(state.suspend() == .none)
+        #expect(state.setBackpressure(false) == .none)
+        #expect(state.resume() == .resumeTransfer(3))
+    }
+
+    @Test("engine tags carry the registry key and the hop")
+    func tags() {
+        let tag = SessionCore.tag(key: 123_456, hop: 17)
+        #expect(Int(tag >> SessionCore.hopBits) == 123_456)
+        #expect(Int(tag & 0xFFFFF) == 17)
+    }
+}
+
+@Suite("Internals: HTTP rules")
+struct HTTPRuleTests {
+    @Test("response heads: last status line wins, repeated fields join, Set-Cookie kept apart")
+    func head() {
+        let block =
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-A: 1\r\nx-a: 2\r\n"
+            + "Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n"
+        let head = ResponseHead(status: 200, headerBlock: block)
+        #expect(head.value("X-A") == "1, 2")
+        #expect(head.setCookies == ["a=1", "b=2"])
+        #expect(head.httpVersion == "HTTP/1.1")
+        let h2 = ResponseHead(status: 200, headerBlock: "HTTP/2 200\r\netag: \"x\"\r\n\r\n")
+        #expect(h2.httpVersion == "HTTP/2")
+        #expect(h2.value("ETag") == "\"x\"")
+    }
+
+    @Test("redirect method rewriting and header stripping")
+    func redirects() throws {
+        var post = URLRequest(url: URL(string: "https://a.example/x")!)
+        post.httpMethod = "POST"
+        post.httpBody = Data("b".utf8)
+        post.setValue("secret", forHTTPHeaderField: "Authorization")
+        post.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+        let sameOrigin = URL(string: "https://a.example:443/y")!
+        let otherOrigin = URL(string: "https://a.example:8443/y")!
+        let r303 = RedirectPolicy.newRequest(from: post, status: 303, target: sameOrigin)
+        #expect(r303.httpMethod == "GET")
+        #expect(r303.httpBody == nil)
+        #expect(r303.value(forHTTPHeaderField: "Content-Type") == nil)
+        #expect(r303.value(forHTTPHeaderField: "Authorization") == "secret")
+        let r307 = RedirectPolicy.newRequest(from: post, status: 307, target: otherOrigin)
+        #expect(r307.httpMethod == "POST")
+        #expect(r307.httpBody == Data("b".utf8))
+        #expect(r307.value(forHTTPHeaderField: "Authorization") == nil)
+        #expect(RedirectPolicy.sameOrigin(URL(string: "http://h/")!, URL(string: "http://H:80/z")!))
+        #expect(!RedirectPolicy.sameOrigin(URL(string: "http://h/")!, URL(string: "https://h/")!))
+        #expect(
+            RedirectPolicy.refusal(from: URL(string: "https://h/")!, to: URL(string: "http://h/")!)?.code
+                == .insecureRedirect
+        )
+        #expect(
+            RedirectPolicy.refusal(from: URL(string: "http://h/")!, to: URL(string: "ftp://h/")!)?.code
+                == .unsupportedURL
+        )
+        #expect(RedirectPolicy.refusal(from: URL(string: "http://h/")!, to: URL(string: "https://h/")!) == nil)
+    }
+
+    @Test("strong validators")
+    func validators() {
+        #expect(ResumeData.strongValidator(etag: "\"abc\"", lastModified: nil, date: nil) == "\"abc\"")
+        #expect(ResumeData.strongValidator(etag: "W/\"abc\"", lastModified: nil, date: nil) == nil)
+        let lm = "Wed, 21 Oct 2015 07:28:00 GMT"
+        #expect(ResumeData.strongValidator(etag: nil, lastModified: lm, date: "Wed, 21 Oct 2015 07:28:05 GMT") == lm)
+        #expect(ResumeData.strongValidator(etag: nil, lastModified: lm, date: lm) == nil)
+        #expect(ResumeData.strongValidator(etag: nil, lastModified: lm, date: nil) == nil)
+    }
+
+    @Test("challenge parsing prefers Digest and reads the realm")
+    func challenges() {
+        #expect(
+            AuthenticationOffer.best(in: #"Basic realm="courier""#)
+                == AuthenticationOffer(scheme: .basic, realm: "courier")
+        )
+        #expect(
+            AuthenticationOffer.best(in: #"Digest realm="r", qop="auth", nonce="n", Basic realm="b""#)?.scheme
+                == .digest
+        )
+        #expect(AuthenticationOffer.best(in: "Bearer realm=x") == nil)
+    }
+
+    @Test("resume data round trip and validation")
+    func resumeData() throws {
+        let resume = ResumeData(
+            format: ResumeData.currentFormat,
+            url: "http://h/x",
+            originalURL: nil,
+            method: "GET",
+            headers: [:],
+            file: "p.partial",
+            bytesOnDisk: 10,
+            validator: "\"v\"",
+            expectedLength: 20
+        )
+        let data = try #require(resume.encoded())
+        #expect(String(decoding: data, as: UTF8.self).contains(#""format":"courier-resume/1""#))
+        #expect(try ResumeData.decode(data).get() == resume)
+        var escaping = resume
+        escaping.file = "../etc/passwd"
+        #expect(throws: CourierError.self) { try ResumeData.decode(escaping.encoded()!).get() }
+    }
+
+    @Test("cookie matching")
+    func cookies() throws {
+        let storage = CookieStorage()
+        let url = URL(string: "http://a.example/path/x")!
+        storage.store(setCookieValues: ["a=1; Path=/", "b=2; Path=/other", "c=3; Secure"], from: url, policy: .always)
+        let header = storage.cookieHeader(for: url)
+        #expect(header == "a=1")
+        #expect(storage.cookieHeader(for: URL(string: "https://a.example/other")!)?.contains("b=2") == true)
+        #expect(storage.cookieHeader(for: URL(string: "http://b.example/")!) == nil)
+    }
+}

@@ -1,0 +1,197 @@
+import Courier
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Download tasks", .timeLimit(.minutes(1)))
+struct DownloadTaskTests {
+    @Test("delegate: wrote* then finished, file valid during the call and deleted after, then completion")
+    func delegateDownload() async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            let count = 2_000_000
+            let task = session.downloadTask(with: server.url("/bytes/\(count)?seed=5"))
+            task.resume()
+            let error = try await delegate.completion(of: task)
+            #expect(error == nil)
+            let events = delegate.events(of: task)
+            let kinds = events.map { event -> String in
+                switch event {
+                case .wrote: "wrote"
+                case .finished: "finished"
+                case .metrics: "metrics"
+                case .completed: "completed"
+                default: "other:\(event)"
+                }
+            }
+            // wrote* finished metrics completed
+            let tail = Array(kinds.drop { $0 == "wrote" })
+            #expect(tail == ["finished", "metrics", "completed"], "\(kinds)")
+            #expect(kinds.first == "wrote")
+            guard
+                case .finished(_, let path, let bytes, _)? = events.first(where: {
+                    if case .finished = $0 { return true } else { return false }
+                })
+            else {
+                Issue.record("no finished event")
+                return
+            }
+            #expect(bytes == TestServer.bytes(count: count, seed: 5))
+            #expect(!FileManager.default.fileExists(atPath: path), "the staging file must be gone after the call")
+            // Progress never goes backwards and ends at the full size.
+            var last: Int64 = 0
+            for case .wrote(_, let delta, let total, let expected) in events {
+                #expect(total >= last)
+                #expect(delta > 0)
+                #expect(expected == Int64(count))
+                last = total
+            }
+            #expect(last == Int64(count))
+            #expect(task.countOfBytesReceived == Int64(count))
+        }
+    }
+
+    @Test("async download(for:) hands over a file the caller owns")
+    func asyncDownload() async throws {
+        try await withServer { server in
+            let session = Session(configuration: testConfiguration())
+            defer { session.invalidateAndCancel() }
+            let (file, response) = try await session.download(for: URLRequest(url: server.url("/bytes/70000?seed=9")))
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try Data(contentsOf: file) == TestServer.bytes(count: 70000, seed: 9))
+        }
+    }
+
+    @Test("completion-handler download: the file is readable in the handler")
+    func handlerDownload() async throws {
+        try await withServer { server in
+            let session = Session(configuration: testConfiguration())
+            defer { session.invalidateAndCancel() }
+            let log = EventLog<Data?>()
+            let task = session.downloadTask(with: server.url("/bytes/1234?seed=2")) { location, _, error in
+                #expect(error == nil)
+                log.append(location.flatMap { try? Data(contentsOf: $0) })
+            }
+            task.resume()
+            let result = try await log.wait { !$0.isEmpty }
+            #expect(result.first! == TestServer.bytes(count: 1234, seed: 2))
+        }
+    }
+
+    @Test("a data task can become a download task")
+    func becomeDownload() async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            delegate.script { $0.disposition = { _ in .becomeDownload } }
+            let task = session.dataTask(with: server.url("/bytes/50000?seed=8"))
+            task.resume()
+            let events = try await delegate.log.wait { events in
+                events.contains { if case .completed = $0 { return true } else { return false } }
+            }
+            guard
+                let became = events.compactMap({ event -> Int? in
+                    if case .becameDownload(task.taskIdentifier, let download) = event { return download }
+                    return nil
+                }).first
+            else {
+                Issue.record("no didBecome: \(events)")
+                return
+            }
+            let finished = events.compactMap { event -> Data? in
+                if case .finished(became, _, let bytes, _) = event { return bytes }
+                return nil
+            }
+            #expect(finished.first == TestServer.bytes(count: 50000, seed: 8))
+            #expect(events.contains { if case .completed(became, nil) = $0 { return true } else { return false } })
+            #expect(
+                !events.contains {
+                    if case .completed(task.taskIdentifier, _) = $0 { return true } else { return false }
+                }
+            )
+            #expect(
+                !events.contains { if case .data(task.taskIdentifier, _) = $0 { return true } else { return false } }
+            )
+        }
+    }
+
+    @Test("response disposition .cancel ends the task cancelled")
+    func dispositionCancel() async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            delegate.script { $0.disposition = { _ in .cancel } }
+            let task = session.dataTask(with: server.url("/bytes/50000"))
+            task.resume()
+            let error = try await delegate.completion(of: task)
+            #expect(error?.code == .cancelled)
+            #expect(delegate.body(of: task).isEmpty)
+        }
+    }
+}
+
+@Suite("Upload tasks", .timeLimit(.minutes(1)))
+struct UploadTaskTests {
+    @Test("upload from Data: the server sees every byte; progress reported")
+    func uploadData() async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            let body = TestServer.bytes(count: 3_000_000, seed: 11)
+            var request = URLRequest(url: server.url("/upload"))
+            request.httpMethod = "PUT"
+            let task = session.uploadTask(with: request, from: body)
+            #expect(task.countOfBytesExpectedToSend == 3_000_000)
+            task.resume()
+            let error = try await delegate.completion(of: task)
+            #expect(error == nil)
+            let reply = jsonObject(delegate.body(of: task))
+            #expect(reply["length"] as? Int == 3_000_000)
+            #expect(reply["method"] as? String == "PUT")
+            #expect(task.countOfBytesSent == 3_000_000)
+            let sent = delegate.events(of: task).compactMap { event -> Int64? in
+                if case .sent(_, _, let total, _) = event { return total }
+                return nil
+            }
+            #expect(sent.last == 3_000_000)
+            #expect(sent == sent.sorted())
+        }
+    }
+
+    @Test("upload from a file (async), and the server's digest matches")
+    func uploadFile() async throws {
+        try await withServer { server in
+            let session = Session(configuration: testConfiguration())
+            defer { session.invalidateAndCancel() }
+            let body = TestServer.bytes(count: 1_500_000, seed: 12)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-upload-\(UUID()).bin")
+            try body.write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            var request = URLRequest(url: server.url("/upload"))
+            request.httpMethod = "POST"
+            let (data, _) = try await session.upload(for: request, fromFile: file)
+            let reply = jsonObject(data)
+            #expect(reply["length"] as? Int == 1_500_000)
+            let (data2, _) = try await session.upload(for: request, from: body)
+            #expect(jsonObject(data2)["sha256"] as? String == reply["sha256"] as? String)
+        }
+    }
+
+    @Test("a missing upload file fails clearly")
+    func missingFile() async throws {
+        let session = Session(configuration: testConfiguration())
+        defer { session.invalidateAndCancel() }
+        let request = URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!)
+        await #expect {
+            _ = try await session.upload(for: request, fromFile: URL(fileURLWithPath: "/nonexistent/courier/file"))
+        } throws: { error in
+            (error as? CourierError)?.code == .fileDoesNotExist
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Courier
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Stress", .timeLimit(.minutes(5)))
+struct StressTests {
+    @Test("10,000 tasks with 1,000 in flight: every byte checked, memory bounded")
+    func tenThousand() async throws {
+        try await withServer { server in
+            var configuration = testConfiguration()
+            configuration.httpMaximumConnectionsPerHost = 32
+            configuration.timeoutIntervalForRequest = 60
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            let total = 10_000
+            let inFlight = 1_000
+            // Warm up, then measure.
+            _ = try await session.data(from: server.url("/bytes/10"))
+            let before = residentMemory()
+            var peak = before
+            var failures = 0
+            var checked = 0
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                var next = 0
+                func add() {
+                    let index = next
+                    next += 1
+                    let length = 1 + (index * 7919) % 8192
+                    group.addTask {
+                        if index % 2 == 0 {
+                            let (data, _) = try await session.data(from: server.url("/bytes/\(length)?seed=\(index)"))
+                            return data == TestServer.bytes(count: length, seed: index)
+                        }
+                        let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)"))
+                        defer { try? FileManager.default.removeItem(at: file) }
+                        return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index)
+                    }
+                }
+                while next < inFlight {
+                    add()
+                }
+                while let ok = try await group.next() {
+                    checked += 1
+                    if !ok {
+                        failures += 1
+                    }
+                    if next < total {
+                        add()
+                    }
+                    if checked % 1000 == 0 {
+                        peak = max(peak, residentMemory())
+                    }
+                }
+            }
+            let after = residentMemory()
+            #expect(checked == total)
+            #expect(failures == 0)
+            let growth = max(peak, after) - before
+            #expect(
+                growth < (200 << 20) * memoryBoundFactor,
+                "RSS grew by \(growth >> 20) MiB (before \(before >> 20) MiB)"
+            )
+            #expect(session.allTasks.isEmpty)
+        }
+    }
+
+    @Test("100,000 created tasks are cheap: nothing runs until resume")
+    func cheapTasks() async throws {
+        let session = Session(configuration: testConfiguration())
+        defer { session.invalidateAndCancel() }
+        let before = residentMemory()
+        let url = URL(string: "http://127.0.0.1:1/never")!
+        var tasks: [DataTask] = []
+        tasks.reserveCapacity(100_000)
+        for _ in 0..<100_000 {
+            tasks.append(session.dataTask(with: url))
+        }
+        #expect(tasks.allSatisfy { $0.state == .suspended })
+        #expect(session.allTasks.isEmpty)
+        let growth = residentMemory() - before
+        #expect(growth < (300 << 20) * memoryBoundFactor, "100k idle tasks took \(growth >> 20) MiB")
+    }
+}

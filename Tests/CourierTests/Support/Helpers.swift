@@ -1,0 +1,90 @@
+import Courier
+import CourierTestSupport
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Starts a server, runs `body`, and shuts the server down whatever happens.
+func withServer<T>(
+    _ configuration: TestServer.Configuration = .init(),
+    _ body: (TestServer) async throws -> T
+) async throws -> T {
+    let server = try await TestServer.start(configuration)
+    do {
+        let result = try await body(server)
+        try await server.shutdown()
+        return result
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+}
+
+/// An ephemeral configuration with short timeouts so that a broken test fails quickly.
+func testConfiguration() -> SessionConfiguration {
+    var configuration = SessionConfiguration.ephemeral
+    configuration.timeoutIntervalForRequest = 20
+    configuration.engineLoopCount = 2
+    configuration.resumeDataDirectory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("courier-test-resume", isDirectory: true)
+    return configuration
+}
+
+/// A session with a recording delegate on a known queue.
+func makeRecordingSession(
+    _ configuration: SessionConfiguration = testConfiguration()
+) -> (Session, RecordingDelegate) {
+    let delegate = RecordingDelegate()
+    let queue = OperationQueue()
+    queue.maxConcurrentOperationCount = 1
+    delegate.expectQueue(queue)
+    let session = Session(configuration: configuration, delegate: delegate, delegateQueue: queue)
+    return (session, delegate)
+}
+
+extension HTTPURLResponse {
+    func header(_ name: String) -> String? {
+        value(forHTTPHeaderField: name)
+    }
+}
+
+/// True when the test binary runs under a sanitizer (memory bounds are then scaled by `memoryBoundFactor`).
+let runningUnderSanitizer: Bool = {
+    guard let handle = dlopen(nil, RTLD_NOW) else {
+        return false
+    }
+    defer { dlclose(handle) }
+    return dlsym(handle, "__tsan_init") != nil || dlsym(handle, "__asan_init") != nil
+}()
+
+/// Sanitizers multiply memory use (shadow memory, quarantines).
+let memoryBoundFactor = runningUnderSanitizer ? 8 : 1
+
+/// The resident set size of this process, in bytes.
+func residentMemory() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
+        return 0
+    }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        let digits = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+        return digits * 1024
+    }
+    return 0
+}
+
+/// Open file descriptors of this process.
+func openFileDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+func jsonObject(_ data: Data) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+}
+
+extension CourierError.Code {
+    static func of(_ error: (any Error)?) -> CourierError.Code? {
+        (error as? CourierError)?.code
+    }
+}
