@@ -68,9 +68,21 @@ final class EngineHarness: @unchecked Sendable {
         engine = created
     }
 
+    private let destroyed = LockedValue(false)
+
     /// Destroys the engine; no event arrives after this returns.
     func destroy() {
-        cr_engine_destroy(engine)
+        let first = destroyed.withLock { wasDestroyed in
+            defer { wasDestroyed = true }
+            return !wasDestroyed
+        }
+        if first { cr_engine_destroy(engine) }
+    }
+
+    /// A test that throws before `destroy()` must not leave loops calling back into a freed harness
+    /// (the callback's context is unretained).
+    deinit {
+        destroy()
     }
 
     func submit(
@@ -137,7 +149,7 @@ final class EngineHarness: @unchecked Sendable {
     }
 
     /// Waits until every transfer in `ids` has completed, or throws after `timeout`.
-    func waitForCompletion(_ ids: [UInt64], timeout: Duration = .seconds(30)) async throws {
+    func waitForCompletion(_ ids: [UInt64], timeout: Duration = .seconds(120)) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let done = records.withLock { all in ids.allSatisfy { all[$0]?.completed == true } }
