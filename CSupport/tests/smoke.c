@@ -40,6 +40,13 @@ static void on_events(void* ctx, const cr_event_t* events, size_t count) {
   pthread_mutex_unlock(&lock);
 }
 
+static long long file_size(const char* path) {
+  int fd = open(path, O_RDONLY);
+  long long size = fd < 0 ? -1 : (long long)lseek(fd, 0, SEEK_END);
+  if (fd >= 0) close(fd);
+  return size;
+}
+
 static void wait_for(int n) {
   pthread_mutex_lock(&lock);
   while (completed < n) pthread_cond_wait(&cond, &lock);
@@ -69,27 +76,27 @@ int main(int argc, char** argv) {
   assert(errors == 0 && bytes == 1024LL * n);
 
   /* download to file */
-  int fd = open("/tmp/smoke/out.bin", O_RDWR | O_CREAT | O_TRUNC, 0644);
+  int fd = open("/tmp/courier-smoke-out.bin", O_RDWR | O_CREAT | O_TRUNC, 0644);
   r.sink = CR_SINK_FILE; r.sink_fd = fd;
   snprintf(url, sizeof url, "%s/bytes/10000000", base);
   assert(cr_engine_submit(engine, &r, NULL));
   wait_for(n + 1);
-  printf("file: errors %d size %lld\n", errors, (long long)lseek(open("/tmp/smoke/out.bin", O_RDONLY), 0, SEEK_END));
+  printf("file: errors %d size %lld\n", errors, file_size("/tmp/courier-smoke-out.bin"));
 
   /* cut then resume */
-  fd = open("/tmp/smoke/cut.bin", O_RDWR | O_CREAT | O_TRUNC, 0644);
+  fd = open("/tmp/courier-smoke-cut.bin", O_RDWR | O_CREAT | O_TRUNC, 0644);
   r.sink_fd = fd;
   snprintf(url, sizeof url, "%s/bytes/1000000?cut", base);
   assert(cr_engine_submit(engine, &r, NULL));
   wait_for(n + 2);
-  fd = open("/tmp/smoke/cut.bin", O_RDWR);
+  fd = open("/tmp/courier-smoke-cut.bin", O_RDWR);
   off_t have = lseek(fd, 0, SEEK_END);
   printf("cut: errors %d on disk %lld\n", errors, (long long)have);
   r.sink_fd = fd; r.resume_offset = have;
   snprintf(url, sizeof url, "%s/bytes/1000000", base);
   assert(cr_engine_submit(engine, &r, NULL));
   wait_for(n + 3);
-  printf("resumed: errors %d size %lld\n", errors, (long long)lseek(open("/tmp/smoke/cut.bin", O_RDONLY), 0, SEEK_END));
+  printf("resumed: errors %d size %lld\n", errors, file_size("/tmp/courier-smoke-cut.bin"));
   r.resume_offset = 0;
 
   /* redirect held + bad url + stall idle timeout + upload */
