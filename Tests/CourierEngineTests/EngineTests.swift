@@ -197,11 +197,12 @@ struct EngineTests {
         let server = try await TestServer.start()
         let engine = try EngineHarness()
         let (stalled, _) = engine.submit(server.url("/bytes/1000?stall=5000").absoluteString, idleTimeoutMs: 300)
-        let (cancelled, _) = engine.submit(server.url("/bytes/1000?stall=5000").absoluteString)
+        // A stall far longer than any scheduling delay, so only the cancel can end it.
+        let (cancelled, _) = engine.submit(server.url("/bytes/1000?stall=60000").absoluteString)
         try await engine.wait(for: cancelled) { $0.responseCount == 1 }
         engine.cancel(cancelled)
         engine.cancel(cancelled)
-        try await engine.waitForCompletion([stalled, cancelled], timeout: .seconds(3))
+        try await engine.waitForCompletion([stalled, cancelled], timeout: .seconds(30))
         #expect(engine.record(stalled).error == CR_ERR_TIMED_OUT)
         #expect(engine.record(cancelled).error == CR_ERR_CANCELLED)
         #expect(engine.record(cancelled).eventsAfterCompletion == 0)

@@ -90,11 +90,18 @@ struct LifecycleTests {
             _ = try await Curl.fetch(raw.url("/"))
             try await raw.shutdown()
         }
-        let threadsAfter = Self.count("/proc/self/task")
-        let descriptorsAfter = Self.count("/proc/self/fd")
-
-        // Other suites run in parallel and hold a few servers of their own (2 threads, a handful of
-        // descriptors each); a leak here would grow by at least one per cycle (25).
+        // Other suites run in parallel and hold servers and connections of their own for a while; a
+        // leak here grows by at least one per cycle (25) and never shrinks, so wait for theirs to go.
+        var threadsAfter = Self.count("/proc/self/task")
+        var descriptorsAfter = Self.count("/proc/self/fd")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while threadsAfter - threadsBefore >= 12 || descriptorsAfter - descriptorsBefore >= 20,
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(200))
+            threadsAfter = Self.count("/proc/self/task")
+            descriptorsAfter = Self.count("/proc/self/fd")
+        }
         #expect(threadsAfter - threadsBefore < 12, "threads \(threadsBefore) -> \(threadsAfter)")
         #expect(descriptorsAfter - descriptorsBefore < 20, "descriptors \(descriptorsBefore) -> \(descriptorsAfter)")
     }
