@@ -39,7 +39,9 @@ struct ConcurrencyTests {
         }
         #expect(requests == 4 * perProcess)
         #expect(connections == 4 * perProcess, "every transfer in flight at once needs its own connection")
-        #expect(peak >= 900, "each transfer stalls 4 s, so the connections overlap: peak \(peak)")
+        // Under a sanitizer the server accepts several times slower; the overlap must still be far beyond one
+        // process's 300.
+        #expect(peak >= (runningUnderSanitizer ? 600 : 900), "each transfer stalls 4 s, so they overlap: peak \(peak)")
     }
 
     @Test("2,000 quick keep-alive requests over a few connections")

@@ -50,15 +50,6 @@ extension HTTPURLResponse {
     }
 }
 
-/// True when the test binary runs under a sanitizer (memory bounds are then scaled by `memoryBoundFactor`).
-let runningUnderSanitizer: Bool = {
-    guard let handle = dlopen(nil, RTLD_NOW) else {
-        return false
-    }
-    defer { dlclose(handle) }
-    return dlsym(handle, "__tsan_init") != nil || dlsym(handle, "__asan_init") != nil
-}()
-
 /// Sanitizers multiply memory use (shadow memory, quarantines).
 let memoryBoundFactor = runningUnderSanitizer ? 8 : 1
 
