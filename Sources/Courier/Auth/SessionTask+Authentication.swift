@@ -49,10 +49,11 @@ extension SessionTask {
         )
         let proposed = defaultCredential(for: space, url: url)
         storage.withLock { $0.awaiting = .authentication }
-        guard core.isTaskDelegate else {
-            continueAuthentication(
-                .performDefaultHandling,
-                nil,
+        // Every way out of the challenge continues the same exchange.
+        let proceed: @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void = { disposition, credential in
+            self.continueAuthentication(
+                disposition,
+                credential,
                 offer: offer,
                 space: space,
                 request: request,
@@ -61,6 +62,9 @@ extension SessionTask {
                 transfer: transfer,
                 hop: hop
             )
+        }
+        guard core.isTaskDelegate else {
+            proceed(.performDefaultHandling, nil)
             return
         }
         let challenge = URLAuthenticationChallenge(
@@ -74,34 +78,14 @@ extension SessionTask {
         let once = OnceFlag()
         work.append { [core] session in
             guard let session, let delegate = core.taskDelegate else {
-                self.continueAuthentication(
-                    .performDefaultHandling,
-                    nil,
-                    offer: offer,
-                    space: space,
-                    request: request,
-                    response: response,
-                    head: head,
-                    transfer: transfer,
-                    hop: hop
-                )
+                proceed(.performDefaultHandling, nil)
                 return
             }
             delegate.urlSession(session, task: self, didReceive: challenge) { disposition, credential in
                 guard once.claim() else {
                     return
                 }
-                self.continueAuthentication(
-                    disposition,
-                    credential,
-                    offer: offer,
-                    space: space,
-                    request: request,
-                    response: response,
-                    head: head,
-                    transfer: transfer,
-                    hop: hop
-                )
+                proceed(disposition, credential)
             }
         }
     }
