@@ -68,15 +68,11 @@ final class EngineHarness: @unchecked Sendable {
         engine = created
     }
 
-    private let destroyed = LockedValue(false)
+    private let destroyOnce = OnceFlag()
 
     /// Destroys the engine; no event arrives after this returns.
     func destroy() {
-        let first = destroyed.withLock { wasDestroyed in
-            defer { wasDestroyed = true }
-            return !wasDestroyed
-        }
-        if first { cr_engine_destroy(engine) }
+        if destroyOnce.claim() { cr_engine_destroy(engine) }
     }
 
     /// A test that throws before `destroy()` must not leave loops calling back into a freed harness

@@ -1,3 +1,4 @@
+import CourierConcurrency
 import Foundation
 
 #if canImport(FoundationNetworking)

@@ -5,19 +5,6 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Makes a completion handler given to a delegate effective once, whatever thread calls it how often.
-final class OnceFlag: Sendable {
-    private let fired = LockedValue(false)
-
-    /// True the first time only.
-    func claim() -> Bool {
-        fired.withLock { fired in
-            defer { fired = true }
-            return !fired
-        }
-    }
-}
-
 extension SessionTask {
     /// A held 3xx with a usable `Location`: check the limits, build the next request, ask the delegate.
     func beginRedirect(
@@ -51,21 +38,18 @@ extension SessionTask {
         }
         let proposed = RedirectPolicy.newRequest(from: hopRequest, status: head.status, target: target)
         storage.withLock { $0.awaiting = .redirect }
+        // Every way out of the delegate's decision continues the same exchange.
+        let proceed: @Sendable (URLRequest?) -> Void = { request in
+            self.continueRedirect(request, from: source, response: response, head: head, transfer: transfer, hop: hop)
+        }
         guard core.isTaskDelegate else {
-            continueRedirect(proposed, from: source, response: response, head: head, transfer: transfer, hop: hop)
+            proceed(proposed)
             return
         }
         let once = OnceFlag()
         work.append { [core] session in
             guard let session, let delegate = core.taskDelegate else {
-                self.continueRedirect(
-                    proposed,
-                    from: source,
-                    response: response,
-                    head: head,
-                    transfer: transfer,
-                    hop: hop
-                )
+                proceed(proposed)
                 return
             }
             delegate.urlSession(session, task: self, willPerformHTTPRedirection: response, newRequest: proposed) {
@@ -73,14 +57,7 @@ extension SessionTask {
                 guard once.claim() else {
                     return
                 }
-                self.continueRedirect(
-                    request,
-                    from: source,
-                    response: response,
-                    head: head,
-                    transfer: transfer,
-                    hop: hop
-                )
+                proceed(request)
             }
         }
     }
