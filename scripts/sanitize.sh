@@ -30,7 +30,8 @@ export ASAN_OPTIONS="suppressions=$repo_root/scripts/asan-suppressions.txt${ASAN
 
 log "swift test --sanitize=$sanitizer --scratch-path $scratch"
 status=0
-swift test --sanitize="$sanitizer" --scratch-path "$scratch" "$@" || status=$?
+# Serial for the reason given in scripts/test.sh.
+swift test --sanitize="$sanitizer" --scratch-path "$scratch" --no-parallel "$@" || status=$?
 
 log "CLI tests with the $sanitizer-sanitized courier"
 swift build --product courier --sanitize="$sanitizer" --scratch-path "$scratch"
