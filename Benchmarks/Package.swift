@@ -1,0 +1,64 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Courier's benchmarks: figures, not tests. Its own package, so that the library's users never resolve the peers
+// (AsyncHTTPClient) or the benchmark framework.
+//
+// - courier-bench: the side-by-side comparison against nginx on loopback (see README.md).
+// - bench-client: one workload with one Swift client, spawned by courier-bench so that each run's CPU time and
+//   peak RSS are its own process's.
+// - CourierMicro: microbenchmarks of the hot paths (package-benchmark), with allocation thresholds.
+
+// SwiftPM names a path dependency after its folder; the repository may be cloned under any name.
+let courierPackage = Context.packageDirectory.split(separator: "/").dropLast().last.map(String.init) ?? "Courier"
+
+let strictSwift: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "CourierBenchmarks",
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // What both executables agree on: the workloads, the peers, the fixture names, the client's report line.
+        .target(name: "BenchmarkSupport", swiftSettings: strictSwift),
+        .executableTarget(
+            name: "courier-bench",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "bench-client",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Courier", package: courierPackage),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "CourierMicro",
+            dependencies: [
+                .product(name: "Courier", package: courierPackage),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/CourierMicro",
+            swiftSettings: strictSwift,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)

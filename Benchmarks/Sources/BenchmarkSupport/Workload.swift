@@ -1,0 +1,72 @@
+import Foundation
+
+/// One of the comparison's workloads (issue 4): what is transferred, how many times, and how many at once.
+public struct Workload: Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Codable {
+        /// GETs whose bodies are kept in memory and dropped.
+        case memory
+        /// GETs whose bodies end up in files under the run's download folder.
+        case disk
+        /// PUTs of a body from memory (the fixture file, read once).
+        case upload
+    }
+
+    /// Short name used on the command line and in the table: "W1" … "W5".
+    public let name: String
+    public let summary: String
+    public let kind: Kind
+    /// Transfers in one run.
+    public let count: Int
+    /// Transfers in flight at once.
+    public let concurrency: Int
+    /// The fixture each transfer reads (GET) or sends (PUT).
+    public let fixture: Fixture
+
+    /// Bytes moved by one run.
+    public var totalBytes: Int { count * fixture.size }
+
+    /// The URL of transfer `index` under `baseURL` ("http://127.0.0.1:PORT").
+    public func url(_ index: Int, baseURL: String) -> String {
+        switch kind {
+        case .memory, .disk:
+            // One file on the server, a distinct query per transfer (nginx ignores it).
+            "\(baseURL)/\(fixture.fileName)?i=\(index)"
+        case .upload:
+            "\(baseURL)/upload/\(index).bin"
+        }
+    }
+
+    /// The file transfer `index` is written to, for `.disk` workloads.
+    public func outputName(_ index: Int) -> String {
+        "\(index).bin"
+    }
+
+    public static let w1 = Workload(
+        name: "W1", summary: "20,000 GETs of 1 KiB, 100 in flight", kind: .memory, count: 20_000, concurrency: 100,
+        fixture: .small)
+    public static let w2 = Workload(
+        name: "W2", summary: "20,000 GETs of 1 KiB, 1,000 in flight", kind: .memory, count: 20_000,
+        concurrency: 1_000, fixture: .small)
+    public static let w3 = Workload(
+        name: "W3", summary: "one 1 GiB download to disk", kind: .disk, count: 1, concurrency: 1, fixture: .huge)
+    public static let w4 = Workload(
+        name: "W4", summary: "200 downloads of 8 MiB to disk, 32 in flight", kind: .disk, count: 200,
+        concurrency: 32, fixture: .medium)
+    public static let w5 = Workload(
+        name: "W5", summary: "500 uploads of 1 MiB, 32 in flight", kind: .upload, count: 500, concurrency: 32,
+        fixture: .upload)
+
+    public static let all: [Workload] = [w1, w2, w3, w4, w5]
+
+    public static func named(_ name: String) -> Workload? {
+        all.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+    }
+
+    /// The same workload with `count` scaled by `factor` (at least one transfer, at most `count`); for quick runs.
+    public func scaled(by factor: Double) -> Workload {
+        let scaled = max(1, min(count, Int((Double(count) * factor).rounded())))
+        return Workload(
+            name: name, summary: summary, kind: kind, count: scaled, concurrency: min(concurrency, scaled),
+            fixture: fixture)
+    }
+}

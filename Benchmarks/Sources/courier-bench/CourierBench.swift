@@ -1,0 +1,193 @@
+import ArgumentParser
+import BenchmarkSupport
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The side-by-side comparison: starts nginx on loopback, runs every workload with Courier and the peers,
+/// alternating their order run after run, checks what each run moved, and prints the medians as a table.
+@main
+struct CourierBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "courier-bench",
+        abstract: "Compares Courier with URLSession, AsyncHTTPClient and curl --parallel against nginx on loopback."
+    )
+
+    @Option(help: "Runs of each workload per client; the table reports medians")
+    var runs = 3
+
+    @Option(help: "Workloads, comma-separated (W1,W2,W3,W4,W5)")
+    var workloads = "W1,W2,W3,W4,W5"
+
+    @Option(help: "Clients, comma-separated (courier,urlsession,ahc,curl)")
+    var peers = "courier,urlsession,ahc,curl"
+
+    @Option(help: "Multiplies every workload's transfer count (for a quick check: 0.05)")
+    var scale = 1.0
+
+    @Option(help: "Where fixtures, nginx and downloads live (the fixtures are kept for the next run)")
+    var workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench").path
+
+    @Option(help: "The bench-client executable (default: next to this one)")
+    var client: String?
+
+    @Option(help: "nginx worker_processes")
+    var nginxWorkers = "auto"
+
+    @Flag(help: "Skip the 100,000 queued tasks measurement")
+    var skipQueued = false
+
+    @Option(help: "Also write the table to this file")
+    var markdown: String?
+
+    @Option(help: "Also write every run's figures as JSON to this file")
+    var json: String?
+
+    func run() throws {
+        let selectedWorkloads = try workloads.split(separator: ",").map { name in
+            guard let workload = Workload.named(String(name)) else {
+                throw ValidationError("unknown workload \(name)")
+            }
+            return workload.scaled(by: scale)
+        }
+        let selectedPeers = try peers.split(separator: ",").map { name in
+            guard let peer = Peer(rawValue: String(name)) else {
+                throw ValidationError("unknown client \(name)")
+            }
+            return peer
+        }
+        raiseDescriptorLimit()
+
+        let root = URL(fileURLWithPath: workDirectory)
+        let fixtures = root.appendingPathComponent("fixtures")
+        let output = root.appendingPathComponent("downloads")
+        let scratch = root.appendingPathComponent("scratch-\(getpid())")
+        try FixtureFiles.prepare(in: fixtures, log: log)
+        for folder in [output, scratch] {
+            try? FileManager.default.removeItem(at: folder)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        defer { try? FileManager.default.removeItem(at: scratch) }
+
+        let nginx = try Nginx(root: root, fixtures: fixtures, workers: nginxWorkers)
+        defer { nginx.stop() }
+        log("nginx on 127.0.0.1:\(nginx.port), \(runs) runs per client, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        let command = PeerCommand(
+            client: client ?? siblingExecutable("bench-client"),
+            baseURL: "http://127.0.0.1:\(nginx.port)",
+            fixtures: fixtures,
+            output: output,
+            scratch: scratch
+        )
+
+        var results = Results()
+        for workload in selectedWorkloads {
+            for run in 0..<runs {
+                // Alternate: each run starts with the next client, so that no client always follows the same one.
+                let offset = run % selectedPeers.count
+                for peer in selectedPeers[offset...] + selectedPeers[..<offset] {
+                    let measurement = try measure(peer, workload, command: command, nginx: nginx, scratch: scratch)
+                    results.record(measurement, workload: workload, peer: peer)
+                    log(
+                        "\(workload.name) \(peer.rawValue) run \(run + 1): "
+                            + String(format: "%.3f s wall, %.2f s CPU, %.1f MiB peak RSS", measurement.wall,
+                                measurement.cpu, Double(measurement.peakRSS) / 1_048_576))
+                }
+            }
+        }
+        if !skipQueued, selectedPeers.contains(.courier) {
+            results.queuedTaskBytes = try measureQueuedTasks(client: command.client, scratch: scratch)
+        }
+
+        let table = ResultTable(results: results, workloads: selectedWorkloads, peers: selectedPeers).render()
+        print(table)
+        if let markdown {
+            try (table + "\n").write(toFile: markdown, atomically: true, encoding: .utf8)
+        }
+        if let json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(results).write(to: URL(fileURLWithPath: json))
+        }
+    }
+
+    /// One run of one client: spawns it, reads its costs from `wait4`, checks what it moved, clears its files.
+    private func measure(_ peer: Peer, _ workload: Workload, command: PeerCommand, nginx: Nginx, scratch: URL)
+        throws -> Measurement
+    {
+        let arguments = try command.arguments(for: peer, workload: workload)
+        let stdout = scratch.appendingPathComponent("stdout.txt").path
+        let stderr = scratch.appendingPathComponent("stderr.txt").path
+        let measurement: Measurement
+        do {
+            measurement = try ChildProcess(arguments, stdout: stdout, stderr: stderr).wait()
+        } catch {
+            let said = (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? ""
+            throw HarnessError("\(workload.name) with \(peer.rawValue) failed (\(error)):\n\(said.suffix(2000))")
+        }
+        try verify(workload, peer: peer, output: command.output, nginx: nginx)
+        return measurement
+    }
+
+    /// Every download must be on disk with the fixture's length, every upload must have reached nginx.
+    private func verify(_ workload: Workload, peer: Peer, output: URL, nginx: Nginx) throws {
+        switch workload.kind {
+        case .memory:
+            return
+        case .disk:
+            var complete = 0
+            for index in 0..<workload.count {
+                let path = output.appendingPathComponent(workload.outputName(index)).path
+                let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber
+                if size?.intValue == workload.fixture.size {
+                    complete += 1
+                }
+            }
+            for name in try FileManager.default.contentsOfDirectory(atPath: output.path) {
+                try FileManager.default.removeItem(at: output.appendingPathComponent(name))
+            }
+            guard complete == workload.count else {
+                throw HarnessError("\(workload.name) with \(peer.rawValue): \(complete) of \(workload.count) files complete")
+            }
+        case .upload:
+            let received = try nginx.takeUploads(size: workload.fixture.size)
+            guard received == workload.count else {
+                throw HarnessError("\(workload.name) with \(peer.rawValue): nginx has \(received) of \(workload.count) uploads")
+            }
+        }
+    }
+
+    private func measureQueuedTasks(client: String, scratch: URL) throws -> Double {
+        let stdout = scratch.appendingPathComponent("queued.txt").path
+        _ = try ChildProcess([client, "queued", "--count", "100000"], stdout: stdout,
+            stderr: scratch.appendingPathComponent("queued-stderr.txt").path).wait()
+        let line = try String(contentsOfFile: stdout, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let bytes = try ClientReport(line: line).bytesPerQueuedTask ?? .nan
+        log(String(format: "100,000 queued tasks: %.0f bytes each", bytes))
+        return bytes
+    }
+
+    private func siblingExecutable(_ name: String) -> String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent(name).path
+    }
+
+    /// 1,000 connections in flight need more descriptors than the usual soft limit of 1,024; children inherit it.
+    private func raiseDescriptorLimit() {
+        var limit = rlimit()
+        if getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = min(limit.rlim_max, 65_536)
+            setrlimit(RLIMIT_NOFILE_VALUE, &limit)
+        }
+    }
+
+    private func log(_ message: String) {
+        FileHandle.standardError.write(Data("courier-bench: \(message)\n".utf8))
+    }
+}
+
+#if canImport(Glibc)
+private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#endif

@@ -1,0 +1,56 @@
+import BenchmarkSupport
+import Foundation
+
+/// Writes the fixture files once (pseudo-random bytes, so that nothing on the path can compress them) and keeps
+/// them between runs when their size is already right.
+enum FixtureFiles {
+    static func prepare(in folder: URL, log: (String) -> Void) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var generator = SplitMix64(seed: 0xC0_0121E5)
+        // One random MiB, repeated: enough entropy that no layer can compress it, cheap to write 1 GiB of.
+        var block = [UInt8](repeating: 0, count: 1 << 20)
+        for index in stride(from: 0, to: block.count, by: 8) {
+            withUnsafeBytes(of: generator.next()) { word in
+                for offset in 0..<8 { block[index + offset] = word[offset] }
+            }
+        }
+        for fixture in Fixture.all {
+            let path = folder.appendingPathComponent(fixture.fileName).path
+            if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
+                size.intValue == fixture.size
+            {
+                continue
+            }
+            log("writing \(fixture.fileName) (\(fixture.size) bytes)")
+            guard FileManager.default.createFile(atPath: path, contents: nil),
+                let handle = FileHandle(forWritingAtPath: path)
+            else {
+                throw HarnessError("cannot create \(path)")
+            }
+            var remaining = fixture.size
+            while remaining > 0 {
+                let chunk = min(remaining, block.count)
+                try handle.write(contentsOf: block[0..<chunk])
+                remaining -= chunk
+            }
+            try handle.close()
+        }
+    }
+}
+
+/// A small deterministic generator for the fixture bytes.
+struct SplitMix64 {
+    var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

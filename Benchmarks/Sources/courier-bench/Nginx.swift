@@ -1,0 +1,127 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// nginx from Debian's packages, on 127.0.0.1 and a free port, serving the fixtures and taking PUTs under
+/// `/upload/` (its DAV module writes each body to a file, so an upload is answered once all of it arrived).
+final class Nginx {
+    let port: Int
+    let uploads: URL
+    private let process: ChildProcess
+
+    init(root: URL, fixtures: URL, workers: String) throws {
+        let prefix = root.appendingPathComponent("nginx")
+        uploads = root.appendingPathComponent("uploads")
+        let bodies = prefix.appendingPathComponent("client-bodies")
+        for folder in [prefix, uploads, bodies] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            // The workers may run as another user (nobody) when the harness is root.
+            chmod(folder.path, 0o777)
+        }
+        port = try Self.freePort()
+        let configuration = """
+            worker_processes \(workers);
+            daemon off;
+            pid \(prefix.path)/nginx.pid;
+            error_log \(prefix.path)/error.log warn;
+            worker_rlimit_nofile 65536;
+            events { worker_connections 8192; multi_accept on; }
+            http {
+                access_log off;
+                sendfile on;
+                tcp_nopush on;
+                tcp_nodelay on;
+                keepalive_requests 1000000;
+                keepalive_timeout 120s;
+                client_body_temp_path \(bodies.path);
+                types { application/octet-stream bin; }
+                server {
+                    listen 127.0.0.1:\(port) backlog=4096;
+                    root \(fixtures.path);
+                    location /upload/ {
+                        alias \(uploads.path)/;
+                        dav_methods PUT;
+                        client_max_body_size 8m;
+                        client_body_buffer_size 1m;
+                    }
+                }
+            }
+            """
+        let configurationFile = prefix.appendingPathComponent("nginx.conf")
+        try configuration.write(to: configurationFile, atomically: true, encoding: .utf8)
+        process = try ChildProcess(
+            ["nginx", "-p", prefix.path, "-c", configurationFile.path, "-e", prefix.appendingPathComponent("error.log").path],
+            stdout: prefix.appendingPathComponent("stdout.log").path,
+            stderr: prefix.appendingPathComponent("stderr.log").path
+        )
+        try waitUntilListening(log: prefix.appendingPathComponent("error.log"))
+    }
+
+    func stop() {
+        process.signal(SIGQUIT)
+        _ = try? process.wait()
+    }
+
+    /// Removes what the last run uploaded; returns how many files of `size` bytes there were.
+    func takeUploads(size: Int) throws -> Int {
+        let names = try FileManager.default.contentsOfDirectory(atPath: uploads.path)
+        var matching = 0
+        for name in names {
+            let path = uploads.appendingPathComponent(name).path
+            if (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue == size {
+                matching += 1
+            }
+            try FileManager.default.removeItem(atPath: path)
+        }
+        return matching
+    }
+
+    private func waitUntilListening(log: URL) throws {
+        for _ in 0..<100 {
+            if Self.accepts(port: port) {
+                return
+            }
+            usleep(50_000)
+        }
+        let errors = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        throw HarnessError("nginx did not listen on 127.0.0.1:\(port) within 5 s\n\(errors)")
+    }
+
+    private static func accepts(port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    /// A port nothing listens on right now (bound to 0, read back, closed).
+    private static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard ok else {
+            throw HarnessError("cannot find a free port on 127.0.0.1")
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return address
+    }
+}

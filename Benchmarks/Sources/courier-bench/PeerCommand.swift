@@ -1,0 +1,55 @@
+import BenchmarkSupport
+import Foundation
+
+/// The command line that runs one workload with one peer: `bench-client` for the Swift clients, the curl command
+/// line with `--parallel` and a config file listing every transfer for curl.
+struct PeerCommand {
+    let client: String
+    let baseURL: String
+    let fixtures: URL
+    let output: URL
+    let scratch: URL
+
+    /// curl 7.88 takes at most 300 for `--parallel-max`.
+    static let curlParallelLimit = 300
+
+    func arguments(for peer: Peer, workload: Workload) throws -> [String] {
+        switch peer {
+        case .curl:
+            let config = try curlConfig(for: workload)
+            return [
+                "curl", "--parallel", "--parallel-max", String(min(workload.concurrency, Self.curlParallelLimit)),
+                "--silent", "--show-error", "--fail", "--config", config.path,
+            ]
+        case .courier, .urlsession, .ahc:
+            return [
+                client, "run", peer.rawValue, workload.name, "--count", String(workload.count),
+                "--base-url", baseURL, "--fixtures", fixtures.path, "--output", output.path,
+            ]
+        }
+    }
+
+    /// One `url`/`output` (and `upload-file`) stanza per transfer, written once per workload.
+    private func curlConfig(for workload: Workload) throws -> URL {
+        let file = scratch.appendingPathComponent("curl-\(workload.name)-\(workload.count).cfg")
+        if FileManager.default.fileExists(atPath: file.path) {
+            return file
+        }
+        var lines: [String] = []
+        lines.reserveCapacity(workload.count * 3)
+        for index in 0..<workload.count {
+            lines.append("url = \"\(workload.url(index, baseURL: baseURL))\"")
+            switch workload.kind {
+            case .memory:
+                lines.append("output = \"/dev/null\"")
+            case .disk:
+                lines.append("output = \"\(output.appendingPathComponent(workload.outputName(index)).path)\"")
+            case .upload:
+                lines.append("upload-file = \"\(fixtures.appendingPathComponent(workload.fixture.fileName).path)\"")
+                lines.append("output = \"/dev/null\"")
+            }
+        }
+        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+        return file
+    }
+}

@@ -1,0 +1,129 @@
+import BenchmarkSupport
+import Foundation
+
+/// Every run's measurement, by workload and peer, and the medians the table reports.
+struct Results: Codable {
+    struct Key: Hashable, Codable {
+        let workload: String
+        let peer: Peer
+    }
+
+    private(set) var runs: [Key: [Measurement]] = [:]
+    var queuedTaskBytes: Double?
+
+    mutating func record(_ measurement: Measurement, workload: Workload, peer: Peer) {
+        runs[Key(workload: workload.name, peer: peer), default: []].append(measurement)
+    }
+
+    /// The median of each figure over the runs of `peer` on `workload`, nil if it has none.
+    func median(_ workload: Workload, _ peer: Peer) -> Measurement? {
+        guard let all = runs[Key(workload: workload.name, peer: peer)], !all.isEmpty else {
+            return nil
+        }
+        return Measurement(
+            wall: Self.median(all.map(\.wall)),
+            cpu: Self.median(all.map(\.cpu)),
+            peakRSS: Int(Self.median(all.map { Double($0.peakRSS) }))
+        )
+    }
+
+    func runCount(_ workload: Workload, _ peer: Peer) -> Int {
+        runs[Key(workload: workload.name, peer: peer)]?.count ?? 0
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+}
+
+/// A target from issue 4: Courier's throughput at least `ratio` times a peer's on a workload.
+struct Target {
+    let workload: Workload
+    let peer: Peer
+    let ratio: Double
+
+    static let all: [Target] = [
+        Target(workload: .w1, peer: .urlsession, ratio: 12), Target(workload: .w1, peer: .ahc, ratio: 1.3),
+        Target(workload: .w1, peer: .curl, ratio: 1.3),
+        Target(workload: .w2, peer: .urlsession, ratio: 12), Target(workload: .w2, peer: .ahc, ratio: 1.3),
+        Target(workload: .w2, peer: .curl, ratio: 1.3),
+        Target(workload: .w3, peer: .curl, ratio: 1.4),
+        Target(workload: .w4, peer: .ahc, ratio: 1), Target(workload: .w5, peer: .ahc, ratio: 1),
+    ]
+
+    /// Peak RSS may exceed curl's by at most this much.
+    static let rssAllowanceOverCurl = 20 << 20
+}
+
+/// The Markdown tables: medians per workload and peer, then the targets.
+struct ResultTable {
+    let results: Results
+    let workloads: [Workload]
+    let peers: [Peer]
+
+    func render() -> String {
+        var lines = [
+            "| Workload | Client | Runs | Wall (s) | Throughput | CPU (s) | Peak RSS (MiB) | Courier's throughput ÷ this |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for workload in workloads {
+            let courier = results.median(workload, .courier)
+            for peer in peers {
+                guard let measured = results.median(workload, peer) else {
+                    continue
+                }
+                let ratio = courier.map { String(format: "%.2f×", measured.wall / $0.wall) } ?? "–"
+                lines.append(
+                    "| \(workload.name) | \(peer.displayName) | \(results.runCount(workload, peer)) | "
+                        + String(format: "%.3f", measured.wall) + " | \(throughput(workload, measured)) | "
+                        + String(format: "%.2f", measured.cpu) + " | "
+                        + String(format: "%.1f", Double(measured.peakRSS) / 1_048_576) + " | \(ratio) |")
+            }
+        }
+        lines.append("")
+        lines.append("| Target | Measured | Met |")
+        lines.append("|---|---:|:---:|")
+        for target in Target.all where workloads.contains(where: { $0.name == target.workload.name }) {
+            guard let courier = results.median(target.workload, .courier),
+                let peer = results.median(target.workload, target.peer)
+            else {
+                continue
+            }
+            let ratio = peer.wall / courier.wall
+            lines.append(
+                "| \(target.workload.name): Courier ≥ \(format(target.ratio))× \(target.peer.displayName) | "
+                    + String(format: "%.2f×", ratio) + " | \(ratio >= target.ratio ? "yes" : "**no**") |")
+        }
+        for workload in workloads {
+            guard let courier = results.median(workload, .courier), let curl = results.median(workload, .curl) else {
+                continue
+            }
+            let over = Double(courier.peakRSS - curl.peakRSS) / 1_048_576
+            lines.append(
+                "| \(workload.name): Courier's peak RSS ≤ curl's + 20 MiB | "
+                    + String(format: "%+.1f MiB", over) + " | "
+                    + "\(courier.peakRSS <= curl.peakRSS + Target.rssAllowanceOverCurl ? "yes" : "**no**") |")
+        }
+        if let bytes = results.queuedTaskBytes {
+            lines.append(
+                "| 100,000 queued tasks: < 2 KiB each | " + String(format: "%.0f bytes each", bytes)
+                    + " | \(bytes < 2048 ? "yes" : "**no**") |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private func throughput(_ workload: Workload, _ measured: Measurement) -> String {
+        switch workload.kind {
+        case .memory:
+            String(format: "%.0f req/s", Double(workload.count) / measured.wall)
+        case .disk, .upload:
+            String(format: "%.1f MiB/s", Double(workload.totalBytes) / 1_048_576 / measured.wall)
+        }
+    }
+
+    private func format(_ ratio: Double) -> String {
+        ratio == ratio.rounded() ? String(Int(ratio)) : String(ratio)
+    }
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs the whole comparison and prints the table (Benchmarks/README.md explains the figures).
+#   bash Benchmarks/run.sh                 # every workload, every client, 3 runs each (about 15 minutes)
+#   bash Benchmarks/run.sh --runs 5 --workloads W1,W3
+#   bash Benchmarks/run.sh --scale 0.05    # a quick check that every client and workload works
+# Installs what it needs (the engine's packages, nginx and the curl command line), builds the harness in release
+# mode, and passes its arguments to courier-bench (see `courier-bench --help`).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+bash "$here/../scripts/bootstrap.sh" nginx curl
+swift build -c release --package-path "$here" --product bench-client
+swift build -c release --package-path "$here" --product courier-bench
+bin="$(swift build -c release --package-path "$here" --show-bin-path)"
+exec "$bin/courier-bench" --client "$bin/bench-client" "$@"
