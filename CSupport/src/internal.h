@@ -24,6 +24,9 @@
 #define CR_CHUNK_SIZE (128 * 1024)     /* one disk write job               */
 #define CR_MAX_PENDING_WRITES 4        /* per transfer, then curl pauses   */
 #define CR_FILE_BUFFER_SIZE (128 * 1024)
+/* curl's default upload buffer, and the one Courier uses for bodies larger than that. */
+#define CR_UPLOAD_BUFFER_DEFAULT (64 * 1024)
+#define CR_UPLOAD_BUFFER_SIZE (512 * 1024)
 #define CR_SWEEP_INTERVAL_MS 100       /* idle-timeout sweep period        */
 
 typedef struct cr_loop_s cr_loop_t;

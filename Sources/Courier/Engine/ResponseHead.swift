@@ -13,40 +13,37 @@ struct ResponseHead: Sendable {
     /// Each `Set-Cookie` value, in order.
     var setCookies: [String]
 
+    /// Parses `headerBlock` (curl's raw header lines, CRLF or LF separated). The block may hold more than one
+    /// status line (interim responses); the fields after the last one count. Runs on the loop thread for every
+    /// response, so it scans UTF-8 bytes instead of going through Foundation's string trimming.
     init(status: Int, headerBlock: String) {
         self.status = status
         var version = "HTTP/1.1"
         var fields: [String: String] = [:]
         var lowerIndex: [String: String] = [:]
         var setCookies: [String] = []
-        var isFirst = true
-        for rawLine in headerBlock.split(
-            omittingEmptySubsequences: true,
-            whereSeparator: { $0 == "\n" || $0 == "\r\n" }
-        ) {
-            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...]
+        let bytes = headerBlock.utf8
+        var lineStart = bytes.startIndex
+        while lineStart < bytes.endIndex {
+            let lineEnd = bytes[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
+            defer { lineStart = lineEnd < bytes.endIndex ? bytes.index(after: lineEnd) : lineEnd }
+            let line = Self.trimmed(bytes[lineStart..<lineEnd])
             if line.isEmpty {
                 continue
             }
-            if line.hasPrefix("HTTP/") {
-                // A status line: the block may hold more than one (interim responses); the last one counts.
-                if let space = line.firstIndex(of: " ") {
-                    version = String(line[..<space])
-                }
+            if line.starts(with: "HTTP/".utf8) {
+                let space = line.firstIndex(of: UInt8(ascii: " ")) ?? line.endIndex
+                version = String(Substring(line[..<space]))
                 fields = [:]
                 lowerIndex = [:]
                 setCookies = []
-                isFirst = false
                 continue
             }
-            if isFirst {
-                isFirst = false
-            }
-            guard let colon = line.firstIndex(of: ":") else {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
                 continue
             }
-            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
-            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            let name = String(Substring(Self.trimmed(line[..<colon])))
+            let value = String(Substring(Self.trimmed(line[line.index(after: colon)...])))
             let lower = name.lowercased()
             if lower == "set-cookie" {
                 setCookies.append(value)
@@ -61,6 +58,19 @@ struct ResponseHead: Sendable {
         self.httpVersion = version
         self.fields = fields
         self.setCookies = setCookies
+    }
+
+    /// `bytes` without leading and trailing spaces, tabs and carriage returns.
+    private static func trimmed(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
+        func isSpace(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+        }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }),
+            let last = bytes.lastIndex(where: { !isSpace($0) })
+        else {
+            return bytes[bytes.endIndex...]
+        }
+        return bytes[first...last]
     }
 
     /// A header value by case-insensitive name.
