@@ -538,17 +538,15 @@ cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     t->flags |= CR_FLAG_NO_BODY;
   }
   if (has_body) {
+    int64_t body_size = t->body_fd >= 0 ? t->body_fd_length : (int64_t)t->body_length;
     SET(CURLOPT_UPLOAD, 1L);
     SET(CURLOPT_READFUNCTION, on_read);
     SET(CURLOPT_READDATA, t);
     SET(CURLOPT_SEEKFUNCTION, on_seek);
     SET(CURLOPT_SEEKDATA, t);
-    SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)(t->body_fd >= 0
-                                                   ? t->body_fd_length
-                                                   : (int64_t)t->body_length));
+    SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_size);
     /* curl reads an upload body 64 KiB at a time by default, one send() and one loop turn each; large bodies
      * go out in fewer, larger writes (measured in Benchmarks/, W5). */
-    int64_t body_size = t->body_fd >= 0 ? t->body_fd_length : (int64_t)t->body_length;
     if (body_size > CR_UPLOAD_BUFFER_DEFAULT)
       SET(CURLOPT_UPLOAD_BUFFERSIZE, (long)(body_size < CR_UPLOAD_BUFFER_SIZE ? body_size : CR_UPLOAD_BUFFER_SIZE));
   }
