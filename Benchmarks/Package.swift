@@ -53,6 +53,7 @@ let package = Package(
         .executableTarget(
             name: "CourierMicro",
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "Courier", package: courierPackage),
                 .product(name: "Benchmark", package: "benchmark"),
             ],

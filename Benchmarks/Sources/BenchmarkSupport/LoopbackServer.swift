@@ -5,40 +5,26 @@ import Synchronization
 import Glibc
 #endif
 
-/// A minimal HTTP/1.1 keep-alive server on 127.0.0.1 for the microbenchmarks: a thread per connection, `/small`
-/// answers 5 bytes, anything else 256 KiB. A stalled server never accepts, so connections wait in the backlog.
-final class LoopbackServer: Sendable {
-    let port: Int
+/// A minimal HTTP/1.1 keep-alive server on 127.0.0.1 for the microbenchmarks and the queued-tasks measurement:
+/// a thread per connection, `/small` answers 5 bytes, anything else 256 KiB. A stalled server never accepts, so
+/// connections wait in the backlog.
+public final class LoopbackServer: Sendable {
+    public let port: Int
     private let listener: Int32
     private let connections = Mutex<[Int32]>([])
 
     private static let small = response(body: 5)
     private static let large = response(body: 256 << 10)
 
-    init(stalled: Bool) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(listener, socketAddress, length) == 0 && listen(listener, 128) == 0
-                    && getsockname(listener, socketAddress, &length) == 0
-            }
-        }
-        guard listener >= 0, listening else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+    public init(stalled: Bool) throws {
+        (listener, port) = try LoopbackSocket.bind(listenBacklog: 128)
         if !stalled {
             Thread.detachNewThread { [self] in acceptLoop() }
         }
     }
 
     /// Closes the listener and every connection; their threads end on the next read.
-    func stop() {
+    public func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         for connection in connections.withLock({ $0 }) {

@@ -52,8 +52,8 @@ struct Run: AsyncParsableCommand {
         )
         let client: any BenchmarkClient =
             switch peer {
-            case .courier: CourierClient(plan: plan)
-            case .urlsession: FoundationClient(plan: plan)
+            case .courier: SessionClient.courier(plan: plan)
+            case .urlsession: SessionClient.foundation(plan: plan)
             case .ahc: try AsyncHTTPClientClient(plan: plan)
             case .curl: fatalError("curl is run by the harness itself")
             }

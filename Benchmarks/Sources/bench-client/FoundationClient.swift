@@ -5,42 +5,28 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// FoundationNetworking's `URLSession` through its async API, with as many connections per host as the workload
-/// keeps in flight.
-struct FoundationClient: BenchmarkClient {
-    let plan: TransferPlan
-    let session: URLSession
+// FoundationNetworking's async calls take a trailing `delegate:` with a default, which a protocol requirement
+// does not match; these pass nil.
+extension URLSession: URLLoadingSession {
+    func data(from url: URL) async throws -> (Data, URLResponse) {
+        try await data(from: url, delegate: nil)
+    }
 
-    init(plan: TransferPlan) {
-        self.plan = plan
+    func download(from url: URL) async throws -> (URL, URLResponse) {
+        try await download(from: url, delegate: nil)
+    }
+
+    func upload(for request: URLRequest, from bodyData: Data) async throws -> (Data, URLResponse) {
+        try await upload(for: request, from: bodyData, delegate: nil)
+    }
+}
+
+extension SessionClient where Loader == URLSession {
+    /// FoundationNetworking's `URLSession`, with as many connections per host as the workload keeps in flight.
+    static func foundation(plan: TransferPlan) -> SessionClient {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = plan.workload.concurrency
         configuration.timeoutIntervalForRequest = 120
-        session = URLSession(configuration: configuration)
-    }
-
-    func fetch(_ url: URL) async throws -> Int {
-        let (body, response) = try await session.data(from: url)
-        try check(response, for: url)
-        return body.count
-    }
-
-    func download(_ url: URL, to destination: URL) async throws -> Int {
-        let (file, response) = try await session.download(from: url)
-        try check(response, for: url)
-        try FileManager.default.moveItem(at: file, to: destination)
-        return try fileSize(destination)
-    }
-
-    func upload(_ body: Data, to url: URL) async throws -> Int {
-        var request = URLRequest(url: url)
-        request.httpMethod = "PUT"
-        let (_, response) = try await session.upload(for: request, from: body)
-        try check(response, for: url)
-        return body.count
-    }
-
-    func shutdown() async throws {
-        session.finishTasksAndInvalidate()
+        return SessionClient(plan: plan, session: URLSession(configuration: configuration))
     }
 }

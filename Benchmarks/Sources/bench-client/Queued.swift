@@ -18,7 +18,8 @@ struct Queued: AsyncParsableCommand {
     var count = 100_000
 
     func run() async throws {
-        let listener = try StalledListener()
+        let listener = try LoopbackServer(stalled: true)
+        defer { listener.stop() }
         var configuration = SessionConfiguration.ephemeral
         configuration.maximumConcurrentTransfers = 1
         configuration.httpMaximumConnectionsPerHost = 1
@@ -47,34 +48,5 @@ struct Queued: AsyncParsableCommand {
         }
         let fields = statm.split(separator: " ")
         return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
-    }
-}
-
-/// A TCP listener on 127.0.0.1 that never accepts: connections complete in the backlog and never get a response.
-final class StalledListener: Sendable {
-    let descriptor: Int32
-    let port: Int
-
-    init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.descriptor = descriptor
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(descriptor, socketAddress, length) == 0 && listen(descriptor, 16) == 0
-                    && getsockname(descriptor, socketAddress, &length) == 0
-            }
-        }
-        guard descriptor >= 0, bound else {
-            throw ValidationError("cannot listen on 127.0.0.1: errno \(errno)")
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    deinit {
-        close(descriptor)
     }
 }

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -93,7 +94,7 @@ final class Nginx {
 
     private func waitUntilListening(log: URL) throws {
         for _ in 0..<100 {
-            if Self.accepts(port: port) {
+            if LoopbackSocket.accepts(port: port) {
                 return
             }
             usleep(50_000)
@@ -102,39 +103,10 @@ final class Nginx {
         throw HarnessError("nginx did not listen on 127.0.0.1:\(port) within 5 s\n\(errors)")
     }
 
-    private static func accepts(port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = loopback(port: port)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
-
     /// A port nothing listens on right now (bound to 0, read back, closed).
     private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
-            }
-        }
-        guard ok else {
-            throw HarnessError("cannot find a free port on 127.0.0.1")
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return address
+        let (descriptor, port) = try LoopbackSocket.bind(listenBacklog: nil)
+        close(descriptor)
+        return port
     }
 }
