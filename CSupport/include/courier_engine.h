@@ -68,10 +68,25 @@ typedef enum {
   CR_AUTH_ANY = 3
 } cr_auth_t;
 
+/* A request body the engine reads when curl asks for it, instead of copying
+ * it at submit. read() copies `length` bytes of the body, starting at
+ * `offset`, into `buffer`; it runs on a loop thread, any number of times, and
+ * offsets start again from 0 when curl rewinds (auth retries). release()
+ * runs exactly once when the transfer no longer needs the body, normally on
+ * a loop thread before the transfer's COMPLETE event is delivered. Both must be thread-safe, must not block and must not call
+ * cr_engine_destroy(). */
+typedef struct {
+  void (*read)(void* context, int64_t offset, void* buffer, size_t length);
+  void (*release)(void* context);
+  void* context;
+  int64_t length;               /* bytes in the body, > 0                */
+} cr_body_source_t;
+
 /* One request. Everything is copied by cr_engine_submit(); the caller keeps
- * ownership of its memory, except the file descriptors, which pass to the
- * engine on success (it closes them when the transfer ends) and stay the
- * caller's when cr_engine_submit() fails. */
+ * ownership of its memory, except the file descriptors and body_source,
+ * which pass to the engine on success (it closes the descriptors and
+ * releases the source when the transfer ends) and stay the caller's when
+ * cr_engine_submit() fails. */
 typedef struct {
   const char* url;              /* absolute http or https URL            */
   const char* method;           /* "GET", "PUT", ... (NULL: GET)          */
@@ -79,6 +94,7 @@ typedef struct {
   size_t header_count;
   const void* body;             /* request body from memory (copied)     */
   size_t body_length;
+  cr_body_source_t body_source; /* or read on demand (read != NULL)      */
   int body_fd;                  /* request body from a file, or -1       */
   int64_t body_fd_length;       /* bytes to send from body_fd's offset 0 */
   cr_sink_t sink;

@@ -30,6 +30,7 @@ static int write_fully(int fd, const char* buffer, size_t length,
 
 static void* writer_main(void* arg) {
   cr_writer_t* writer = arg;
+  cr_name_thread("courier-write", writer->index);
   for (;;) {
     cr_write_job_t* job;
     pthread_mutex_lock(&writer->mutex);
@@ -67,7 +68,8 @@ static void* writer_main(void* arg) {
   return NULL;
 }
 
-int cr_writer_start(cr_writer_t* writer, uv_async_t* wake) {
+int cr_writer_start(cr_writer_t* writer, uv_async_t* wake, int index) {
+  writer->index = index;
   writer->head = writer->tail = NULL;
   writer->done_head = writer->done_tail = NULL;
   writer->stopping = 0;

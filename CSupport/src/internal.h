@@ -23,11 +23,19 @@
 #define CR_PRIORITY_LEVELS 3
 #define CR_CHUNK_SIZE (128 * 1024)     /* one disk write job               */
 #define CR_MAX_PENDING_WRITES 4        /* per transfer, then curl pauses   */
+/* Per loop: chunks waiting for the writer, over all transfers. The disk is
+ * the bottleneck when many downloads run at once; more queued chunks add
+ * memory, not speed (Benchmarks/, W4). */
+#define CR_LOOP_PENDING_WRITES 8
 #define CR_FILE_BUFFER_SIZE (128 * 1024)
 /* curl's default upload buffer, and the one Courier uses for bodies larger than that. */
 #define CR_UPLOAD_BUFFER_DEFAULT (64 * 1024)
 #define CR_UPLOAD_BUFFER_SIZE (512 * 1024)
 #define CR_SWEEP_INTERVAL_MS 100       /* idle-timeout sweep period        */
+/* The first memory-sink buffer of a DATA batch, when the length is unknown,
+ * and at most, when it is known. */
+#define CR_MEMORY_BATCH_DEFAULT (16 * 1024)
+#define CR_MEMORY_BATCH_MAX (256 * 1024)
 
 typedef struct cr_loop_s cr_loop_t;
 typedef struct cr_transfer_s cr_transfer_t;
@@ -52,8 +60,9 @@ struct cr_transfer_s {
   char* url;
   char* method;
   struct curl_slist* headers;
-  char* body;
-  size_t body_length;
+  char* body;                 /* a copied body, or NULL                     */
+  cr_body_source_t source;    /* or a borrowed one (source.read != NULL)    */
+  size_t body_length;         /* of either                                  */
   size_t body_position;
   int body_fd;
   int64_t body_fd_length;
@@ -192,9 +201,10 @@ typedef struct {
   cr_write_job_t* done_head;
   cr_write_job_t* done_tail;
   uv_async_t* wake;            /* the loop's async handle                   */
+  int index;                   /* the loop's index, for the thread name     */
 } cr_writer_t;
 
-int cr_writer_start(cr_writer_t* writer, uv_async_t* wake);
+int cr_writer_start(cr_writer_t* writer, uv_async_t* wake, int index);
 void cr_writer_submit(cr_writer_t* writer, cr_write_job_t* job);
 cr_write_job_t* cr_writer_take_done(cr_writer_t* writer);
 /* Writes every queued job, joins the thread, and returns the finished jobs
@@ -238,6 +248,7 @@ struct cr_loop_s {
   cr_transfer_t* active_head;
   cr_transfer_t* dirty_head;
   int active_count;
+  int pending_writes;          /* chunks handed to the writer, all transfers */
   int max_active;
   int sweeping;
   int stopping;
@@ -278,6 +289,9 @@ void cr_loop_join(cr_loop_t* loop);
 cr_transfer_t* cr_transfer_create(const cr_request_t* request,
                                   cr_error_t* error);
 void cr_transfer_free(cr_transfer_t* t);
+/* Releases a borrowed body source once (complete() does it before the
+ * COMPLETE event is handed over; cr_transfer_free() if still held). */
+void cr_transfer_release_source(cr_transfer_t* t);
 /* Prepares t->easy for the request. Returns 0 or an error code. */
 cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy);
 /* Reads curl's timings into t->metrics. */
@@ -291,6 +305,8 @@ void cr_loop_queue_chunk(cr_transfer_t* t);
 /* CURLOPT_CLOSESOCKETFUNCTION: stops and closes the fd's poll first. */
 int cr_loop_close_socket(void* loop, curl_socket_t fd);
 uint64_t cr_now_us(void);
+/* Names the calling thread "<prefix>-<index>" (shown by top, perf, gdb). */
+void cr_name_thread(const char* prefix, int index);
 char* cr_strdup(const char* s);
 char* cr_strndup(const char* s, size_t n);
 

@@ -6,7 +6,10 @@
  *
  * Everything in this file runs on the loop thread, except cr_loop_post().
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +28,12 @@ uint64_t cr_now_us(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+}
+
+void cr_name_thread(const char* prefix, int index) {
+  char name[16]; /* the kernel keeps 15 bytes */
+  snprintf(name, sizeof(name), "%s-%d", prefix, index);
+  pthread_setname_np(pthread_self(), name);
 }
 
 static void drive(cr_loop_t* loop, curl_socket_t fd, int flags);
@@ -254,6 +263,7 @@ static void complete(cr_transfer_t* t) {
     close(t->body_fd);
     t->body_fd = -1;
   }
+  cr_transfer_release_source(t);
   if (!t->in_dirty_list)
     cr_transfer_free(t);
 }
@@ -279,6 +289,7 @@ void cr_loop_queue_chunk(cr_transfer_t* t) {
   t->chunk = NULL;
   t->chunk_length = 0;
   t->pending_writes++;
+  t->loop->pending_writes++;
   cr_writer_submit(&t->loop->writer, job);
 }
 
@@ -299,6 +310,20 @@ static void apply_pause(cr_transfer_t* t) {
   }
 }
 
+/* Lets transfers paused for the disk receive again, while the loop's
+ * writer has room: a transfer once half its own chunks are written. */
+static void resume_disk_paused(cr_loop_t* loop) {
+  cr_transfer_t* t = loop->active_head;
+  while (t && loop->pending_writes < CR_LOOP_PENDING_WRITES) {
+    cr_transfer_t* next = t->active_next;
+    if (t->disk_paused && t->pending_writes < CR_MAX_PENDING_WRITES / 2) {
+      t->disk_paused = 0;
+      apply_pause(t); /* curl may deliver (and queue chunks) at once */
+    }
+    t = next;
+  }
+}
+
 static void process_write_results(cr_loop_t* loop) {
   cr_write_job_t* job = cr_writer_take_done(&loop->writer);
   while (job) {
@@ -311,6 +336,7 @@ static void process_write_results(cr_loop_t* loop) {
     job = next;
 
     t->pending_writes--;
+    loop->pending_writes--;
     if (result == 0) {
       t->bytes_flushed += (int64_t)length;
     } else if (t->write_errno == 0) {
@@ -327,14 +353,10 @@ static void process_write_results(cr_loop_t* loop) {
         continue;
       }
     }
-    if (t->state == CR_TRANSFER_FINISHING && t->pending_writes == 0) {
+    if (t->state == CR_TRANSFER_FINISHING && t->pending_writes == 0)
       complete(t);
-    } else if (t->state == CR_TRANSFER_ACTIVE && t->disk_paused &&
-               t->pending_writes < CR_MAX_PENDING_WRITES / 2) {
-      t->disk_paused = 0;
-      apply_pause(t);
-    }
   }
+  resume_disk_paused(loop);
 }
 
 /* ---- Finishing a running transfer ---- */
@@ -876,6 +898,7 @@ static void stop_loop(cr_loop_t* loop) {
 
 static void loop_main(void* arg) {
   cr_loop_t* loop = arg;
+  cr_name_thread("courier-loop", loop->index);
   uv_run(&loop->uv, UV_RUN_DEFAULT);
   if (uv_loop_close(&loop->uv) == UV_EBUSY) {
     atomic_fetch_add(&cr_leaked_loops, 1);
@@ -937,7 +960,7 @@ int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
   /* The prepare handle alone must not keep the loop alive; async does. */
   uv_unref((uv_handle_t*)&loop->flush);
 
-  if (cr_writer_start(&loop->writer, &loop->async) != 0)
+  if (cr_writer_start(&loop->writer, &loop->async, index) != 0)
     goto fail_handles;
   if (uv_thread_create(&loop->thread, loop_main, loop) != 0) {
     free(cr_writer_stop(&loop->writer)); /* no job was ever submitted */

@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,14 @@ static void on_events(void* ctx, const cr_event_t* events, size_t count) {
   pthread_cond_broadcast(&cond);
   pthread_mutex_unlock(&lock);
 }
+
+/* A borrowed upload body: bytes are a pattern of their offset. */
+static atomic_int source_releases;
+static void source_read(void* context, int64_t offset, void* buffer, size_t length) {
+  (void)context;
+  for (size_t i = 0; i < length; i++) ((unsigned char*)buffer)[i] = (unsigned char)((offset + (int64_t)i) % 251);
+}
+static void source_release(void* context) { (void)context; atomic_fetch_add(&source_releases, 1); }
 
 static long long file_size(const char* path) {
   int fd = open(path, O_RDONLY);
@@ -115,6 +124,25 @@ int main(int argc, char** argv) {
   int before = completed;
   assert(cr_engine_submit(engine, &r, NULL));
   wait_for(before + 1);
+  /* the same upload from a borrowed source: read on demand, released once */
+  r.body = NULL; r.body_length = 0;
+  r.body_source.read = source_read; r.body_source.release = source_release;
+  r.body_source.length = 2000000;
+  before = completed;
+  int errors_before = errors;
+  assert(cr_engine_submit(engine, &r, NULL));
+  wait_for(before + 1);
+  printf("source upload: errors %d releases %d\n", errors - errors_before, atomic_load(&source_releases));
+  assert(errors == errors_before && atomic_load(&source_releases) == 1);
+  /* cancelled at once: still released exactly once, before its COMPLETE */
+  r.body_source.length = 50000000;
+  before = completed;
+  uint64_t cancelled = cr_engine_submit(engine, &r, NULL);
+  assert(cancelled);
+  cr_transfer_cancel(engine, cancelled);
+  wait_for(before + 1);
+  printf("cancelled source upload: releases %d\n", atomic_load(&source_releases));
+  assert(atomic_load(&source_releases) == 2);
   cr_engine_stats_t stats; cr_engine_stats(engine, &stats);
   printf("stats: queued %lld active %lld completed %lld handles %lld\n", (long long)stats.queued, (long long)stats.active, (long long)stats.completed, (long long)stats.open_handles);
   cr_engine_destroy(engine);

@@ -1,4 +1,5 @@
 import Courier
+import CourierConcurrency
 import CourierTestSupport
 import Foundation
 import Testing
@@ -180,6 +181,40 @@ struct UploadTaskTests {
             #expect(reply["length"] as? Int == 1_500_000)
             let (data2, _) = try await session.upload(for: request, from: body)
             #expect(jsonObject(data2)["sha256"] as? String == reply["sha256"] as? String)
+        }
+    }
+
+    @Test("an upload body shared by several uploads is let go once they end, also when one is cancelled")
+    func uploadBodyIsReleased() async throws {
+        try await withServer { server in
+            let session = Session(configuration: testConfiguration())
+            defer { session.invalidateAndCancel() }
+            let freed = LockedValue(false)
+            let count = 2_000_000
+            let bytes = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
+            bytes.initializeMemory(as: UInt8.self, repeating: 7, count: count)
+            var body: Data? = Data(bytesNoCopy: bytes, count: count, deallocator: .custom { pointer, _ in
+                pointer.deallocate()
+                freed.withLock { $0 = true }
+            })
+            var request = URLRequest(url: server.url("/upload"))
+            request.httpMethod = "PUT"
+            do {
+                // One storage in several uploads at once; one of them is cancelled while the server waits.
+                let payload = body!
+                var slow = URLRequest(url: server.url("/upload?delay=30000"))
+                slow.httpMethod = "PUT"
+                let cancelled = session.uploadTask(with: slow, from: payload)
+                cancelled.resume()
+                async let first = session.upload(for: request, from: payload)
+                async let second = session.upload(for: request, from: payload)
+                let replies = try await [first.0, second.0]
+                #expect(replies.allSatisfy { jsonObject($0)["length"] as? Int == count })
+                #expect(replies.allSatisfy { jsonObject($0)["sha256"] as? String == jsonObject(replies[0])["sha256"] as? String })
+                cancelled.cancel()
+            }
+            body = nil
+            try await eventually(.seconds(10), "the body's storage is freed") { freed.withLock { $0 } }
         }
     }
 

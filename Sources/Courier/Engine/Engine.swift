@@ -134,16 +134,16 @@ final class Engine: @unchecked Sendable {
         let transfer: UInt64 = headerPointers.withUnsafeBufferPointer { headers in
             request.headers = headers.baseAddress
             request.header_count = headers.count
-            if let body = spec.body, !body.isEmpty {
-                return body.withUnsafeBytes { bytes in
-                    request.body = bytes.baseAddress
-                    request.body_length = bytes.count
-                    return cr_engine_submit(pointer, &request, &engineError)
-                }
+            guard let body = spec.body, !body.isEmpty else {
+                return cr_engine_submit(pointer, &request, &engineError)
             }
-            request.body = nil
-            request.body_length = 0
-            return cr_engine_submit(pointer, &request, &engineError)
+            // Read on demand rather than copied: large bodies in flight cost no second copy.
+            request.body_source = EngineBodySource.retained(body)
+            let transfer = cr_engine_submit(pointer, &request, &engineError)
+            if transfer == 0 {
+                EngineBodySource.releaseUnsubmitted(request.body_source)
+            }
+            return transfer
         }
         if transfer == 0 {
             return .failure(EngineSubmitError(error: engineError == CR_OK ? CR_ERR_INTERNAL : engineError))
