@@ -131,7 +131,7 @@ struct cr_transfer_s {
   int curl_code;
   int os_error;
   char* message;
-  cr_metrics_t metrics;
+  cr_metrics_t* metrics;      /* from the end of the curl phase; NULL before */
 
   /* Links. */
   cr_transfer_t* hash_next;

@@ -250,7 +250,8 @@ static void complete(cr_transfer_t* t) {
     e->bytes_on_disk = t->sink != CR_SINK_FILE ? 0
                        : kept ? t->body_base + t->bytes_flushed
                               : t->resume_offset;
-    e->metrics = t->metrics;
+    if (t->metrics)
+      e->metrics = *t->metrics;
   }
   t->state = CR_TRANSFER_DONE;
   table_remove(&loop->transfers, t);

@@ -189,6 +189,7 @@ void cr_transfer_free(cr_transfer_t* t) {
   free(t->memory);
   free(t->chunk);
   free(t->message);
+  free(t->metrics);
   free(t);
 }
 
@@ -605,12 +606,16 @@ cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
 #undef SET
 
 void cr_transfer_collect_metrics(cr_transfer_t* t) {
-  cr_metrics_t* m = &t->metrics;
+  /* Allocated here, not with the transfer: a queued transfer stays small. */
+  cr_metrics_t* m = t->metrics ? t->metrics : calloc(1, sizeof(*m));
   CURL* easy = t->easy;
   curl_off_t value;
   long number;
   char* text;
 
+  if (m == NULL)
+    return; /* out of memory: the COMPLETE event reports no timings */
+  t->metrics = m;
 #define TIME(info, field)                                        \
   m->field = curl_easy_getinfo(easy, info, &value) == CURLE_OK   \
                  ? (int64_t)value                                \

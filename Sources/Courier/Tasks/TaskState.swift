@@ -9,7 +9,24 @@ struct HopRecord: Sendable {
     var request: URLRequest
     var start: Date
     var response: HTTPURLResponse?
-    var metrics: EngineMetrics?
+    /// curl's timings, once the hop's COMPLETE arrived. Held out of line: a hop waiting for a slot stays small.
+    var metrics: EngineMetrics? {
+        get { timings?.metrics }
+        set { timings = newValue.map(Timings.init) }
+    }
+    private var timings: Timings?
+
+    private final class Timings: Sendable {
+        let metrics: EngineMetrics
+        init(_ metrics: EngineMetrics) {
+            self.metrics = metrics
+        }
+    }
+
+    init(request: URLRequest, start: Date) {
+        self.request = request
+        self.start = start
+    }
 }
 
 /// A held response waiting for an answer from the delegate (or from Courier's defaults).
@@ -73,12 +90,24 @@ struct TaskState: Sendable {
     var startDate: Date?
     var resourceDeadline: Date?
 
+    /// Fields few tasks set, out of line (see ``RareTaskState``).
+    private var rare = OutOfLineRareState()
+
     /// An outcome decided by Courier rather than by the engine (too many redirects, a refused redirect, a
     /// cancelled challenge, a satisfied 416): reported when the current transfer's COMPLETE arrives.
-    var forcedOutcome: Result<Void, CourierError>?
+    var forcedOutcome: Result<Void, CourierError>? {
+        get { rare[\.forcedOutcome] }
+        set { rare[\.forcedOutcome] = newValue }
+    }
     /// The outcome waiting for retired hops, when the current transfer ended before them.
-    var pendingOutcome: Result<Void, CourierError>?
-    var error: CourierError?
+    var pendingOutcome: Result<Void, CourierError>? {
+        get { rare[\.pendingOutcome] }
+        set { rare[\.pendingOutcome] = newValue }
+    }
+    var error: CourierError? {
+        get { rare[\.error] }
+        set { rare[\.error] = newValue }
+    }
 
     var taskDescription: String?
     var priority: Float
@@ -88,12 +117,21 @@ struct TaskState: Sendable {
     /// Where the body of the current response starts in the staging file.
     var bodyOffset: Int64 = 0
     /// The resume data this task was made from.
-    var resumeSource: ResumeData?
-    var resumeSourceError: CourierError?
+    var resumeSource: ResumeData? {
+        get { rare[\.resumeSource] }
+        set { rare[\.resumeSource] = newValue }
+    }
+    var resumeSourceError: CourierError? {
+        get { rare[\.resumeSourceError] }
+        set { rare[\.resumeSourceError] = newValue }
+    }
     /// The offset requested from the server for the current hop.
     var requestedResumeOffset: Int64 = 0
     var bytesOnDisk: Int64 = 0
-    var resumeDataHandler: (@Sendable (Data?) -> Void)?
+    var resumeDataHandler: (@Sendable (Data?) -> Void)? {
+        get { rare[\.resumeDataHandler] }
+        set { rare[\.resumeDataHandler] = newValue }
+    }
 
     init(request: URLRequest?, priority: Float) {
         self.originalRequest = request

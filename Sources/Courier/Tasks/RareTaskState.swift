@@ -1,0 +1,58 @@
+import Foundation
+
+/// The part of a task's state that most tasks never set: outcomes decided by Courier rather than the engine,
+/// the reported error, and the resume-data plumbing. ``TaskState`` keeps it out of line, so that a task waiting
+/// for a connection slot costs a pointer for all of it (Benchmarks/README.md: 100,000 queued tasks).
+struct RareTaskState: Sendable {
+    var forcedOutcome: Result<Void, CourierError>?
+    var pendingOutcome: Result<Void, CourierError>?
+    var error: CourierError?
+    var resumeSource: ResumeData?
+    var resumeSourceError: CourierError?
+    var resumeDataHandler: (@Sendable (Data?) -> Void)?
+}
+
+/// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.
+struct OutOfLineRareState: Sendable {
+    /// `@unchecked Sendable`: the boxed value is `Sendable`, and the box is mutated only while uniquely referenced
+    /// (copy on write below), so no two owners ever see one mutation.
+    private final class Box: @unchecked Sendable {
+        var value: RareTaskState
+        init(_ value: RareTaskState) {
+            self.value = value
+        }
+    }
+
+    private var box: Box?
+
+    subscript<Field>(_ field: WritableKeyPath<RareTaskState, Field>) -> Field {
+        get {
+            (box?.value ?? RareTaskState())[keyPath: field]
+        }
+        set {
+            if box == nil {
+                if let optional = newValue as? any ClearableField, optional.isCleared {
+                    return  // clearing a field that was never set: no box needed
+                }
+                box = Box(RareTaskState())
+            } else if !isKnownUniquelyReferenced(&box) {
+                box = Box(box!.value)
+            }
+            box!.value[keyPath: field] = newValue
+        }
+    }
+}
+
+/// Lets ``OutOfLineRareState`` see that a value written to a field is `nil` (every field is optional).
+private protocol ClearableField {
+    var isCleared: Bool { get }
+}
+
+extension Optional: ClearableField {
+    fileprivate var isCleared: Bool {
+        if case .none = self {
+            return true
+        }
+        return false
+    }
+}
