@@ -242,7 +242,8 @@ typedef struct {
   int64_t queued;                /* submitted, waiting for a slot           */
   int64_t active;                /* handed to curl                          */
   int64_t completed;
-  int64_t open_handles;          /* socket poll handles open on all loops   */
+  int64_t open_handles;          /* poll handles of open sockets (idle
+                                    cached connections included)           */
 } cr_engine_stats_t;
 void cr_engine_stats(cr_engine_t* engine, cr_engine_stats_t* stats);
 

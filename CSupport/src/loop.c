@@ -601,8 +601,15 @@ static int on_curl_socket(CURL* easy, curl_socket_t fd, int what, void* user,
   int events = 0;
 
   if (what == CURL_POLL_REMOVE) {
-    if (ctx)
-      socket_forget(loop, ctx);
+    /* Stop watching but keep the handle: curl announces the socket again
+     * when a paused transfer resumes (downloads waiting for the disk do so
+     * many times a second) or a cached connection is reused, and a new
+     * handle would cost an ioctl and epoll_ctl calls each time. The handle
+     * is closed with the socket (cr_loop_close_socket). */
+    if (ctx && ctx->events != 0) {
+      ctx->events = 0;
+      uv_poll_stop(&ctx->poll);
+    }
     return 0;
   }
   if (what & CURL_POLL_IN)

@@ -42,9 +42,10 @@ struct ResponseHead: Sendable {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
                 continue
             }
-            let name = String(Substring(Self.trimmed(line[..<colon])))
+            let nameBytes = Self.trimmed(line[..<colon])
+            let name = String(Substring(nameBytes))
             let value = String(Substring(Self.trimmed(line[line.index(after: colon)...])))
-            let lower = name.lowercased()
+            let lower = Self.asciiLowercased(nameBytes)
             if lower == "set-cookie" {
                 setCookies.append(value)
             }
@@ -71,6 +72,19 @@ struct ResponseHead: Sendable {
             return bytes[bytes.endIndex...]
         }
         return bytes[first...last]
+    }
+
+    /// Field names are tokens (RFC 9110): ASCII. Lowercases bytes without Unicode case mapping; names of up to
+    /// 15 bytes stay small strings, with no allocation.
+    private static func asciiLowercased(_ bytes: Substring.UTF8View) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            var count = 0
+            for byte in bytes {
+                buffer[count] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+                count += 1
+            }
+            return count
+        }
     }
 
     /// A header value by case-insensitive name.
