@@ -70,11 +70,12 @@ typedef enum {
 
 /* A request body the engine reads when curl asks for it, instead of copying
  * it at submit. read() copies `length` bytes of the body, starting at
- * `offset`, into `buffer`; it runs on a loop thread, any number of times, and
- * offsets start again from 0 when curl rewinds (auth retries). release()
- * runs exactly once when the transfer no longer needs the body, normally on
- * a loop thread before the transfer's COMPLETE event is delivered. Both must be thread-safe, must not block and must not call
- * cr_engine_destroy(). */
+ * `offset`, into `buffer`; it runs on a loop thread, inside curl's read
+ * callback, any number of times, and offsets start again from 0 when curl
+ * rewinds. release() runs exactly once when the transfer no longer needs the
+ * body, normally on a loop thread before the transfer's COMPLETE event is
+ * delivered. Both must be thread-safe, must not block and must not call any
+ * cr_* function. */
 typedef struct {
   void (*read)(void* context, int64_t offset, void* buffer, size_t length);
   void (*release)(void* context);
