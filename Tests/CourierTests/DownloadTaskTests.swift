@@ -197,8 +197,9 @@ struct UploadTaskTests {
                 pointer.deallocate()
                 freed.withLock { $0 = true }
             })
-            var request = URLRequest(url: server.url("/upload"))
-            request.httpMethod = "PUT"
+            var put = URLRequest(url: server.url("/upload"))
+            put.httpMethod = "PUT"
+            let request = put
             do {
                 // One storage in several uploads at once; one of them is cancelled while the server waits.
                 let payload = body!
@@ -210,7 +211,8 @@ struct UploadTaskTests {
                 async let second = session.upload(for: request, from: payload)
                 let replies = try await [first.0, second.0]
                 #expect(replies.allSatisfy { jsonObject($0)["length"] as? Int == count })
-                #expect(replies.allSatisfy { jsonObject($0)["sha256"] as? String == jsonObject(replies[0])["sha256"] as? String })
+                let digest = jsonObject(replies[0])["sha256"] as? String
+                #expect(replies.allSatisfy { jsonObject($0)["sha256"] as? String == digest })
                 cancelled.cancel()
             }
             body = nil
