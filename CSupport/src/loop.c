@@ -327,6 +327,10 @@ static void resume_disk_paused(cr_loop_t* loop) {
 
 static void process_write_results(cr_loop_t* loop) {
   cr_write_job_t* job = cr_writer_take_done(&loop->writer);
+  /* Every wake-up comes here (commands too); with no finished write, no
+   * chunk budget came free and no paused transfer is due to resume. */
+  if (job == NULL)
+    return;
   while (job) {
     cr_write_job_t* next = job->next;
     cr_transfer_t* t = job->transfer;
