@@ -30,15 +30,7 @@ extension SessionTask {
             !usedCredential
         else {
             // No scheme Courier speaks, or a retry with a credential failed: the 401/407 is the final response.
-            deliverFinalResponse(
-                response,
-                head: head,
-                held: true,
-                resumeOffset: 0,
-                transfer: transfer,
-                hop: hop,
-                work: &work
-            )
+            deliverHeldAsFinal(response, head: head, transfer: transfer, hop: hop, work: &work)
             return
         }
         let space = URLProtectionSpace(
@@ -143,15 +135,7 @@ extension SessionTask {
             return
         }
         guard let chosen, let user = chosen.user else {
-            deliverFinalResponse(
-                response,
-                head: head,
-                held: true,
-                resumeOffset: 0,
-                transfer: transfer,
-                hop: hop,
-                work: &work
-            )
+            deliverHeldAsFinal(response, head: head, transfer: transfer, hop: hop, work: &work)
             return
         }
         let password = chosen.password ?? ""

@@ -88,15 +88,7 @@ extension SessionTask {
         var work = DelegateWork()
         defer { core.dispatcher.enqueue(work) }
         guard let request else {
-            deliverFinalResponse(
-                response,
-                head: head,
-                held: true,
-                resumeOffset: 0,
-                transfer: transfer,
-                hop: hop,
-                work: &work
-            )
+            deliverHeldAsFinal(response, head: head, transfer: transfer, hop: hop, work: &work)
             return
         }
         guard let target = request.url else {

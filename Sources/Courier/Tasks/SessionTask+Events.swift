@@ -110,6 +110,25 @@ extension SessionTask {
         )
     }
 
+    /// A held 3xx or 401/407 that Courier does not follow or answer becomes the task's final response.
+    func deliverHeldAsFinal(
+        _ response: HTTPURLResponse,
+        head: ResponseHead,
+        transfer: UInt64,
+        hop: Int,
+        work: inout DelegateWork
+    ) {
+        deliverFinalResponse(
+            response,
+            head: head,
+            held: true,
+            resumeOffset: 0,
+            transfer: transfer,
+            hop: hop,
+            work: &work
+        )
+    }
+
     /// The response whose body the task delivers: record it, tell the delegate or the stream, release a hold.
     func deliverFinalResponse(
         _ response: HTTPURLResponse,
