@@ -20,7 +20,7 @@ public final class RawServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
     private let state: RawServerState
-    private let isShutDown = LockedValue(false)
+    private let shutDownOnce = OnceFlag()
 
     private init(port: Int, group: MultiThreadedEventLoopGroup, serverChannel: any Channel, state: RawServerState) {
         self.port = port
@@ -31,8 +31,7 @@ public final class RawServer: Sendable {
     }
 
     deinit {
-        let alreadyShutDown = isShutDown.withLock { $0 }
-        if !alreadyShutDown {
+        if shutDownOnce.claim() {
             serverChannel.close(promise: nil)
             group.shutdownGracefully { _ in }
         }
@@ -94,11 +93,7 @@ public final class RawServer: Sendable {
 
     /// Closes everything and stops the event loop thread. Safe to call more than once.
     public func shutdown() async throws {
-        let first = isShutDown.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
+        guard shutDownOnce.claim() else { return }
         try? await serverChannel.close()
         try await group.shutdownGracefully()
     }

@@ -35,7 +35,7 @@ public final class TestServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
     private let state: ServerState
-    private let isShutDown = LockedValue(false)
+    private let shutDownOnce = OnceFlag()
 
     private init(
         configuration: Configuration,
@@ -56,8 +56,7 @@ public final class TestServer: Sendable {
 
     deinit {
         // A test that forgot shutdown() must not leave threads behind.
-        let alreadyShutDown = isShutDown.withLock { $0 }
-        if !alreadyShutDown {
+        if shutDownOnce.claim() {
             serverChannel.close(promise: nil)
             group.shutdownGracefully { _ in }
             certificateAuthority?.removeFiles()
@@ -179,11 +178,7 @@ public final class TestServer: Sendable {
     /// Closes the listening socket and every connection, stops the event loop threads and deletes the
     /// CA file. Safe to call more than once.
     public func shutdown() async throws {
-        let first = isShutDown.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
+        guard shutDownOnce.claim() else { return }
         try? await serverChannel.close()
         try await group.shutdownGracefully()
         certificateAuthority?.removeFiles()
