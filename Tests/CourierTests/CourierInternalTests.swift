@@ -99,6 +99,22 @@ struct HTTPRuleTests {
         #expect(h2.value("ETag") == "\"x\"")
     }
 
+    @Test("response heads from raw bytes: LF-only lines, padding, no colon or no name, invalid UTF-8, nothing")
+    func headFromBytes() {
+        let raw: [UInt8] =
+            Array("HTTP/1.0 204 No Content\n \tContent-Type :\t text/plain \r\nnot a field\r\nX-Bad: a".utf8)
+            + [0xFF] + Array("b\r\n:empty-name\r\n\r\n".utf8)
+        let head = raw.withUnsafeBytes { ResponseHead(status: 204, headerBytes: $0) }
+        #expect(head.httpVersion == "HTTP/1.0")
+        #expect(head.fields["Content-Type"] == "text/plain")
+        #expect(head.value("x-bad") == "a\u{FFFD}b")
+        #expect(head.fields.count == 2)
+
+        let empty = ResponseHead(status: 200, headerBytes: UnsafeRawBufferPointer(start: nil, count: 0))
+        #expect(empty.fields.isEmpty)
+        #expect(empty.httpVersion == "HTTP/1.1")
+    }
+
     @Test("redirect method rewriting and header stripping")
     func redirects() throws {
         var post = URLRequest(url: URL(string: "https://a.example/x")!)

@@ -43,12 +43,13 @@ struct EngineCompletion: Sendable {
     var wasCancelled: Bool { error == CR_ERR_CANCELLED }
 }
 
-/// One engine event as a Swift value. Owned C buffers have been taken over (DATA, without a copy) or copied
-/// into Swift strings and freed (headers, message) by the time a value of this type exists.
+/// One engine event as a Swift value. Owned C buffers have been taken over (DATA, without a copy), parsed
+/// (the header block, into a ``ResponseHead``) or copied (the message), and freed by the time a value of this
+/// type exists.
 struct EngineEvent: Sendable {
     enum Payload: Sendable {
         /// The final response of the transfer (or a held 3xx / 401 / 407 / asked response).
-        case response(status: Int, held: Bool, resumeOffset: Int64, headerBlock: String)
+        case response(held: Bool, resumeOffset: Int64, head: ResponseHead)
         /// Body bytes of a memory-sink transfer, in order.
         case data(Data)
         /// Counters moved.
@@ -76,18 +77,13 @@ extension EngineEvent {
         )
         switch event.kind {
         case CR_EVENT_RESPONSE:
-            var block = ""
-            if let headers = event.headers {
-                block = String(
-                    decoding: UnsafeRawBufferPointer(start: headers, count: event.headers_length),
-                    as: UTF8.self
-                )
-            }
             payload = .response(
-                status: Int(event.status),
                 held: event.held != 0,
                 resumeOffset: event.resume_offset,
-                headerBlock: block
+                head: ResponseHead(
+                    status: Int(event.status),
+                    headerBytes: UnsafeRawBufferPointer(start: event.headers, count: event.headers_length)
+                )
             )
         case CR_EVENT_DATA:
             if let data = event.data, event.data_length > 0 {

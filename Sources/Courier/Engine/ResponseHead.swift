@@ -14,38 +14,45 @@ struct ResponseHead: Sendable {
     var setCookies: [String]
 
     /// Parses `headerBlock` (curl's raw header lines, CRLF or LF separated). The block may hold more than one
-    /// status line (interim responses); the fields after the last one count. Runs on the loop thread for every
-    /// response, so it scans UTF-8 bytes instead of going through Foundation's string trimming.
+    /// status line (interim responses); the fields after the last one count.
     init(status: Int, headerBlock: String) {
+        var block = headerBlock
+        self = block.withUTF8 { Self(status: status, headerBytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Parses the raw header block as bytes. Runs on the loop thread for every response, so it scans the
+    /// buffer with integer offsets and makes one string per name and per value; invalid UTF-8 in a value is
+    /// repaired (U+FFFD), as `String(decoding:as:)` does.
+    init(status: Int, headerBytes bytes: UnsafeRawBufferPointer) {
         self.status = status
         var version = "HTTP/1.1"
         var fields: [String: String] = [:]
         var lowerIndex: [String: String] = [:]
         var setCookies: [String] = []
-        let bytes = headerBlock.utf8
-        var lineStart = bytes.startIndex
-        while lineStart < bytes.endIndex {
-            let lineEnd = bytes[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
-            defer { lineStart = lineEnd < bytes.endIndex ? bytes.index(after: lineEnd) : lineEnd }
-            let line = Self.trimmed(bytes[lineStart..<lineEnd])
+        var lineStart = 0
+        while lineStart < bytes.count {
+            let lineEnd = Self.first(UInt8(ascii: "\n"), in: lineStart..<bytes.count, of: bytes)
+            let line = Self.trimmed(lineStart..<lineEnd, in: bytes)
+            lineStart = lineEnd + 1
             if line.isEmpty {
                 continue
             }
-            if line.starts(with: "HTTP/".utf8) {
-                let space = line.firstIndex(of: UInt8(ascii: " ")) ?? line.endIndex
-                version = String(Substring(line[..<space]))
+            if Self.startsWithHTTP(line, in: bytes) {
+                let space = Self.first(UInt8(ascii: " "), in: line, of: bytes)
+                version = Self.string(line.lowerBound..<space, in: bytes)
                 fields = [:]
                 lowerIndex = [:]
                 setCookies = []
                 continue
             }
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
-                continue
+            let colon = Self.first(UInt8(ascii: ":"), in: line, of: bytes)
+            let nameRange = Self.trimmed(line.lowerBound..<colon, in: bytes)
+            guard colon < line.upperBound, !nameRange.isEmpty else {
+                continue  // not a field: no colon, or no name
             }
-            let nameBytes = Self.trimmed(line[..<colon])
-            let name = String(Substring(nameBytes))
-            let value = String(Substring(Self.trimmed(line[line.index(after: colon)...])))
-            let lower = Self.asciiLowercased(nameBytes)
+            let name = Self.string(nameRange, in: bytes)
+            let value = Self.string(Self.trimmed(colon + 1..<line.upperBound, in: bytes), in: bytes)
+            let lower = Self.asciiLowercased(nameRange, in: bytes)
             if lower == "set-cookie" {
                 setCookies.append(value)
             }
@@ -61,29 +68,50 @@ struct ResponseHead: Sendable {
         self.setCookies = setCookies
     }
 
-    /// `bytes` without leading and trailing spaces, tabs and carriage returns.
-    private static func trimmed(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
+    /// The offset of the first `byte` in `range`, or its upper bound.
+    private static func first(_ byte: UInt8, in range: Range<Int>, of bytes: UnsafeRawBufferPointer) -> Int {
+        var index = range.lowerBound
+        while index < range.upperBound, bytes[index] != byte {
+            index += 1
+        }
+        return index
+    }
+
+    /// `range` without leading and trailing spaces, tabs and carriage returns.
+    private static func trimmed(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> Range<Int> {
         func isSpace(_ byte: UInt8) -> Bool {
             byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
         }
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }),
-            let last = bytes.lastIndex(where: { !isSpace($0) })
-        else {
-            return bytes[bytes.endIndex...]
+        var lower = range.lowerBound
+        var upper = range.upperBound
+        while lower < upper, isSpace(bytes[lower]) {
+            lower += 1
         }
-        return bytes[first...last]
+        while upper > lower, isSpace(bytes[upper - 1]) {
+            upper -= 1
+        }
+        return lower..<upper
+    }
+
+    private static func startsWithHTTP(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> Bool {
+        let prefix = "HTTP/".utf8
+        return range.count >= prefix.count
+            && zip(range, prefix).allSatisfy { index, byte in bytes[index] == byte }
+    }
+
+    private static func string(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
 
     /// Field names are tokens (RFC 9110): ASCII. Lowercases bytes without Unicode case mapping; names of up to
     /// 15 bytes stay small strings, with no allocation.
-    private static func asciiLowercased(_ bytes: Substring.UTF8View) -> String {
-        String(unsafeUninitializedCapacity: bytes.count) { buffer in
-            var count = 0
-            for byte in bytes {
-                buffer[count] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-                count += 1
+    private static func asciiLowercased(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: range.count) { buffer in
+            for (offset, index) in range.enumerated() {
+                let byte = bytes[index]
+                buffer[offset] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
             }
-            return count
+            return range.count
         }
     }
 

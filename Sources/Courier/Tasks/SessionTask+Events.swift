@@ -43,8 +43,7 @@ extension SessionTask {
         case .pause(let transfer): core.runningEngine?.pause(transfer)
         }
         switch event.payload {
-        case .response(let status, let held, let resumeOffset, let block):
-            let head = ResponseHead(status: status, headerBlock: block)
+        case .response(let held, let resumeOffset, let head):
             receivedResponse(
                 head,
                 held: held,
