@@ -30,7 +30,7 @@
 #define CR_FILE_BUFFER_SIZE (128 * 1024)
 /* curl's default upload buffer, and the one Courier uses for bodies larger than that. */
 #define CR_UPLOAD_BUFFER_DEFAULT (64 * 1024)
-#define CR_UPLOAD_BUFFER_SIZE (512 * 1024)
+#define CR_UPLOAD_BUFFER_SIZE (256 * 1024)
 #define CR_SWEEP_INTERVAL_MS 100       /* idle-timeout sweep period        */
 /* The first memory-sink buffer of a DATA batch, when the length is unknown,
  * and at most, when it is known. */
