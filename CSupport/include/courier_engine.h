@@ -227,7 +227,8 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
 void cr_engine_destroy(cr_engine_t* engine);
 
 /* Returns a transfer id (> 0), or 0 with *error set when the request is
- * invalid (no URL, bad scheme, malformed URL). */
+ * invalid (no URL, bad scheme, malformed URL), or CR_ERR_INTERNAL when the
+ * engine is destroyed or out of memory. On 0, nothing was taken over. */
 uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
                           cr_error_t* error);
 

@@ -26,12 +26,8 @@ static void global_init(void) {
 }
 
 static void destroy_loops(cr_engine_t* engine, int started) {
-  cr_command_t stop;
-  memset(&stop, 0, sizeof(stop));
-  stop.kind = CR_CMD_STOP;
-  stop.fd = -1;
   for (int i = 0; i < started; i++)
-    cr_loop_post(&engine->loops[i], &stop);
+    cr_loop_request_stop(&engine->loops[i]);
   for (int i = 0; i < started; i++)
     cr_loop_join(&engine->loops[i]);
   free(engine->loops);
@@ -156,7 +152,15 @@ uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
   cmd.transfer_id = t->id;
   cmd.fd = -1;
   atomic_fetch_add(&loop->stat_queued, 1);
-  cr_loop_post(loop, &cmd);
+  if (cr_loop_post(loop, &cmd) != 0) {
+    /* Not submitted: the descriptors and the body source stay the caller's. */
+    atomic_fetch_sub(&loop->stat_queued, 1);
+    t->body_fd = t->sink_fd = -1;
+    memset(&t->source, 0, sizeof(t->source));
+    cr_transfer_free(t);
+    *error = CR_ERR_INTERNAL;
+    return 0;
+  }
   return cmd.transfer_id;
 }
 
@@ -175,7 +179,8 @@ static void post(cr_engine_t* engine, uint64_t transfer, cr_command_kind_t kind,
   cmd.transfer_id = transfer;
   cmd.decision = decision;
   cmd.fd = fd;
-  cr_loop_post(&engine->loops[index], &cmd);
+  if (cr_loop_post(&engine->loops[index], &cmd) != 0 && fd >= 0)
+    close(fd); /* out of memory: the command is lost, as for a dead id */
 }
 
 void cr_transfer_cancel(cr_engine_t* engine, uint64_t transfer) {

@@ -149,8 +149,7 @@ typedef enum {
   CR_CMD_CANCEL,
   CR_CMD_PAUSE,
   CR_CMD_RESUME,
-  CR_CMD_DECIDE,
-  CR_CMD_STOP
+  CR_CMD_DECIDE
 } cr_command_kind_t;
 
 typedef struct {
@@ -196,6 +195,7 @@ typedef struct {
   cr_write_job_t* head;
   cr_write_job_t* tail;
   int stopping;
+  atomic_int stop_requested;   /* set by cr_loop_request_stop (any thread)  */
   /* Finished jobs go back to the loop: */
   pthread_mutex_t done_mutex;
   cr_write_job_t* done_head;
@@ -252,6 +252,7 @@ struct cr_loop_s {
   int max_active;
   int sweeping;
   int stopping;
+  atomic_int stop_requested;   /* set by cr_loop_request_stop (any thread)  */
   int in_flush;
 
   /* The event batch of this iteration. */
@@ -280,7 +281,13 @@ struct cr_engine_s {
 };
 
 int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index);
-void cr_loop_post(cr_loop_t* loop, const cr_command_t* cmd);
+/* Any thread: queues a command and wakes the loop. Returns -1 when out of
+ * memory; the command is not queued and the caller still owns what it
+ * carries. */
+int cr_loop_post(cr_loop_t* loop, const cr_command_t* cmd);
+/* Any thread: the loop frees everything and ends at its next wake-up. Takes
+ * no memory, so it cannot be lost. */
+void cr_loop_request_stop(cr_loop_t* loop);
 void cr_loop_join(cr_loop_t* loop);
 
 /* ---- Transfers (loop thread only unless stated) ---- */

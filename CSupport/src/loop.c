@@ -786,22 +786,20 @@ static void on_async(uv_async_t* async) {
   process_write_results(loop);
   count = cr_command_queue_take(&loop->commands, &loop->command_scratch,
                                 &loop->command_scratch_capacity);
-  for (size_t i = 0; i < count; i++) {
-    cr_command_t* cmd = &loop->command_scratch[i];
-    if (cmd->kind == CR_CMD_STOP) {
-      /* Commands after STOP: free what they carry. */
-      for (size_t j = i + 1; j < count; j++) {
-        if (loop->command_scratch[j].kind == CR_CMD_SUBMIT)
-          cr_transfer_free(loop->command_scratch[j].transfer);
-        else if (loop->command_scratch[j].fd >= 0)
-          close(loop->command_scratch[j].fd);
-      }
-      stop_loop(loop);
-      return;
+  if (atomic_load(&loop->stop_requested)) {
+    /* Nothing is applied any more: free what the commands carry. */
+    for (size_t i = 0; i < count; i++) {
+      if (loop->command_scratch[i].kind == CR_CMD_SUBMIT)
+        cr_transfer_free(loop->command_scratch[i].transfer);
+      else if (loop->command_scratch[i].fd >= 0)
+        close(loop->command_scratch[i].fd);
     }
-    if (!loop->stopping)
-      apply_command(loop, cmd);
+    stop_loop(loop);
+    return;
   }
+  for (size_t i = 0; i < count; i++)
+    if (!loop->stopping)
+      apply_command(loop, &loop->command_scratch[i]);
   admit(loop);
 }
 
@@ -930,6 +928,7 @@ int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
   int per_loop_hosts;
   loop->engine = engine;
   loop->index = index;
+  atomic_init(&loop->stop_requested, 0);
   atomic_init(&loop->stat_queued, 0);
   atomic_init(&loop->stat_active, 0);
   atomic_init(&loop->stat_completed, 0);
@@ -994,15 +993,15 @@ fail_loop:
   return -1;
 }
 
-void cr_loop_post(cr_loop_t* loop, const cr_command_t* cmd) {
-  if (cr_command_queue_push(&loop->commands, cmd) != 0) {
-    /* Out of memory: the command is lost; free what it carried. */
-    if (cmd->kind == CR_CMD_SUBMIT)
-      cr_transfer_free(cmd->transfer);
-    else if (cmd->fd >= 0)
-      close(cmd->fd);
-    return;
-  }
+int cr_loop_post(cr_loop_t* loop, const cr_command_t* cmd) {
+  if (cr_command_queue_push(&loop->commands, cmd) != 0)
+    return -1;
+  uv_async_send(&loop->async);
+  return 0;
+}
+
+void cr_loop_request_stop(cr_loop_t* loop) {
+  atomic_store(&loop->stop_requested, 1);
   uv_async_send(&loop->async);
 }
 
