@@ -18,6 +18,10 @@ struct CourierBench: ParsableCommand {
     @Option(help: "Runs of each workload per client; the table reports medians")
     var runs = 3
 
+    @Option(
+        help: "Runs of each download-to-disk workload (W3, W4) per client: their page-cache cost varies (README.md)")
+    var diskRuns = 7
+
     @Option(help: "Workloads, comma-separated (W1,W2,W3,W4,W5)")
     var workloads = "W1,W2,W3,W4,W5"
 
@@ -73,7 +77,9 @@ struct CourierBench: ParsableCommand {
 
         let nginx = try Nginx(root: root, fixtures: fixtures, workers: nginxWorkers)
         defer { nginx.stop() }
-        log("nginx on 127.0.0.1:\(nginx.port), \(runs) runs per client, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        log(
+            "nginx on 127.0.0.1:\(nginx.port), \(runs) runs per client (\(diskRuns) to disk), "
+                + "\(ProcessInfo.processInfo.activeProcessorCount) cores")
         let command = PeerCommand(
             client: client ?? siblingExecutable("bench-client"),
             baseURL: "http://127.0.0.1:\(nginx.port)",
@@ -84,7 +90,7 @@ struct CourierBench: ParsableCommand {
 
         var results = Results()
         for workload in selectedWorkloads {
-            for run in 0..<runs {
+            for run in 0..<(workload.kind == .disk ? diskRuns : runs) {
                 // Alternate: each run starts with the next client, so that no client always follows the same one.
                 let offset = run % selectedPeers.count
                 for peer in selectedPeers[offset...] + selectedPeers[..<offset] {
