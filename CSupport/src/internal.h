@@ -195,7 +195,6 @@ typedef struct {
   cr_write_job_t* head;
   cr_write_job_t* tail;
   int stopping;
-  atomic_int stop_requested;   /* set by cr_loop_request_stop (any thread)  */
   /* Finished jobs go back to the loop: */
   pthread_mutex_t done_mutex;
   cr_write_job_t* done_head;

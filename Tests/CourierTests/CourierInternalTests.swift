@@ -90,11 +90,11 @@ struct HTTPRuleTests {
         let block =
             "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-A: 1\r\nx-a: 2\r\n"
             + "Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n"
-        let head = ResponseHead(status: 200, headerBlock: block)
+        let head = Self.head(200, block)
         #expect(head.value("X-A") == "1, 2")
         #expect(head.setCookies == ["a=1", "b=2"])
         #expect(head.httpVersion == "HTTP/1.1")
-        let h2 = ResponseHead(status: 200, headerBlock: "HTTP/2 200\r\netag: \"x\"\r\n\r\n")
+        let h2 = Self.head(200, "HTTP/2 200\r\netag: \"x\"\r\n\r\n")
         #expect(h2.httpVersion == "HTTP/2")
         #expect(h2.value("ETag") == "\"x\"")
     }
@@ -113,6 +113,10 @@ struct HTTPRuleTests {
         let empty = ResponseHead(status: 200, headerBytes: UnsafeRawBufferPointer(start: nil, count: 0))
         #expect(empty.fields.isEmpty)
         #expect(empty.httpVersion == "HTTP/1.1")
+    }
+
+    private static func head(_ status: Int, _ block: String) -> ResponseHead {
+        Array(block.utf8).withUnsafeBytes { ResponseHead(status: status, headerBytes: $0) }
     }
 
     @Test("redirect method rewriting and header stripping")

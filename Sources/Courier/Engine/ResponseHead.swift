@@ -13,16 +13,10 @@ struct ResponseHead: Sendable {
     /// Each `Set-Cookie` value, in order.
     var setCookies: [String]
 
-    /// Parses `headerBlock` (curl's raw header lines, CRLF or LF separated). The block may hold more than one
-    /// status line (interim responses); the fields after the last one count.
-    init(status: Int, headerBlock: String) {
-        var block = headerBlock
-        self = block.withUTF8 { Self(status: status, headerBytes: UnsafeRawBufferPointer($0)) }
-    }
-
-    /// Parses the raw header block as bytes. Runs on the loop thread for every response, so it scans the
-    /// buffer with integer offsets and makes one string per name and per value; invalid UTF-8 in a value is
-    /// repaired (U+FFFD), as `String(decoding:as:)` does.
+    /// Parses curl's raw header block: header lines, CRLF or LF separated. The block may hold more than one
+    /// status line (interim responses); the fields after the last one count. Runs on the loop thread for every
+    /// response, so it scans the bytes with integer offsets and makes one string per name and per value;
+    /// invalid UTF-8 in a value is repaired (U+FFFD), as `String(decoding:as:)` does.
     init(status: Int, headerBytes bytes: UnsafeRawBufferPointer) {
         self.status = status
         var version = "HTTP/1.1"
