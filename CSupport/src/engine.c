@@ -153,11 +153,8 @@ uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
   cmd.fd = -1;
   atomic_fetch_add(&loop->stat_queued, 1);
   if (cr_loop_post(loop, &cmd) != 0) {
-    /* Not submitted: the descriptors and the body source stay the caller's. */
     atomic_fetch_sub(&loop->stat_queued, 1);
-    t->body_fd = t->sink_fd = -1;
-    memset(&t->source, 0, sizeof(t->source));
-    cr_transfer_free(t);
+    cr_transfer_free_unsubmitted(t);
     *error = CR_ERR_INTERNAL;
     return 0;
   }

@@ -295,6 +295,9 @@ void cr_loop_join(cr_loop_t* loop);
 cr_transfer_t* cr_transfer_create(const cr_request_t* request,
                                   cr_error_t* error);
 void cr_transfer_free(cr_transfer_t* t);
+/* Frees a transfer that was never submitted: its descriptors and body
+ * source stay the caller's (neither closed nor released). */
+void cr_transfer_free_unsubmitted(cr_transfer_t* t);
 /* Releases a borrowed body source once (complete() does it before the
  * COMPLETE event is handed over; cr_transfer_free() if still held). */
 void cr_transfer_release_source(cr_transfer_t* t);

@@ -4,7 +4,8 @@
  * admission of queued transfers, the disk writer's completions, the idle
  * sweep, and the event batch handed to Swift once per loop iteration.
  *
- * Everything in this file runs on the loop thread, except cr_loop_post().
+ * Everything in this file runs on the loop thread, except cr_loop_post(),
+ * cr_loop_request_stop() and cr_name_thread() (the writer thread names itself).
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>

@@ -76,6 +76,8 @@ cr_transfer_t* cr_transfer_create(const cr_request_t* request,
   cr_transfer_t* t;
   cr_error_t url_error = validate_url(request->url);
   int has_expect = 0;
+  int borrows_source =
+      request->body_source.read != NULL && request->body_source.length > 0;
 
   if (url_error != CR_OK) {
     *error = url_error;
@@ -115,7 +117,7 @@ cr_transfer_t* cr_transfer_create(const cr_request_t* request,
       goto oom;
     t->headers = next;
   }
-  if (request->body_source.read != NULL && request->body_source.length > 0) {
+  if (borrows_source) {
     t->body_length = (size_t)request->body_source.length;
   } else if (request->body && request->body_length > 0) {
     t->body = malloc(request->body_length);
@@ -150,7 +152,7 @@ cr_transfer_t* cr_transfer_create(const cr_request_t* request,
   atomic_init(&t->writer_failed, 0);
   /* Ownership of the descriptors and the body source passes last: nothing
    * can fail after. */
-  if (request->body_source.read != NULL && request->body_source.length > 0)
+  if (borrows_source)
     t->source = request->body_source;
   t->body_fd = request->body_fd;
   t->sink_fd = request->sink == CR_SINK_FILE ? request->sink_fd : -1;
@@ -158,10 +160,15 @@ cr_transfer_t* cr_transfer_create(const cr_request_t* request,
   return t;
 
 oom:
-  t->body_fd = t->sink_fd = -1; /* still the caller's */
-  cr_transfer_free(t);
+  cr_transfer_free_unsubmitted(t);
   *error = CR_ERR_INTERNAL;
   return NULL;
+}
+
+void cr_transfer_free_unsubmitted(cr_transfer_t* t) {
+  t->body_fd = t->sink_fd = -1;
+  memset(&t->source, 0, sizeof(t->source));
+  cr_transfer_free(t);
 }
 
 void cr_transfer_release_source(cr_transfer_t* t) {
