@@ -5,8 +5,8 @@ import PackageDescription
 // (AsyncHTTPClient) or the benchmark framework.
 //
 // - courier-bench: the side-by-side comparison against nginx on loopback (see README.md).
-// - bench-client: one workload with one Swift client, spawned by courier-bench so that each run's CPU time and
-//   peak RSS are its own process's.
+// - bench-courier, bench-urlsession, bench-ahc: one workload with one Swift client, spawned by courier-bench
+//   through bench-launch, which reports that process's own wall time, CPU time and peak RSS.
 // - CourierMicro: microbenchmarks of the hot paths (package-benchmark), with allocation thresholds.
 
 // SwiftPM names a path dependency after its folder; the repository may be cloned under any name.
@@ -37,19 +37,41 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // What every client executable shares: the workload driver and the `run` command's options.
+        .target(
+            name: "BenchClientKit",
+            dependencies: ["BenchmarkSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strictSwift
+        ),
+        // The client over a URLSession-shaped session, shared by Courier's and FoundationNetworking's executables.
+        .target(name: "SessionClientKit", dependencies: ["BenchClientKit"], swiftSettings: strictSwift),
+        // One executable per Swift client, so that each run's peak RSS holds only that client's libraries.
         .executableTarget(
-            name: "bench-client",
+            name: "bench-courier",
             dependencies: [
-                "BenchmarkSupport",
+                "BenchClientKit", "SessionClientKit",
                 .product(name: "Courier", package: courierPackage),
+            ],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "bench-urlsession",
+            dependencies: ["BenchClientKit", "SessionClientKit"],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "bench-ahc",
+            dependencies: [
+                "BenchClientKit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSwift
         ),
+        // Runs one client and reports its own costs (C: its small resident set is the floor of every peak RSS).
+        .executableTarget(name: "bench-launch"),
         .executableTarget(
             name: "CourierMicro",
             dependencies: [

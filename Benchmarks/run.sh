@@ -9,7 +9,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 bash "$here/../scripts/bootstrap.sh" nginx curl
-swift build -c release --package-path "$here" --product bench-client
-swift build -c release --package-path "$here" --product courier-bench
+for product in bench-launch bench-courier bench-urlsession bench-ahc courier-bench; do
+    swift build -c release --package-path "$here" --product "$product"
+done
 bin="$(swift build -c release --package-path "$here" --show-bin-path)"
-exec "$bin/courier-bench" --client "$bin/bench-client" "$@"
+exec "$bin/courier-bench" --clients "$bin" "$@"

@@ -17,7 +17,4 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
         case .curl: "curl --parallel"
         }
     }
-
-    /// Peers run by `bench-client` (everything but curl).
-    public var isSwiftClient: Bool { self != .curl }
 }

@@ -34,8 +34,8 @@ struct CourierBench: ParsableCommand {
     @Option(help: "Where fixtures, nginx and downloads live (the fixtures are kept for the next run)")
     var workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench").path
 
-    @Option(help: "The bench-client executable (default: next to this one)")
-    var client: String?
+    @Option(help: "The folder holding bench-launch and the client executables (default: this one's)")
+    var clients: String?
 
     @Option(help: "nginx worker_processes")
     var nginxWorkers = "auto"
@@ -80,8 +80,9 @@ struct CourierBench: ParsableCommand {
         log(
             "nginx on 127.0.0.1:\(nginx.port), \(runs) runs per client (\(diskRuns) to disk), "
                 + "\(ProcessInfo.processInfo.activeProcessorCount) cores")
+        let executables = clients.map { URL(fileURLWithPath: $0) } ?? Self.executableFolder
         let command = PeerCommand(
-            client: client ?? siblingExecutable("bench-client"),
+            executables: executables,
             baseURL: "http://127.0.0.1:\(nginx.port)",
             fixtures: fixtures,
             output: output,
@@ -89,6 +90,9 @@ struct CourierBench: ParsableCommand {
         )
 
         var results = Results()
+        for peer in selectedPeers {
+            results.startRSS[peer] = try measureStartRSS(peer, command: command, nginx: nginx, scratch: scratch)
+        }
         for workload in selectedWorkloads {
             for run in 0..<(workload.kind == .disk ? diskRuns : runs) {
                 // Alternate: each run starts with the next client, so that no client always follows the same one.
@@ -104,7 +108,7 @@ struct CourierBench: ParsableCommand {
             }
         }
         if !skipQueued, selectedPeers.contains(.courier) {
-            results.queuedTaskBytes = try measureQueuedTasks(client: command.client, scratch: scratch)
+            results.queuedTaskBytes = try measureQueuedTasks(client: command.executable(for: .courier), scratch: scratch)
         }
 
         let table = ResultTable(results: results, workloads: selectedWorkloads, peers: selectedPeers).render()
@@ -128,7 +132,9 @@ struct CourierBench: ParsableCommand {
         let stderr = scratch.appendingPathComponent("stderr.txt").path
         let measurement: Measurement
         do {
-            measurement = try ChildProcess(arguments, stdout: stdout, stderr: stderr).wait()
+            measurement = try Measurement.run(
+                arguments, launcher: command.launcher, report: scratch.appendingPathComponent("costs.txt"),
+                stdout: stdout, stderr: stderr)
         } catch {
             let said = (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? ""
             throw HarnessError("\(workload.name) with \(peer.rawValue) failed (\(error)):\n\(said.suffix(2000))")
@@ -169,6 +175,17 @@ struct CourierBench: ParsableCommand {
         }
     }
 
+    /// The median peak RSS of three runs of a single 1 KiB GET with `peer`.
+    private func measureStartRSS(_ peer: Peer, command: PeerCommand, nginx: Nginx, scratch: URL) throws -> Int {
+        let single = Workload.w1.scaled(by: 0)
+        let peaks = try (0..<3).map { _ in
+            Double(try measure(peer, single, command: command, nginx: nginx, scratch: scratch).peakRSS)
+        }
+        let peak = Int(Results.median(peaks))
+        log(String(format: "\(peer.rawValue) start RSS: %.1f MiB", Double(peak) / 1_048_576))
+        return peak
+    }
+
     private func measureQueuedTasks(client: String, scratch: URL) throws -> Double {
         let stdout = scratch.appendingPathComponent("queued.txt").path
         _ = try ChildProcess([client, "queued", "--count", "100000"], stdout: stdout,
@@ -179,9 +196,9 @@ struct CourierBench: ParsableCommand {
         return bytes
     }
 
-    private func siblingExecutable(_ name: String) -> String {
+    /// The folder this executable lives in, where SwiftPM also puts the clients and bench-launch.
+    private static var executableFolder: URL {
         URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent(name).path
     }
 
     /// 1,000 connections in flight need more descriptors than the usual soft limit of 1,024; children inherit it.

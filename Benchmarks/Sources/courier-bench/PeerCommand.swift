@@ -1,10 +1,12 @@
 import BenchmarkSupport
 import Foundation
 
-/// The command line that runs one workload with one peer: `bench-client` for the Swift clients, the curl command
-/// line with `--parallel` and a config file listing every transfer for curl.
+/// The command line that runs one workload with one peer: the peer's own executable (`bench-courier`,
+/// `bench-urlsession`, `bench-ahc`) for the Swift clients, the curl command line with `--parallel` and a config
+/// file listing every transfer for curl.
 struct PeerCommand {
-    let client: String
+    /// The folder holding `bench-launch` and the client executables.
+    let executables: URL
     let baseURL: String
     let fixtures: URL
     let output: URL
@@ -23,10 +25,20 @@ struct PeerCommand {
             ]
         case .courier, .urlsession, .ahc:
             return [
-                client, "run", peer.rawValue, workload.name, "--count", String(workload.count),
+                executable(for: peer), "run", workload.name, "--count", String(workload.count),
                 "--base-url", baseURL, "--fixtures", fixtures.path, "--output", output.path,
             ]
         }
+    }
+
+    /// The path of a Swift client's executable.
+    func executable(for peer: Peer) -> String {
+        executables.appendingPathComponent("bench-\(peer.rawValue)").path
+    }
+
+    /// The program every run goes through, which reports the run's own costs (``Measurement``).
+    var launcher: String {
+        executables.appendingPathComponent("bench-launch").path
     }
 
     /// One `url`/`output` (and `upload-file`) stanza per transfer, written once per workload.

@@ -9,6 +9,9 @@ struct Results: Codable {
     }
 
     private(set) var runs: [Key: [Measurement]] = [:]
+    /// Each client's peak RSS for a single 1 KiB GET (median): what its libraries and runtime take before any
+    /// transfer load.
+    var startRSS: [Peer: Int] = [:]
     var queuedTaskBytes: Double?
 
     mutating func record(_ measurement: Measurement, workload: Workload, peer: Peer) {
@@ -65,8 +68,9 @@ struct ResultTable {
 
     func render() -> String {
         var lines = [
-            "| Workload | Client | Runs | Wall (s) | Throughput | CPU (s) | Peak RSS (MiB) | Courier's throughput ÷ this |",
-            "|---|---|---:|---:|---:|---:|---:|---:|",
+            "| Workload | Client | Runs | Wall (s) | Throughput | CPU (s) | Peak RSS (MiB) | Above start (MiB) "
+                + "| Courier's throughput ÷ this |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for workload in workloads {
             let courier = results.median(workload, .courier)
@@ -75,12 +79,19 @@ struct ResultTable {
                     continue
                 }
                 let ratio = courier.map { String(format: "%.2f×", measured.wall / $0.wall) } ?? "–"
+                let aboveStart = results.startRSS[peer].map { mebibytes(measured.peakRSS - $0) } ?? "–"
                 lines.append(
                     "| \(workload.name) | \(peer.displayName) | \(results.runCount(workload, peer)) | "
                         + String(format: "%.3f", measured.wall) + " | \(throughput(workload, measured)) | "
                         + String(format: "%.2f", measured.cpu) + " | "
-                        + String(format: "%.1f", Double(measured.peakRSS) / 1_048_576) + " | \(ratio) |")
+                        + mebibytes(measured.peakRSS) + " | \(aboveStart) | \(ratio) |")
             }
+        }
+        if !results.startRSS.isEmpty {
+            lines.append("")
+            lines.append("Start RSS (one 1 KiB GET, the run's libraries and runtime): "
+                + peers.compactMap { peer in results.startRSS[peer].map { "\(peer.displayName) \(mebibytes($0)) MiB" } }
+                    .joined(separator: ", "))
         }
         lines.append("")
         lines.append("| Target | Measured | Met |")
@@ -121,6 +132,10 @@ struct ResultTable {
         case .disk, .upload:
             String(format: "%.1f MiB/s", Double(workload.totalBytes) / 1_048_576 / measured.wall)
         }
+    }
+
+    private func mebibytes(_ bytes: Int) -> String {
+        String(format: "%.1f", Double(bytes) / 1_048_576)
     }
 
     private func format(_ ratio: Double) -> String {

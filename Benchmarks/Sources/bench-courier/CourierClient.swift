@@ -1,6 +1,7 @@
-import BenchmarkSupport
+import BenchClientKit
 import Courier
 import Foundation
+public import SessionClientKit
 
 extension Session: URLLoadingSession {}
 

@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import BenchmarkSupport
+import BenchClientKit
 import Foundation
 import NIOCore
 import NIOFoundationCompat

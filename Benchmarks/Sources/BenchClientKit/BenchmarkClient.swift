@@ -1,13 +1,9 @@
-import BenchmarkSupport
-import Foundation
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+public import BenchmarkSupport
+public import Foundation
 
 /// One peer's way of running a workload: the idiomatic async API of each client, `concurrency` Swift tasks each
 /// running its share of the transfers one after another.
-protocol BenchmarkClient: Sendable {
+public protocol BenchmarkClient: Sendable {
     var plan: TransferPlan { get }
 
     /// One GET into memory; returns the body length.
@@ -21,31 +17,44 @@ protocol BenchmarkClient: Sendable {
 }
 
 /// What one run moves, resolved from a workload and the harness's folders.
-struct TransferPlan: Sendable {
-    let workload: Workload
-    let baseURL: String
-    let fixtures: URL
-    let output: URL
+public struct TransferPlan: Sendable {
+    public let workload: Workload
+    public let baseURL: String
+    public let fixtures: URL
+    public let output: URL
 
-    func url(_ index: Int) -> URL {
+    public init(workload: Workload, baseURL: String, fixtures: URL, output: URL) {
+        self.workload = workload
+        self.baseURL = baseURL
+        self.fixtures = fixtures
+        self.output = output
+    }
+
+    public func url(_ index: Int) -> URL {
         URL(string: workload.url(index, baseURL: baseURL))!
     }
 
-    func destination(_ index: Int) -> URL {
+    public func destination(_ index: Int) -> URL {
         output.appendingPathComponent(workload.outputName(index))
     }
 }
 
 /// A transfer finished with an unexpected status or length.
-struct TransferFailed: Error, CustomStringConvertible {
-    let url: URL
-    let reason: String
+public struct TransferFailed: Error, CustomStringConvertible {
+    public let url: URL
+    public let reason: String
 
-    var description: String { "\(url): \(reason)" }
+    public init(url: URL, reason: String) {
+        self.url = url
+        self.reason = reason
+    }
+
+    public var description: String { "\(url): \(reason)" }
 }
 
 extension BenchmarkClient {
-    func run() async throws -> ClientReport {
+    /// Runs the plan's workload: `concurrency` Swift tasks, each running its share of the transfers in turn.
+    public func run() async throws -> ClientReport {
         let workload = plan.workload
         let uploadBody: Data? =
             workload.kind == .upload
@@ -79,15 +88,8 @@ extension BenchmarkClient {
         }
     }
 
-    /// Throws unless `response` is an HTTP response with a 2xx status.
-    func check(_ response: URLResponse, for url: URL) throws {
-        guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {
-            throw TransferFailed(url: url, reason: "not a 2xx response: \(response)")
-        }
-    }
-
     /// The length of the file at `url`.
-    func fileSize(_ url: URL) throws -> Int {
+    public func fileSize(_ url: URL) throws -> Int {
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
         return (attributes[.size] as? NSNumber)?.intValue ?? -1
     }

@@ -1,5 +1,6 @@
-import BenchmarkSupport
+import BenchClientKit
 import Foundation
+public import SessionClientKit
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
