@@ -799,8 +799,7 @@ static void on_async(uv_async_t* async) {
     return;
   }
   for (size_t i = 0; i < count; i++)
-    if (!loop->stopping)
-      apply_command(loop, &loop->command_scratch[i]);
+    apply_command(loop, &loop->command_scratch[i]);
   admit(loop);
 }
 
