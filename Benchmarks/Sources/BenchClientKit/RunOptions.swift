@@ -1,10 +1,10 @@
-public import ArgumentParser
+import ArgumentParser
 import BenchmarkSupport
 import Foundation
 
-/// What every client executable's `run` command takes: one workload, the server, the folders. `execute` runs the
-/// workload with the client it is given and prints a ``ClientReport`` line for the harness.
-public struct RunOptions: ParsableArguments {
+/// What ``RunCommand`` takes: one workload, the server, the folders. `execute` runs the workload with the client it
+/// is given and prints a ``ClientReport`` line for the harness.
+struct RunOptions: ParsableArguments {
     @Argument(help: "W1 … W5")
     var workload: String
 
@@ -20,11 +20,9 @@ public struct RunOptions: ParsableArguments {
     @Option(help: "Transfers in this run (default: the workload's)")
     var count: Int?
 
-    public init() {}
-
     /// Builds the client for this run's plan, runs it, and prints the report; throws unless every transfer
     /// succeeded.
-    public func execute(with makeClient: (TransferPlan) throws -> any BenchmarkClient) async throws {
+    func execute(with makeClient: (TransferPlan) throws -> any BenchmarkClient) async throws {
         guard var workload = Workload.named(workload) else {
             throw ValidationError("unknown workload '\(self.workload)'")
         }

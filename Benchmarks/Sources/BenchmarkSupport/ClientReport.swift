@@ -1,6 +1,7 @@
 import Foundation
 
-/// The one line a client executable (`bench-courier`, …) prints on success: what it moved, so that the harness can check the run.
+/// The one line a client executable (`bench-courier`, …) prints on success: what it moved, so that the harness can
+/// check the run.
 public struct ClientReport: Sendable, Codable {
     /// Transfers that finished with a 2xx status and the expected body length.
     public var succeeded: Int
