@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command: install what is missing, build everything with the tests, run the Swift test suite
 # (unit, integration, fault-injection, process and stress tests, one test at a time with
-# `swift test --no-parallel`), then the command-line tests of the built `courier` binary (scripts/cli-test.sh).
+# `swift test --no-parallel`), then the command-line tests of the built `courier` binary (scripts/cli-test.sh),
+# then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
+# committed fails; allocation counts, not times, so a loaded machine does not change them).
 #
-# Both parts always run; the exit status is non-zero if either failed.
+# All three parts always run; the exit status is non-zero if any failed.
 # COURIER_SCRATCH_PATH picks another build folder (see scripts/lib/common.sh).
 set -euo pipefail
 
@@ -31,5 +33,18 @@ bash scripts/cli-test.sh || cli_status=$?
 if [ "$cli_status" -ne 0 ]; then
     log "CLI tests failed (exit status $cli_status)" >&2
     status=$cli_status
+fi
+
+# package-benchmark reads Thresholds/ relative to the working directory. Its plugin builds the microbenchmarks in
+# release mode in Benchmarks/.build (about 3.5 minutes from a clean clone). It fails when a count is more than 5 %
+# over its threshold ("WORSE"), and also when more than 5 % under ("BETTER"): then commit the lower thresholds
+# (Benchmarks/README.md).
+log "microbenchmark allocation thresholds"
+alloc_status=0
+(cd Benchmarks && swift package --disable-sandbox benchmark thresholds check --metric mallocCountTotal) \
+    || alloc_status=$?
+if [ "$alloc_status" -ne 0 ]; then
+    log "allocation thresholds failed (exit status $alloc_status; see Benchmarks/README.md)" >&2
+    status=$alloc_status
 fi
 exit "$status"
