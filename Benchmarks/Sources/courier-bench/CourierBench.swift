@@ -108,7 +108,8 @@ struct CourierBench: ParsableCommand {
             }
         }
         if !skipQueued, selectedPeers.contains(.courier) {
-            results.queuedTaskBytes = try measureQueuedTasks(client: command.executable(for: .courier), scratch: scratch)
+            results.queuedTaskBytes = try measureQueuedTasks(
+                client: command.executable(for: .courier), scratch: scratch)
         }
 
         let table = ResultTable(results: results, workloads: selectedWorkloads, peers: selectedPeers).render()
