@@ -88,10 +88,12 @@ struct ResultTable {
             }
         }
         if !results.startRSS.isEmpty {
+            let starts = peers.compactMap { peer in
+                results.startRSS[peer].map { "\(peer.displayName) \(mebibytes($0)) MiB" }
+            }
             lines.append("")
-            lines.append("Start RSS (one 1 KiB GET, the run's libraries and runtime): "
-                + peers.compactMap { peer in results.startRSS[peer].map { "\(peer.displayName) \(mebibytes($0)) MiB" } }
-                    .joined(separator: ", "))
+            lines.append(
+                "Start RSS (one 1 KiB GET, the run's libraries and runtime): " + starts.joined(separator: ", "))
         }
         lines.append("")
         lines.append("| Target | Measured | Met |")
