@@ -70,6 +70,21 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // The engine's C sources (a link to ../CSupport), compiled once more for bench-floor alone: the library
+        // keeps its engine internal.
+        .target(
+            name: "CourierEngineC",
+            exclude: ["tests"],
+            sources: ["src"],
+            publicHeadersPath: "include",
+            linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("uv"), .linkedLibrary("pthread")]
+        ),
+        // The floor: the engine with the least Swift an async, URLSession-shaped API needs above it.
+        .executableTarget(
+            name: "bench-floor",
+            dependencies: ["BenchClientKit", "CourierEngineC"],
+            swiftSettings: strictSwift
+        ),
         // Runs one client and reports its own costs (C: its small resident set is the floor of every peak RSS).
         .executableTarget(name: "bench-launch"),
         .executableTarget(

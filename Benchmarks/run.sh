@@ -9,7 +9,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 bash "$here/../scripts/bootstrap.sh" nginx curl
-for product in bench-launch bench-courier bench-urlsession bench-ahc courier-bench; do
+for product in bench-launch bench-courier bench-urlsession bench-ahc bench-floor courier-bench; do
     swift build -c release --package-path "$here" --product "$product"
 done
 bin="$(swift build -c release --package-path "$here" --show-bin-path)"

@@ -8,6 +8,9 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
     case ahc
     /// The curl command line with `--parallel` (the same libcurl, no Swift above it).
     case curl
+    /// Not a peer but a reference: Courier's engine with the least Swift an async API returning
+    /// `(Data, HTTPURLResponse)` needs (`bench-floor`). Courier cannot be faster than this on W1 and W2.
+    case floor
 
     public var displayName: String {
         switch self {
@@ -15,6 +18,7 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
         case .urlsession: "URLSession (FoundationNetworking)"
         case .ahc: "AsyncHTTPClient"
         case .curl: "curl --parallel"
+        case .floor: "Floor: engine + minimal async Swift"
         }
     }
 }

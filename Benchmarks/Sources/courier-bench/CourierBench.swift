@@ -25,8 +25,8 @@ struct CourierBench: ParsableCommand {
     @Option(help: "Workloads, comma-separated (W1,W2,W3,W4,W5)")
     var workloads = "W1,W2,W3,W4,W5"
 
-    @Option(help: "Clients, comma-separated (courier,urlsession,ahc,curl)")
-    var peers = "courier,urlsession,ahc,curl"
+    @Option(help: "Clients, comma-separated (courier,urlsession,ahc,curl,floor)")
+    var peers = "courier,urlsession,ahc,curl,floor"
 
     @Option(help: "Multiplies every workload's transfer count (for a quick check: 0.05)")
     var scale = 1.0
