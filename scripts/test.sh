@@ -3,9 +3,11 @@
 # (unit, integration, fault-injection, process and stress tests, one test at a time with
 # `swift test --no-parallel`), then the command-line tests of the built `courier` binary (scripts/cli-test.sh),
 # then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
-# committed fails; allocation counts, not times, so a loaded machine does not change them).
+# committed fails; allocation counts, not times, so a loaded machine does not change them), then the comparison
+# harness once at 2 % scale (Benchmarks/run.sh: every client against nginx, every transfer checked; its figures
+# are not looked at).
 #
-# All three parts always run; the exit status is non-zero if any failed.
+# All four parts always run; the exit status is non-zero if any failed.
 # COURIER_SCRATCH_PATH picks another build folder (see scripts/lib/common.sh).
 set -euo pipefail
 
@@ -46,5 +48,15 @@ alloc_status=0
 if [ "$alloc_status" -ne 0 ]; then
     log "allocation thresholds failed (exit status $alloc_status; see Benchmarks/README.md)" >&2
     status=$alloc_status
+fi
+
+# The one-command comparison, end to end: installs nginx and curl, builds the harness and the four Swift clients in
+# release mode (about 6 minutes after the allocation check), and fails when any client's transfer fails its check.
+log "comparison harness at 2 % scale"
+harness_status=0
+bash Benchmarks/run.sh --scale 0.02 --runs 1 --disk-runs 1 --skip-queued || harness_status=$?
+if [ "$harness_status" -ne 0 ]; then
+    log "comparison harness failed (exit status $harness_status; see Benchmarks/README.md)" >&2
+    status=$harness_status
 fi
 exit "$status"
