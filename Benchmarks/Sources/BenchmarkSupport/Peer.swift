@@ -9,7 +9,8 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
     /// The curl command line with `--parallel` (the same libcurl, no Swift above it).
     case curl
     /// Not a peer but a reference: Courier's engine with the least Swift an async API returning
-    /// `(Data, HTTPURLResponse)` needs (`bench-floor`). Courier cannot be faster than this on W1 and W2.
+    /// `(Data, HTTPURLResponse)` needs (`bench-floor`). Courier does all of that and more, so on W1 and W2 it
+    /// should not be faster than this beyond run-to-run noise.
     case floor
 
     public var displayName: String {

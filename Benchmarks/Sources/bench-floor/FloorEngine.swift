@@ -8,8 +8,8 @@ import FoundationNetworking
 /// Courier's C engine with the least Swift that an async API returning `(Data, HTTPURLResponse)` needs above
 /// it: per request one submit, one checked continuation resumed from the event callback, one `Data` and one
 /// `HTTPURLResponse`. Courier's `Session` does all of that and more (tasks, delegates, redirects, cookies,
-/// metrics), so its W1 and W2 times cannot go below this client's; the gap between the two is what Courier's own
-/// Swift layer costs.
+/// metrics), so its W1 and W2 times should not go below this client's beyond run-to-run noise; the gap between
+/// the two is what Courier's own Swift layer costs.
 ///
 /// `@unchecked Sendable`: the `cr_*` functions called here are thread-safe (`courier_engine.h`), the pointer is
 /// immutable after `init` and destroyed once, in `deinit`.
