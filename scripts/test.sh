@@ -51,7 +51,8 @@ if [ "$alloc_status" -ne 0 ]; then
 fi
 
 # The one-command comparison, end to end: installs nginx and curl, builds the harness and the four Swift clients in
-# release mode (about 6 minutes after the allocation check), and fails when any client's transfer fails its check.
+# release mode (about 9 minutes in a clean clone, after the allocation check), and fails when any client's transfer
+# fails its check.
 log "comparison harness at 2 % scale"
 harness_status=0
 bash Benchmarks/run.sh --scale 0.02 --runs 1 --disk-runs 1 --skip-queued || harness_status=$?
