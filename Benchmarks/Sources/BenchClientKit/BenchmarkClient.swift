@@ -88,6 +88,13 @@ extension BenchmarkClient {
         }
     }
 
+    /// Throws unless `status` is a 2xx HTTP status: every client's check of every transfer.
+    public func checkStatus(_ status: Int, for url: URL) throws {
+        guard (200..<300).contains(status) else {
+            throw TransferFailed(url: url, reason: "status \(status)")
+        }
+    }
+
     /// The length of the file at `url`.
     public func fileSize(_ url: URL) throws -> Int {
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)

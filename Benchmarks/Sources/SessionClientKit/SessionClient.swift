@@ -52,8 +52,9 @@ public struct SessionClient<Loader: URLLoadingSession>: BenchmarkClient {
 
     /// Throws unless `response` is an HTTP response with a 2xx status.
     private func check(_ response: URLResponse, for url: URL) throws {
-        guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {
-            throw TransferFailed(url: url, reason: "not a 2xx response: \(response)")
+        guard let response = response as? HTTPURLResponse else {
+            throw TransferFailed(url: url, reason: "not an HTTP response: \(response)")
         }
+        try checkStatus(response.statusCode, for: url)
     }
 }

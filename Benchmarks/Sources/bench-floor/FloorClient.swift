@@ -22,7 +22,7 @@ struct FloorClient: BenchmarkClient {
 
     func fetch(_ url: URL) async throws -> Int {
         let (body, response) = try await engine.exchange(url)
-        try Self.check(response, url: url)
+        try checkStatus(response.statusCode, for: url)
         return body.count
     }
 
@@ -32,21 +32,15 @@ struct FloorClient: BenchmarkClient {
             throw TransferFailed(url: url, reason: "cannot create \(destination.path) (errno \(errno))")
         }
         let (_, response) = try await engine.exchange(url, sinkDescriptor: descriptor)
-        try Self.check(response, url: url)
+        try checkStatus(response.statusCode, for: url)
         return try fileSize(destination)
     }
 
     func upload(_ body: Data, to url: URL) async throws -> Int {
         let (_, response) = try await engine.exchange(url, method: "PUT", body: body)
-        try Self.check(response, url: url)
+        try checkStatus(response.statusCode, for: url)
         return body.count
     }
 
     func shutdown() async throws {}
-
-    private static func check(_ response: HTTPURLResponse, url: URL) throws {
-        guard (200...299).contains(response.statusCode) else {
-            throw TransferFailed(url: url, reason: "status \(response.statusCode)")
-        }
-    }
 }
