@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Courier: URLSession-style sessions over a libcurl + libuv transfer core (CSupport).
-// System packages: libuv1-dev and libcurl4-openssl-dev (installed by scripts/bootstrap.sh).
+// System packages: libuv1-dev and libcurl4-openssl-dev; for the test server's encoders zlib1g-dev, libbrotli-dev
+// and libzstd-dev (all installed by scripts/bootstrap.sh).
 
 let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -76,11 +77,18 @@ let package = Package(
             path: "Tests/Fixtures/LifecycleProbe",
             swiftSettings: strictSwift
         ),
+        // The test server's content encoders (gzip, deflate, br, zstd) over the system's libraries.
+        .target(
+            name: "CTestCompression",
+            path: "Tests/CTestCompression",
+            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("brotlienc"), .linkedLibrary("zstd")]
+        ),
         // The real loopback test server (HTTP/1.1, HTTP/2, TLS with a CA made at test time, faults).
         .target(
             name: "CourierTestSupport",
             dependencies: [
                 "CourierConcurrency",
+                "CTestCompression",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -18,7 +18,12 @@
  * array. Events of one transfer arrive in order:
  *   RESPONSE? (DATA | PROGRESS)* COMPLETE
  * RESPONSE comes once, for the final response (the one whose body is
- * delivered), before any DATA. The callback must not block and must not
+ * delivered), before any DATA. A RESPONSE with held = 1 is answered with
+ * cr_transfer_decide() or cr_transfer_cancel(): until then no DATA and no
+ * successful COMPLETE follow, even when the whole response (an empty body,
+ * HEAD, 204, 304) has already arrived; only a failure (a timeout, a lost
+ * connection) may end a held transfer without a decision.
+ * The callback must not block and must not
  * call cr_engine_destroy(); it may call the other cr_* functions.
  * Pointer fields marked "owned" in an event pass to the receiver, who must
  * free() them (also when it ignores the event).
@@ -58,7 +63,14 @@ enum {
    * connection; ignored for plain http, which stays HTTP/1.1. */
   CR_FLAG_HTTP2 = 1u << 3,
   /* Do not verify the server certificate or host name (tests only). */
-  CR_FLAG_INSECURE = 1u << 4
+  CR_FLAG_INSECURE = 1u << 4,
+  /* Offer every content coding libcurl decodes (gzip, deflate, br, zstd)
+   * in Accept-Encoding, unless the request carries its own, and decode
+   * the body: DATA, the sink file and `received` are decoded bytes, and
+   * `expected_to_receive` is -1 for an encoded body (its decoded length is
+   * unknown; the wire length is still checked against Content-Length).
+   * Without it, nothing is decoded and no Accept-Encoding is added. */
+  CR_FLAG_DECODE = 1u << 5
 };
 
 typedef enum {
@@ -104,7 +116,10 @@ typedef struct {
    * Content-Range starts elsewhere fails with CR_ERR_BAD_RANGE; a 200 means
    * the server sent the whole entity: the sink file is truncated and the
    * RESPONSE event reports resume_offset 0. Add any If-Range header
-   * yourself. Bodies are written at file offset resume_offset + n. */
+   * yourself. Bodies are written at file offset resume_offset + n. A 206
+   * with a Content-Encoding fails with CR_ERR_BAD_RANGE (ranges of an
+   * encoded entity are never mixed into a file); do not combine with
+   * CR_FLAG_DECODE. */
   int64_t resume_offset;
   uint32_t flags;               /* CR_FLAG_*                             */
   cr_auth_t auth;
@@ -147,7 +162,8 @@ typedef enum {
   CR_ERR_UNSUPPORTED_URL = 13,
   CR_ERR_BAD_URL = 14,
   CR_ERR_NO_SPACE = 15,          /* ENOSPC while writing                    */
-  CR_ERR_INTERNAL = 16           /* any other libcurl failure: see curl_code */
+  CR_ERR_INTERNAL = 16,          /* any other libcurl failure: see curl_code */
+  CR_ERR_DECODING = 17           /* a corrupt or unknown content coding     */
 } cr_error_t;
 
 /* Timings in microseconds from the start of the transfer (curl's *_TIME_T),
@@ -163,7 +179,8 @@ typedef struct {
   int64_t request_header_bytes;
   int64_t response_header_bytes;
   int64_t body_bytes_sent;
-  int64_t body_bytes_received;
+  int64_t body_bytes_received;   /* after decoding (what was delivered)    */
+  int64_t body_bytes_on_wire;    /* before decoding                        */
   int http_version;              /* 10, 11, 20, 30; 0 unknown             */
   int reused_connection;         /* 1 when no new connection was made     */
   int remote_port;
@@ -185,7 +202,7 @@ struct cr_event_s {
   uint64_t tag;
   /* RESPONSE */
   int status;
-  int held;                      /* 1: body held until cr_transfer_decide() */
+  int held;                      /* 1: body and end held until a decision   */
   int64_t resume_offset;         /* where the body starts in the sink file  */
   char* headers;                 /* owned: raw header block, CRLF lines,
                                     status line first                        */

@@ -44,6 +44,8 @@ typedef enum {
   CR_TRANSFER_QUEUED = 0,   /* waiting for a slot (or parked while paused) */
   CR_TRANSFER_ACTIVE,       /* added to the multi handle                    */
   CR_TRANSFER_FINISHING,    /* out of curl, waiting for disk writes          */
+  CR_TRANSFER_DECIDING,     /* out of curl with its whole response, which is
+                               held: COMPLETE waits for the decision         */
   CR_TRANSFER_DONE
 } cr_transfer_state_t;
 
@@ -96,6 +98,7 @@ struct cr_transfer_s {
   unsigned response_seen : 1; /* end of headers of a non-1xx response seen  */
   unsigned chunked : 1;
   unsigned has_location : 1;
+  unsigned encoded : 1;       /* Content-Encoding other than identity       */
   unsigned discard_body : 1;  /* body of a response that must not be kept   */
   unsigned progress_dirty : 1;
   unsigned in_dirty_list : 1;
@@ -303,6 +306,9 @@ void cr_transfer_free_unsubmitted(cr_transfer_t* t);
 void cr_transfer_release_source(cr_transfer_t* t);
 /* Prepares t->easy for the request. Returns 0 or an error code. */
 cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy);
+/* Body bytes of the response as they came off the connection (before any
+ * content decoding); -1 when curl cannot say. While t->easy is set. */
+int64_t cr_transfer_wire_bytes(cr_transfer_t* t);
 /* Reads curl's timings into t->metrics. */
 void cr_transfer_collect_metrics(cr_transfer_t* t);
 cr_error_t cr_error_from_curl(CURLcode code, int after_submit);

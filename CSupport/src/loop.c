@@ -397,9 +397,14 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
   } else if (t->error == CR_OK) {
     t->error = cr_error_from_curl(code, 1);
     if (t->error == CR_OK && !(t->flags & CR_FLAG_NO_BODY) &&
-        t->expected >= 0 && t->received < t->expected) {
-      t->error = CR_ERR_SHORT_BODY;
-      t->message = cr_strdup("the body ended before its announced length");
+        t->status != 204 && t->status != 304) {
+      /* A decoded body is checked by its wire length. */
+      int64_t got = t->expected >= 0 ? t->received : cr_transfer_wire_bytes(t);
+      int64_t announced = t->expected >= 0 ? t->expected : t->content_length;
+      if (announced >= 0 && got >= 0 && got < announced) {
+        t->error = CR_ERR_SHORT_BODY;
+        t->message = cr_strdup("the body ended before its announced length");
+      }
     }
   }
   if (code != CURLE_OK)
@@ -418,7 +423,12 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
   loop->active_count--;
   atomic_fetch_sub(&loop->stat_active, 1);
 
-  if (t->sink == CR_SINK_FILE) {
+  if (t->held && t->error == CR_OK) {
+    /* The whole response arrived while held (no body to pause on): the
+     * end waits for the decision, as a body would have. Nothing was
+     * written, so no disk write can be pending. */
+    t->state = CR_TRANSFER_DECIDING;
+  } else if (t->sink == CR_SINK_FILE) {
     cr_loop_queue_chunk(t);
     t->state = CR_TRANSFER_FINISHING;
     if (t->pending_writes == 0)
@@ -426,6 +436,18 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
   } else {
     complete(t);
   }
+}
+
+/* Ends a transfer that waited out of curl for the decision on its held
+ * response: with the decision's outcome, or cancelled. */
+static void end_deciding(cr_transfer_t* t, cr_error_t outcome) {
+  t->held = 0;
+  if (outcome != CR_OK) {
+    t->error = outcome;
+    free(t->message);
+    t->message = NULL;
+  }
+  complete(t);
 }
 
 static void drain(cr_loop_t* loop) {
@@ -712,8 +734,9 @@ static void apply_command(cr_loop_t* loop, cr_command_t* cmd) {
     return;
   }
   t = table_find(&loop->transfers, cmd->transfer_id);
-  if (cmd->kind == CR_CMD_DECIDE && (t == NULL || !t->held ||
-                                     t->state != CR_TRANSFER_ACTIVE)) {
+  if (cmd->kind == CR_CMD_DECIDE &&
+      (t == NULL || !t->held ||
+       (t->state != CR_TRANSFER_ACTIVE && t->state != CR_TRANSFER_DECIDING))) {
     if (cmd->fd >= 0)
       close(cmd->fd);
     return;
@@ -733,6 +756,8 @@ static void apply_command(cr_loop_t* loop, cr_command_t* cmd) {
         complete(t);
       } else if (t->state == CR_TRANSFER_ACTIVE) {
         finish_active(t, CURLE_OK, CR_ERR_CANCELLED);
+      } else if (t->state == CR_TRANSFER_DECIDING) {
+        end_deciding(t, CR_ERR_CANCELLED);
       }
       break;
     case CR_CMD_PAUSE:
@@ -761,7 +786,10 @@ static void apply_command(cr_loop_t* loop, cr_command_t* cmd) {
       break;
     case CR_CMD_DECIDE:
       if (cmd->decision == CR_DECIDE_CANCEL) {
-        finish_active(t, CURLE_OK, CR_ERR_CANCELLED);
+        if (t->state == CR_TRANSFER_DECIDING)
+          end_deciding(t, CR_ERR_CANCELLED);
+        else
+          finish_active(t, CURLE_OK, CR_ERR_CANCELLED);
         break;
       }
       if (cmd->decision == CR_DECIDE_TO_FILE) {
@@ -771,7 +799,10 @@ static void apply_command(cr_loop_t* loop, cr_command_t* cmd) {
         t->sink_fd = cmd->fd;
       }
       t->held = 0;
-      apply_pause(t);
+      if (t->state == CR_TRANSFER_DECIDING)
+        end_deciding(t, CR_OK);
+      else
+        apply_pause(t);
       break;
     default:
       break;

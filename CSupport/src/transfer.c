@@ -209,6 +209,7 @@ static void reset_response(cr_transfer_t* t) {
   t->expected = -1;
   t->chunked = 0;
   t->has_location = 0;
+  t->encoded = 0;
   t->response_seen = 0;
   t->body_base = -1; /* until finish_headers: the Content-Range start */
 }
@@ -267,6 +268,11 @@ static int finish_headers(cr_transfer_t* t) {
     return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
                               "Content-Length together with chunked coding");
   t->expected = t->content_length;
+  /* Content-Length counts encoded bytes; curl delivers decoded ones, whose
+   * number is known only at the end. curl checks the wire length itself,
+   * and finish_active() checks it again (engine.md §4: HTTP/2 in 7.88.1). */
+  if (t->encoded && (t->flags & CR_FLAG_DECODE))
+    t->expected = -1;
   if ((t->flags & CR_FLAG_NO_BODY) || t->status == 204 || t->status == 304)
     t->expected = 0;
   int64_t range_start = t->body_base;
@@ -281,6 +287,10 @@ static int finish_headers(cr_transfer_t* t) {
       if (range_start != t->resume_offset)
         return fail_from_callback(t, CR_ERR_BAD_RANGE,
                                   "206 for another range than requested");
+      if (t->encoded)
+        return fail_from_callback(t, CR_ERR_BAD_RANGE,
+                                  "206 with a content coding: the range "
+                                  "cannot be appended to the partial file");
       t->body_base = t->resume_offset;
       t->discard_body = 0;
     } else if (t->status == 200) {
@@ -367,6 +377,11 @@ static size_t on_header(char* data, size_t size, size_t count, void* context) {
       t->chunked = 1;
   } else if (header_value(data, length, "Location", &value_length)) {
     t->has_location = value_length > 0;
+  } else if ((value = header_value(data, length, "Content-Encoding",
+                                   &value_length))) {
+    if (value_length > 0 &&
+        !(value_length == 8 && strncasecmp(value, "identity", 8) == 0))
+      t->encoded = 1;
   }
   if (append_header(t, data, length) != 0)
     return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
@@ -550,6 +565,12 @@ cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   } else {
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
   }
+  /* "" offers every coding this libcurl decodes; a request's own
+   * Accept-Encoding header replaces the offer, and decoding stays on. */
+  if (t->flags & CR_FLAG_DECODE)
+    SET(CURLOPT_ACCEPT_ENCODING, "");
+  else
+    SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
   if (t->flags & CR_FLAG_INSECURE) {
     SET(CURLOPT_SSL_VERIFYPEER, 0L);
     SET(CURLOPT_SSL_VERIFYHOST, 0L);
@@ -612,6 +633,18 @@ cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
 
 #undef SET
 
+int64_t cr_transfer_wire_bytes(cr_transfer_t* t) {
+  curl_off_t bytes;
+  /* curl counts body bytes as they come off the connection, before any
+   * content decoding. */
+  if (!(t->encoded && (t->flags & CR_FLAG_DECODE)))
+    return t->received;
+  if (t->easy == NULL ||
+      curl_easy_getinfo(t->easy, CURLINFO_SIZE_DOWNLOAD_T, &bytes) != CURLE_OK)
+    return -1;
+  return (int64_t)bytes;
+}
+
 void cr_transfer_collect_metrics(cr_transfer_t* t) {
   /* Allocated here, not with the transfer: a queued transfer stays small. */
   cr_metrics_t* m = t->metrics ? t->metrics : calloc(1, sizeof(*m));
@@ -641,6 +674,7 @@ void cr_transfer_collect_metrics(cr_transfer_t* t) {
       curl_easy_getinfo(easy, CURLINFO_HEADER_SIZE, &number) == CURLE_OK ? number : 0;
   m->body_bytes_sent = t->sent;
   m->body_bytes_received = t->received;
+  m->body_bytes_on_wire = cr_transfer_wire_bytes(t);
   if (curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &number) == CURLE_OK) {
     switch (number) {
       case CURL_HTTP_VERSION_1_0: m->http_version = 10; break;
@@ -682,8 +716,8 @@ cr_error_t cr_error_from_curl(CURLcode code, int after_submit) {
     case CURLE_HTTP2_STREAM: return CR_ERR_CONNECTION_LOST;
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_HTTP2:
-    case CURLE_BAD_CONTENT_ENCODING:
     case CURLE_TOO_MANY_REDIRECTS: return CR_ERR_BAD_RESPONSE;
+    case CURLE_BAD_CONTENT_ENCODING: return CR_ERR_DECODING;
     case CURLE_RANGE_ERROR: return CR_ERR_BAD_RANGE;
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_CERTPROBLEM:

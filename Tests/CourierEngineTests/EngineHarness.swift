@@ -13,6 +13,10 @@ struct TransferRecord: Sendable {
     var dataEvents = 0
     var progressEvents = 0
     var lastReceived: Int64 = 0
+    var expectedToReceive: Int64 = -1
+    /// Events that arrived while the response was held and undecided (DATA, or COMPLETE without an error).
+    var eventsWhileHeld = 0
+    var bodyBytesOnWire: Int64 = 0
     var eventsAfterCompletion = 0
     var completed = false
     var error: cr_error_t = CR_OK
@@ -131,6 +135,7 @@ final class EngineHarness: @unchecked Sendable {
     func pause(_ id: UInt64) { cr_transfer_pause(engine, id) }
     func resume(_ id: UInt64) { cr_transfer_resume(engine, id) }
     func decide(_ id: UInt64, _ decision: cr_decision_t, fd: Int32 = -1) {
+        records.withLock { $0[id]?.held = false }
         cr_transfer_decide(engine, id, decision, fd)
     }
 
@@ -176,6 +181,7 @@ final class EngineHarness: @unchecked Sendable {
                 var record = all[event.transfer] ?? TransferRecord()
                 if record.completed { record.eventsAfterCompletion += 1 }
                 record.lastReceived = event.received
+                record.expectedToReceive = event.expected_to_receive
                 switch event.kind {
                 case CR_EVENT_RESPONSE:
                     record.responseCount += 1
@@ -187,6 +193,7 @@ final class EngineHarness: @unchecked Sendable {
                     }
                     if event.held != 0, let decision { decisions.append((event.transfer, decision)) }
                 case CR_EVENT_DATA:
+                    if record.held { record.eventsWhileHeld += 1 }
                     record.dataEvents += 1
                     if let data = event.data {
                         record.body.append(data.assumingMemoryBound(to: UInt8.self), count: event.data_length)
@@ -194,6 +201,7 @@ final class EngineHarness: @unchecked Sendable {
                 case CR_EVENT_PROGRESS:
                     record.progressEvents += 1
                 case CR_EVENT_COMPLETE:
+                    if record.held && event.error == CR_OK { record.eventsWhileHeld += 1 }
                     record.completed = true
                     record.error = event.error
                     record.curlCode = event.curl_code
@@ -201,6 +209,7 @@ final class EngineHarness: @unchecked Sendable {
                     record.bytesOnDisk = event.bytes_on_disk
                     record.httpVersion = event.metrics.http_version
                     record.reusedConnection = event.metrics.reused_connection != 0
+                    record.bodyBytesOnWire = event.metrics.body_bytes_on_wire
                 default:
                     break
                 }
@@ -217,7 +226,7 @@ final class EngineHarness: @unchecked Sendable {
             }
         }
         for (id, decision) in decisions {
-            cr_transfer_decide(engine, id, decision, -1)
+            decide(id, decision)
         }
         for id in pauses {
             cr_transfer_pause(engine, id)

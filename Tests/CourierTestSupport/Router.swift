@@ -23,6 +23,10 @@ enum Router {
     }
 
     static func respond(to request: ReceivedRequest, state: ServerState) -> ResponsePlan {
+        BodyShape.apply(request, to: route(request, state: state))
+    }
+
+    private static func route(_ request: ReceivedRequest, state: ServerState) -> ResponsePlan {
         let segments = request.pathSegments
         guard let first = segments.first else { return notFound(request) }
         switch (first, segments.count) {
@@ -54,6 +58,8 @@ enum Router {
             return GarbageRoute.respond(to: request)
         case ("h2", 1):
             return ProtocolRoute.respond(to: request)
+        case ("encoded", 3):
+            return EncodedRoute.respond(to: request)
         default:
             return notFound(request)
         }

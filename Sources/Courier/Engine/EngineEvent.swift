@@ -21,7 +21,10 @@ struct EngineMetrics: Sendable {
     var requestHeaderBytes: Int64 = 0
     var responseHeaderBytes: Int64 = 0
     var bodyBytesSent: Int64 = 0
+    /// Body bytes delivered, after content decoding.
     var bodyBytesReceived: Int64 = 0
+    /// Body bytes as they came off the connection, before content decoding; -1 unknown.
+    var bodyBytesOnWire: Int64 = 0
     var httpVersion: Int = 0
     var reusedConnection = false
     var remotePort: Int = 0
@@ -132,6 +135,7 @@ extension EngineMetrics {
         responseHeaderBytes = m.response_header_bytes
         bodyBytesSent = m.body_bytes_sent
         bodyBytesReceived = m.body_bytes_received
+        bodyBytesOnWire = m.body_bytes_on_wire
         httpVersion = Int(m.http_version)
         reusedConnection = m.reused_connection != 0
         remotePort = Int(m.remote_port)

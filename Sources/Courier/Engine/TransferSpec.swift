@@ -30,6 +30,8 @@ struct TransferSpec: Sendable {
     var holdRedirectAndAuth = true
     var askResponse = false
     var noBody = false
+    /// Offer the content codings libcurl decodes and hand over decoded bytes (`CR_FLAG_DECODE`).
+    var decodesContent = true
     var http2 = true
     var authentication: Authentication = .none
     var idleTimeoutMilliseconds: Int64 = 0
@@ -42,6 +44,7 @@ struct TransferSpec: Sendable {
         if askResponse { flags |= UInt32(CR_FLAG_ASK_RESPONSE) }
         if holdRedirectAndAuth { flags |= UInt32(CR_FLAG_HOLD_REDIRECT_AND_AUTH) }
         if noBody { flags |= UInt32(CR_FLAG_NO_BODY) }
+        if decodesContent { flags |= UInt32(CR_FLAG_DECODE) }
         if http2 { flags |= UInt32(CR_FLAG_HTTP2) }
         return flags
     }

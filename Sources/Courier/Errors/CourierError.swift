@@ -40,7 +40,7 @@ public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let userCancelledAuthentication = Code(rawValue: -1012)
         /// Authentication was required and no credential was available.
         public static let userAuthenticationRequired = Code(rawValue: -1013)
-        /// The response body could not be decoded.
+        /// The response body's content coding (`gzip`, `deflate`, `br`, `zstd`) was corrupt or unknown.
         public static let cannotDecodeContentData = Code(rawValue: -1016)
         /// A file (an upload body, a resume file) does not exist.
         public static let fileDoesNotExist = Code(rawValue: -1100)

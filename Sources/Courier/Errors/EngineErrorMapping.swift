@@ -20,6 +20,7 @@ extension CourierError.Code {
         case CR_ERR_UNSUPPORTED_URL: self = .unsupportedURL
         case CR_ERR_BAD_URL: self = .badURL
         case CR_ERR_NO_SPACE: self = .insufficientSpace
+        case CR_ERR_DECODING: self = .cannotDecodeContentData
         default: self = .unknown
         }
     }

@@ -39,7 +39,11 @@ public struct SessionTaskTransactionMetrics: Sendable {
     public var countOfRequestHeaderBytesSent: Int64
     public var countOfRequestBodyBytesSent: Int64
     public var countOfResponseHeaderBytesReceived: Int64
+    /// Body bytes as they came off the connection: before content decoding (`Content-Encoding`).
     public var countOfResponseBodyBytesReceived: Int64
+    /// Body bytes after content decoding: what the task delivered. Equal to
+    /// ``countOfResponseBodyBytesReceived`` when the body had no content coding.
+    public var countOfResponseBodyBytesAfterDecoding: Int64
     public var remoteAddress: String?
     public var remotePort: Int?
     public var localAddress: String?
@@ -80,7 +84,8 @@ extension SessionTaskTransactionMetrics {
         countOfRequestHeaderBytesSent = m.requestHeaderBytes
         countOfRequestBodyBytesSent = m.bodyBytesSent
         countOfResponseHeaderBytesReceived = m.responseHeaderBytes
-        countOfResponseBodyBytesReceived = m.bodyBytesReceived
+        countOfResponseBodyBytesReceived = m.bodyBytesOnWire >= 0 ? m.bodyBytesOnWire : m.bodyBytesReceived
+        countOfResponseBodyBytesAfterDecoding = m.bodyBytesReceived
         remoteAddress = m.remoteAddress.isEmpty ? nil : m.remoteAddress
         remotePort = m.remotePort > 0 ? m.remotePort : nil
         localAddress = m.localAddress.isEmpty ? nil : m.localAddress

@@ -19,6 +19,8 @@ extension SessionTask {
             (state.redirectCount, state.hops.last?.request ?? state.currentRequest)
         }
         guard let hopRequest, let source = hopRequest.url else {
+            // Unreachable (every hop has a request with a URL); never leave a held transfer waiting.
+            failHeld(CourierError(.badURL, "the redirected request has no URL"), transfer: transfer)
             return
         }
         if count >= RedirectPolicy.maximumRedirects {

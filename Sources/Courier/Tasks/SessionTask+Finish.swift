@@ -165,6 +165,14 @@ extension SessionTask {
         finalize(.failure(CourierError(.cancelled, "the session was released", failingURL: currentURL)), work: &work)
     }
 
+    /// True when the response's body has a content coding other than `identity` (Courier decoded it).
+    static func hasContentCoding(_ head: ResponseHead) -> Bool {
+        guard let coding = head.value("Content-Encoding")?.trimmingCharacters(in: .whitespaces).lowercased() else {
+            return false
+        }
+        return !coding.isEmpty && coding != "identity"
+    }
+
     static func join(_ chunks: [Data]) -> Data {
         if chunks.count == 1 {
             return chunks[0]
@@ -210,7 +218,8 @@ extension SessionTask {
             let acceptsRanges =
                 head.status == 206
                 || (head.value("Accept-Ranges")?.lowercased().contains("bytes") ?? false)
-            guard acceptsRanges else {
+            // The file holds decoded bytes; a range of the encoded entity could not be appended to them.
+            guard acceptsRanges, !SessionTask.hasContentCoding(head) else {
                 return nil
             }
             validator = ResumeData.strongValidator(

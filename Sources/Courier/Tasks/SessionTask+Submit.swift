@@ -164,6 +164,12 @@ extension SessionTask {
                 add("If-Range", resumeSource.validator)
             }
         }
+        // A range continues the bytes already on disk, which were never encoded (resume data is made only for
+        // an entity without a content coding): ask for the identity coding and decode nothing.
+        spec.decodesContent = resumeOffset == 0
+        if resumeOffset > 0 && !present.contains("accept-encoding") {
+            add("Accept-Encoding", "identity")
+        }
         if !present.contains("cookie"), let cookie = core.cookieHeader(for: url) {
             add("Cookie", cookie)
         }

@@ -108,12 +108,16 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         storage.withLock { $0.error }
     }
 
-    /// Body bytes received for the final response (plus the resumed offset for a resumed download).
+    /// Body bytes received for the final response (plus the resumed offset for a resumed download), counted after
+    /// content decoding: a `gzip`, `deflate`, `br` or `zstd` body is decoded, and these are the bytes delivered.
+    /// The bytes on the wire are in the task's metrics (`countOfResponseBodyBytesReceived`).
     public var countOfBytesReceived: Int64 {
         storage.withLock { $0.bodyOffset + $0.received }
     }
 
-    /// The expected total of ``countOfBytesReceived``, or ``transferSizeUnknown``.
+    /// The expected total of ``countOfBytesReceived``, or ``transferSizeUnknown``: also when the body has a content
+    /// coding, whose decoded length is not known in advance (`response.expectedContentLength` is still the
+    /// `Content-Length` of the encoded body).
     public var countOfBytesExpectedToReceive: Int64 {
         storage.withLock { $0.expectedToReceive >= 0 ? $0.bodyOffset + $0.expectedToReceive : -1 }
     }
