@@ -2,18 +2,26 @@
 """A small static file server for the demo and the CLI tests, bound to 127.0.0.1 on a free port.
 
 python3 -m http.server does not answer Range requests and sends no ETag, so a download served by it could never
-be resumed. This one does what `courier get --continue` needs, and nothing else:
+be resumed. This one does what `courier get --continue`, `courier put` and the CLI tests need, and nothing else:
 
 - GET and HEAD of the files under --root (nothing outside it), HTTP/1.1 with keep-alive;
 - a strong ETag ("size-mtime"), Last-Modified, Accept-Ranges: bytes;
 - Range: bytes=A-, bytes=A-B, bytes=-N (one range) with 206 + Content-Range, If-Range (a different ETag gets
   the whole file), 416 past the end;
-- ?rate=BYTES_PER_SECOND slows down 200 (whole-file) responses, so that a test can interrupt a download
-  part-way; 206 (resumed) responses are never slowed.
+- ?rate=BYTES_PER_SECOND slows down 200 (whole-file) responses and the reading of an upload's body, so that a
+  test can interrupt a transfer part-way; 206 (resumed) responses are never slowed;
+- ?cd=VALUE sends VALUE as the Content-Disposition header of a file's response;
+- PUT and POST (Content-Length bodies only) store the body as the file at the path under --root (missing
+  directories created) and answer 201 (new file) or 200 (replaced) with an empty body;
+- /status/CODE[/...] answers CODE to any method (a body, if sent, is read first): with an empty body
+  (Content-Length: 0), or a short text body with ?body=1; a 401 carries WWW-Authenticate: Basic realm="x";
+- /redirect-empty/N/PATH (N >= 1) answers 302 with Content-Length: 0 and a relative Location: to
+  /redirect-empty/N-1/PATH, and from /redirect-empty/1/PATH to /PATH (a chain of N redirects to the file).
 
 Usage: serve.py --root DIR --port-file FILE [--log FILE] [--port N]
 The server binds 127.0.0.1 on port N (default 0: a free port chosen by the system). The port is written to
---port-file (atomically) once the server listens; --log records one line per request.
+--port-file (atomically) once the server listens; --log records one line per request (with the Content-Length
+and Content-Type of an upload).
 """
 
 import argparse
@@ -47,19 +55,36 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self.serve(body=True)
 
-    def resolve(self, path):
+    def do_PUT(self):
+        self.receive()
+
+    def do_POST(self):
+        self.receive()
+
+    def inside_root(self, path):
+        """The real path of URL path `path` under --root, or None when it would be outside."""
         relative = urllib.parse.unquote(path).lstrip("/")
         full = os.path.realpath(os.path.join(Handler.root, relative))
         if full != Handler.root and not full.startswith(Handler.root + os.sep):
             return None
-        return full if os.path.isfile(full) else None
+        return full
+
+    def resolve(self, path):
+        full = self.inside_root(path)
+        return full if full is not None and os.path.isfile(full) else None
 
     def serve(self, body):
         parsed = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(parsed.query)
-        full = self.resolve(parsed.path)
         range_header = self.headers.get("Range")
         self.log_message('"%s" range=%s if-range=%s', self.requestline, range_header, self.headers.get("If-Range"))
+        if parsed.path.startswith("/status/"):
+            self.send_status(parsed.path, query, body)
+            return
+        if parsed.path.startswith("/redirect-empty/"):
+            self.send_redirect(parsed, body)
+            return
+        full = self.resolve(parsed.path)
         if full is None:
             self.send_text(404, "not found\n", body)
             return
@@ -88,6 +113,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
+        self.send_disposition(query)
         self.end_headers()
         if not body or length == 0:
             return
@@ -101,14 +127,129 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def send_text(self, status, text, body):
+    def send_text(self, status, text, body, headers=()):
         data = text.encode()
         self.send_response(status)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
-        if body:
+        if body and data:
             self.wfile.write(data)
+
+    def send_disposition(self, query):
+        value = disposition(query)
+        if value:
+            self.send_header("Content-Disposition", value)
+
+    def send_status(self, path, query, body):
+        """/status/CODE[/...]: CODE with an empty body, or a short text one with ?body=1."""
+        code = path.split("/")[2]
+        if not code.isdigit() or not 200 <= int(code) <= 599:
+            self.send_text(400, "bad status %r\n" % code, body)
+            return
+        code = int(code)
+        text = ""
+        if query.get("body", [""])[0] == "1" and code not in (204, 304):
+            text = "%d %s\n" % (code, self.responses.get(code, ("status",))[0])
+        headers = [("WWW-Authenticate", 'Basic realm="x"')] if code == 401 else []
+        cd = disposition(query)
+        if cd:
+            headers.append(("Content-Disposition", cd))
+        self.send_text(code, text, body, headers)
+
+    def send_redirect(self, parsed, body):
+        """/redirect-empty/N/PATH: 302, Content-Length: 0, a relative Location one hop nearer to /PATH."""
+        parts = parsed.path.split("/", 3)  # "", "redirect-empty", N, PATH
+        if len(parts) < 4 or not parts[2].isdigit() or int(parts[2]) < 1 or not parts[3]:
+            self.send_text(404, "not found\n", body)
+            return
+        hops, rest = int(parts[2]), parts[3]
+        up = "../" * (rest.count("/") + 1)
+        if hops > 1:
+            location = "%s%d/%s" % (up, hops - 1, rest)  # /redirect-empty/N-1/PATH
+        else:
+            location = "../" + up + rest  # /PATH
+        if parsed.query:
+            location += "?" + parsed.query
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def receive(self):
+        """PUT and POST: stores the body at the path under --root (through a temporary file), or answers a
+        /status/ path after reading the body."""
+        parsed = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(parsed.query)
+        length_header = self.headers.get("Content-Length")
+        self.log_message(
+            '"%s" length=%s content-type=%s', self.requestline, length_header, self.headers.get("Content-Type")
+        )
+        try:
+            length = int(length_header)
+            if length < 0:
+                raise ValueError(length_header)
+        except (TypeError, ValueError):
+            self.close_connection = True
+            self.send_text(411, "a Content-Length is required\n", True)
+            return
+        if parsed.path.startswith("/status/"):
+            if self.drain(length):
+                self.send_status(parsed.path, query, True)
+            return
+        full = self.inside_root(parsed.path)
+        if full is None or parsed.path.endswith("/") or os.path.isdir(full):
+            if self.drain(length):
+                self.send_text(405, "cannot store a file there\n", True)
+            return
+        existed = os.path.exists(full)
+        temporary = "%s.upload-%d" % (full, threading.get_ident())
+        try:
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(temporary, "wb") as target:
+                complete = self.copy_body(length, target.write, int(query.get("rate", ["0"])[0] or 0))
+            if not complete:
+                os.remove(temporary)
+                return
+            os.replace(temporary, full)
+        except OSError as error:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+            self.close_connection = True
+            self.send_text(500, "cannot store the file: %s\n" % error, True)
+            return
+        self.send_response(200 if existed else 201)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def drain(self, length):
+        return self.copy_body(length, lambda chunk: None)
+
+    def copy_body(self, length, write, rate=0):
+        """Reads `length` body bytes into `write` (at about `rate` bytes per second if not 0); False (and the
+        connection closed) when the client stopped."""
+        step = max(rate // 20, 1) if rate > 0 else 65536
+        left = length
+        while left > 0:
+            chunk = self.rfile.read(min(left, step))
+            if not chunk:
+                self.close_connection = True
+                return False
+            write(chunk)
+            left -= len(chunk)
+            if rate > 0:
+                time.sleep(0.05)
+        return True
+
+
+def disposition(query):
+    """The Content-Disposition asked for with ?cd=VALUE, or None (also when VALUE would break the header)."""
+    value = query.get("cd", [""])[0]
+    if not value or any(c in value for c in "\r\n\0"):
+        return None
+    return value
 
 
 def parse_range(header, size):
