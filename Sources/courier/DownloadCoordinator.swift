@@ -12,7 +12,7 @@ import FoundationNetworking
 /// Delegate calls arrive serially on the session's delegate queue; the main loop reads snapshots from another
 /// thread, so all state lives behind one mutex. No delegate call blocks on the main loop, and nothing is printed
 /// from here: lines go to the main loop as ``Report``s.
-final class DownloadCoordinator: SessionDownloadDelegate {
+final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
     private struct State {
         var transfers: [TransferProgress]
         /// taskIdentifier → plan index, for the task currently running each plan.
@@ -186,9 +186,8 @@ final class DownloadCoordinator: SessionDownloadDelegate {
             return
         }
         let outcome: Result<String, Failure>
-        if let response = downloadTask.response as? HTTPURLResponse, !(200..<300).contains(response.statusCode) {
-            let reason = HTTPURLResponse.localizedString(forStatusCode: response.statusCode)
-            outcome = .failure(Failure(message: "HTTP \(response.statusCode) \(reason)"))
+        if let failure = FailureText.status(of: downloadTask.response) {
+            outcome = .failure(Failure(message: failure))
         } else {
             outcome = place(location, as: plans[index].name)
         }
@@ -214,7 +213,7 @@ final class DownloadCoordinator: SessionDownloadDelegate {
                 if plan.hasKeptPartial || fromResumeData {
                     partials.discard(name: plan.name)
                 }
-                finish(index, phase: .succeeded, savedAs: savedAs, report: .saved(index: index))
+                finish(index, phase: .succeeded, savedAs: savedAs, report: .succeeded(index: index))
             case .failure(let failure):
                 fail(index, message: failure.message, madeFromResumeData: fromResumeData)
             case nil:
@@ -247,7 +246,7 @@ final class DownloadCoordinator: SessionDownloadDelegate {
             return
         }
 
-        var message = Self.describe(error)
+        var message = FailureText.describe(error)
         if let resumeData = courierError?.resumeData {
             switch partials.save(resumeData: resumeData, name: plan.name) {
             case .saved(let bytes):
@@ -296,17 +295,6 @@ final class DownloadCoordinator: SessionDownloadDelegate {
         } catch {
             return .failure(Failure(message: error.description))
         }
-    }
-
-    /// The error's description without what the error line already says (the URL) or what is handled here
-    /// (the resume data).
-    static func describe(_ error: any Error) -> String {
-        guard var courierError = error as? CourierError else {
-            return String(describing: error)
-        }
-        courierError.failingURL = nil
-        courierError.resumeData = nil
-        return courierError.description
     }
 
     private func resumeDataArrived(_ data: Data?, for index: Int) {

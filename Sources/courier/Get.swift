@@ -1,6 +1,5 @@
 import ArgumentParser
 import Courier
-import Dispatch
 import Foundation
 
 #if canImport(Glibc)
@@ -78,7 +77,11 @@ struct Get: AsyncParsableCommand {
         defer { FileSystem.removeIfPresent(staging) }
 
         let (plans, warnings) = makePlans(in: outputDirectory)
-        let display = ProgressDisplay(mode: ProgressDisplay.mode(quiet: quiet), plans: plans)
+        let display = ProgressDisplay(
+            mode: ProgressDisplay.mode(quiet: quiet),
+            items: plans.map { DisplayItem(name: $0.name, subject: $0.url.absoluteString) },
+            doneVerb: "saved"
+        )
         for warning in warnings {
             display.emitError("warning: \(warning)")
         }
@@ -90,92 +93,19 @@ struct Get: AsyncParsableCommand {
         configuration.resumeDataDirectory = outputDirectory
         configuration.temporaryDirectory = staging
 
-        let (events, continuation) = AsyncStream.makeStream(of: RunEvent.self)
+        let run = TransferRun(
+            display: display,
+            interruptNotice: "stopping, keeping partial downloads for --continue",
+            cleanUpBeforeQuitting: { FileSystem.removeIfPresent(staging) }
+        )
         let coordinator = DownloadCoordinator(
             plans: plans,
             outputDirectory: outputDirectory,
             overwrite: force,
-            events: continuation
+            events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
-        let signals = Self.forwardSignals(to: continuation)
-        let interval: Duration = display.mode == .plain ? .milliseconds(500) : .milliseconds(100)
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                continuation.yield(.tick)
-            }
-        }
-
-        coordinator.start(in: session)
-        var interruptedAt: ContinuousClock.Instant?
-        for await event in events {
-            if case .interrupt = event {
-                if interruptedAt != nil {
-                    display.finish()
-                    display.emitError("interrupted again: quitting without waiting")
-                    FileSystem.removeIfPresent(staging)
-                    Glibc.exit(130)
-                }
-                interruptedAt = .now
-                display.emitError("interrupted: stopping, keeping partial downloads for --continue")
-                coordinator.interruptAll()
-            }
-            let snapshot = coordinator.snapshot()
-            display.update(snapshot)
-            if snapshot.remaining == 0 {
-                break
-            }
-            if let interruptedAt, ContinuousClock.now - interruptedAt > .seconds(10) {
-                display.emitError("interrupted: some transfers did not stop within 10 s; quitting")
-                break
-            }
-        }
-        ticker.cancel()
-        for source in signals {
-            source.cancel()
-        }
-        if interruptedAt != nil {
-            session.invalidateAndCancel()
-        } else {
-            session.finishTasksAndInvalidate()
-        }
-        await Self.waitForInvalidation(events, continuation: continuation)
-        continuation.finish()
-
-        let final = coordinator.snapshot()
-        display.update(final)
-        display.finish()
-        display.summary(Self.summary(final, interrupted: interruptedAt != nil))
-
-        if interruptedAt != nil {
-            throw ExitCode(130)
-        }
-        if final.transfers.contains(where: { $0.phase != .succeeded }) {
-            throw ExitCode.failure
-        }
-    }
-
-    /// Waits (at most 5 s) until the session reports ``RunEvent/invalidated``, so that it no longer touches the
-    /// staging directory when the command removes it.
-    private static func waitForInvalidation(
-        _ events: AsyncStream<RunEvent>,
-        continuation: AsyncStream<RunEvent>.Continuation
-    ) async {
-        let deadline = ContinuousClock.now + .seconds(5)
-        let timeout = Task {
-            try? await Task.sleep(until: deadline)
-            continuation.yield(.tick)
-        }
-        defer { timeout.cancel() }
-        for await event in events {
-            if case .invalidated = event {
-                return
-            }
-            if ContinuousClock.now >= deadline {
-                return
-            }
-        }
+        try await run.run(session: session, coordinator: coordinator)
     }
 
     /// Names every URL's destination and looks for partial downloads kept by an earlier run.
@@ -220,45 +150,6 @@ struct Get: AsyncParsableCommand {
             )
         }
         return (plans, warnings)
-    }
-
-    /// `summary: 5/5 files, 335544320 bytes (320 MiB) in 2.10 s, 159.8 MB/s` (plus failures and interruptions).
-    static func summary(_ snapshot: RunSnapshot, interrupted: Bool) -> String {
-        let transfers = snapshot.transfers
-        let succeeded = transfers.count { $0.phase == .succeeded }
-        let failed = transfers.count { $0.phase == .failed }
-        let received = transfers.reduce(Int64(0)) { $0 + $1.receivedThisRun }
-        let end = interrupted ? ContinuousClock.now : (snapshot.lastEndedAt ?? .now)
-        let wall = max(ProgressDisplay.seconds(end - snapshot.startedAt), 0.000_001)
-        var text = "summary: \(succeeded)/\(transfers.count) files, \(received) bytes (\(Formatting.bytes(received)))"
-        text += " in \(Formatting.seconds(wall)), \(Formatting.rate(Double(received) / wall))"
-        if failed > 0 {
-            text += ", \(failed) failed"
-        }
-        if interrupted {
-            text += ", interrupted"
-        }
-        return text
-    }
-
-    /// Turns SIGINT and SIGTERM into ``RunEvent/interrupt`` events. A signal the parent process ignores (as a
-    /// non-interactive shell does for SIGINT in background jobs) stays ignored.
-    private static func forwardSignals(
-        to continuation: AsyncStream<RunEvent>.Continuation
-    ) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].compactMap { number in
-            var current = sigaction()
-            sigaction(number, nil, &current)
-            if unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1 {  // SIG_IGN
-                return nil
-            }
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                continuation.yield(.interrupt)
-            }
-            source.resume()
-            return source
-        }
     }
 }
 

@@ -4,12 +4,22 @@ import Foundation
 import Glibc
 #endif
 
-/// Everything `courier get` prints while it runs.
+/// How the progress display names one transfer.
+struct DisplayItem: Sendable {
+    /// The name on its live progress line and its done line (a file name).
+    var name: String
+    /// What its `error:` lines start with: the URL for `get`, `FILE -> URL` for `put`.
+    var subject: String
+    /// Said after the name on its done line (`-> URL` for `put`), if anything.
+    var detail: String?
+}
+
+/// Everything `courier get` and `courier put` print while they run.
 ///
 /// - `live`: standard error (or standard output) is a terminal. One line per running transfer (name, bar,
-///   percent, bytes, rate) and a total line are redrawn in place with ANSI escapes; saved files, notices and
-///   errors scroll above them.
-/// - `plain`: not a terminal. One line per saved file, a `progress:` line every few seconds, errors.
+///   percent, bytes, rate) and a total line are redrawn in place with ANSI escapes; finished transfers
+///   (`saved NAME …`, `uploaded NAME -> URL …`), notices and errors scroll above them.
+/// - `plain`: not a terminal. One line per finished transfer, a `progress:` line every few seconds, errors.
 /// - `quiet`: errors and warnings only.
 ///
 /// Errors and warnings always go to standard error; the final summary goes to standard output.
@@ -39,7 +49,9 @@ final class ProgressDisplay {
     }
 
     let mode: Mode
-    private let plans: [TransferPlan]
+    private let items: [DisplayItem]
+    /// The first word of a done line: `saved` or `uploaded`.
+    private let doneVerb: String
     private let plainInterval: Duration = .seconds(2)
     /// Lines of the live region currently on screen.
     private var regionHeight = 0
@@ -48,9 +60,10 @@ final class ProgressDisplay {
     private var samples: [Int: (bytes: Int64, at: ContinuousClock.Instant, rate: Double)] = [:]
     private var totalSample: (bytes: Int64, at: ContinuousClock.Instant, rate: Double)?
 
-    init(mode: Mode, plans: [TransferPlan]) {
+    init(mode: Mode, items: [DisplayItem], doneVerb: String) {
         self.mode = mode
-        self.plans = plans
+        self.items = items
+        self.doneVerb = doneVerb
         self.lastPlainProgress = .now
     }
 
@@ -61,18 +74,18 @@ final class ProgressDisplay {
         var permanent = ""
         for report in snapshot.reports {
             switch report {
-            case .saved(let index):
+            case .succeeded(let index):
                 guard mode != .quiet else {
                     continue
                 }
-                permanent += savedLine(plans[index], snapshot.transfers[index]) + "\n"
+                permanent += doneLine(items[index], snapshot.transfers[index]) + "\n"
             case .notice(let text):
                 guard mode != .quiet else {
                     continue
                 }
                 permanent += text + "\n"
             case .failed(let index, let message):
-                errorLine("error: \(plans[index].url.absoluteString): \(message)", into: &permanent)
+                errorLine("error: \(items[index].subject): \(message)", into: &permanent)
             case .warning(let text):
                 errorLine("warning: \(text)", into: &permanent)
             }
@@ -172,7 +185,7 @@ final class ProgressDisplay {
         let barWidth = columns >= 100 ? 24 : (columns >= 80 ? 12 : 0)
         let fixed = 2 + 2 + (barWidth > 0 ? barWidth + 2 : 0) + tail.count + 1
         let nameWidth = max(8, min(40, columns - fixed))
-        var line = "  " + Formatting.column(plans[index].name, width: nameWidth) + "  "
+        var line = "  " + Formatting.column(items[index].name, width: nameWidth) + "  "
         if barWidth > 0 {
             line += bar(transfer.written, of: transfer.expected, width: barWidth) + "  "
         }
@@ -190,10 +203,16 @@ final class ProgressDisplay {
 
     // MARK: Text
 
-    private func savedLine(_ plan: TransferPlan, _ transfer: TransferProgress) -> String {
-        var line = "saved \(transfer.savedAs ?? plan.name)"
-        if transfer.savedAs != nil && transfer.savedAs != plan.name {
-            line += " (\(plan.name) exists)"
+    /// `saved NAME  SIZE in T, RATE` (with `(INTENDED exists)` when saved under a `-N` name), or
+    /// `uploaded NAME -> URL  SIZE in T, RATE`.
+    private func doneLine(_ item: DisplayItem, _ transfer: TransferProgress) -> String {
+        let intended = item.name
+        var line = "\(doneVerb) \(transfer.savedAs ?? intended)"
+        if let savedAs = transfer.savedAs, savedAs != intended {
+            line += " (\(intended) exists)"
+        }
+        if let detail = item.detail {
+            line += " \(detail)"
         }
         line += "  \(Formatting.bytes(transfer.written))"
         if let start = transfer.startedAt, let end = transfer.endedAt {

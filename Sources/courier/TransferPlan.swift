@@ -13,7 +13,8 @@ struct TransferPlan: Sendable {
     let hasKeptPartial: Bool
 }
 
-/// What a transfer is doing, as the progress display sees it.
+/// What a transfer (a download of `courier get` or an upload of `courier put`) is doing, as the progress display
+/// sees it.
 struct TransferProgress: Sendable {
     enum Phase: Sendable, Equatable {
         /// Not started yet (queued by the session, or waiting for a connection).
@@ -26,7 +27,7 @@ struct TransferProgress: Sendable {
     }
 
     var phase = Phase.waiting
-    /// Bytes of the file so far, including bytes kept from an earlier run.
+    /// Bytes of the file so far (received, or sent for an upload), including bytes kept from an earlier run.
     var written: Int64 = 0
     /// The size of the whole file, or -1 when the server did not say.
     var expected: Int64 = -1
@@ -34,7 +35,7 @@ struct TransferProgress: Sendable {
     var resumedOffset: Int64 = 0
     var startedAt: ContinuousClock.Instant?
     var endedAt: ContinuousClock.Instant?
-    /// The name the file was saved as (differs from the plan's when a file appeared meanwhile).
+    /// The name the file was saved as (differs from the intended one when a file of that name exists).
     var savedAs: String?
 
     /// Bytes received in this run.
@@ -49,9 +50,9 @@ struct TransferProgress: Sendable {
 
 /// Something to print once, in the order it happened.
 enum Report: Sendable {
-    /// A file was saved.
-    case saved(index: Int)
-    /// A URL failed; the message says why (a `CourierError` description, an HTTP status, a file error).
+    /// A transfer succeeded (a file was saved, or uploaded).
+    case succeeded(index: Int)
+    /// A transfer failed; the message says why (a `CourierError` description, an HTTP status, a file error).
     case failed(index: Int, message: String)
     /// Progress worth a line of its own (a resume, a restart). Not shown with `--quiet`.
     case notice(String)
