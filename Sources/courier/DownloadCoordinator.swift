@@ -9,6 +9,12 @@ import FoundationNetworking
 /// The session delegate of a `courier get` run: follows every download, saves finished files under their
 /// destination names, keeps partial downloads for `--continue`, and tells the main loop when something changed.
 ///
+/// A download succeeds only with a 2xx final response: any other status (a 401 or 404 with an empty body too,
+/// whether or not the session delivered a file) fails it, and nothing is saved. The destination is the plan's
+/// URL-derived name, or the (sanitised) name of the response's `Content-Disposition` when
+/// `usesContentDisposition`; either way an existing file, or a name another URL of the run reserved, gets a
+/// `-N` name unless `--force`. Partial downloads stay keyed by the plan's name.
+///
 /// Delegate calls arrive serially on the session's delegate queue; the main loop reads snapshots from another
 /// thread, so all state lives behind one mutex. No delegate call blocks on the main loop, and nothing is printed
 /// from here: lines go to the main loop as ``Report``s.
@@ -28,6 +34,11 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         var awaitingResumeData: Set<Int> = []
         /// Plans whose task reported completion (an interrupted plan also waits for its resume data).
         var taskCompleted: Set<Int> = []
+        /// Plans whose response was already looked at for a `Content-Disposition` name (for the display).
+        var namesChecked: Set<Int> = []
+        /// The names of every plan and of every file saved in this run: a name from `Content-Disposition`
+        /// never takes one of them (so two URLs never write one file, even with `--force`).
+        var claimed: Set<String>
         var reports: [Report] = []
         var remaining: Int
         var lastEndedAt: ContinuousClock.Instant?
@@ -40,6 +51,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
     let plans: [TransferPlan]
     let outputDirectory: URL
     let overwrite: Bool
+    /// Whether a `Content-Disposition` file name replaces the plan's name.
+    let usesContentDisposition: Bool
     let partials: PartialDownloads
     let startedAt: ContinuousClock.Instant
     private let events: AsyncStream<RunEvent>.Continuation
@@ -49,15 +62,23 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         plans: [TransferPlan],
         outputDirectory: URL,
         overwrite: Bool,
+        usesContentDisposition: Bool,
         events: AsyncStream<RunEvent>.Continuation
     ) {
         self.plans = plans
         self.outputDirectory = outputDirectory
         self.overwrite = overwrite
+        self.usesContentDisposition = usesContentDisposition
         self.partials = PartialDownloads(directory: outputDirectory)
         self.events = events
         self.startedAt = .now
-        self.state = LockedValue(State(transfers: plans.map { _ in TransferProgress() }, remaining: plans.count))
+        self.state = LockedValue(
+            State(
+                transfers: plans.map { _ in TransferProgress() },
+                claimed: Set(plans.map(\.name)),
+                remaining: plans.count
+            )
+        )
     }
 
     // MARK: Starting and stopping
@@ -140,9 +161,9 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         totalBytesWritten: Int64,
         totalBytesExpectedToWrite: Int64
     ) {
-        state.withLock { state in
+        let firstLook = state.withLock { state -> Int? in
             guard let index = state.planOfTask[downloadTask.taskIdentifier] else {
-                return
+                return nil
             }
             var transfer = state.transfers[index]
             if transfer.phase == .waiting {
@@ -152,6 +173,11 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
             transfer.written = totalBytesWritten
             transfer.expected = totalBytesExpectedToWrite
             state.transfers[index] = transfer
+            return usesContentDisposition && state.namesChecked.insert(index).inserted ? index : nil
+        }
+        // The response is there once bytes arrive: show the name it asks for from now on.
+        if let index = firstLook, let name = suggestedName(downloadTask.response) {
+            state.withLock { $0.transfers[index].name = name }
         }
     }
 
@@ -186,10 +212,15 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
             return
         }
         let outcome: Result<String, Failure>
-        if let failure = FailureText.status(of: downloadTask.response) {
+        let response = downloadTask.response
+        if let failure = FailureText.status(of: response) {
             outcome = .failure(Failure(message: failure))
         } else {
-            outcome = place(location, as: plans[index].name)
+            let suggested = suggestedName(response)
+            if let suggested {
+                state.withLock { $0.transfers[index].name = suggested }
+            }
+            outcome = place(location, for: index, as: suggested ?? plans[index].name)
         }
         state.withLock { $0.outcomes[index] = outcome }
     }
@@ -208,6 +239,14 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         }
 
         guard let error else {
+            // Checked again here: a task may complete without didFinishDownloadingTo (no body, no file).
+            if let failure = FailureText.status(of: task.response) {
+                if case .success(let savedAs) = outcome {
+                    FileSystem.removeIfPresent(outputDirectory.appendingPathComponent(savedAs))
+                }
+                fail(index, message: failure, madeFromResumeData: fromResumeData)
+                return
+            }
             switch outcome {
             case .success(let savedAs):
                 if plan.hasKeptPartial || fromResumeData {
@@ -273,21 +312,37 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
 
     // MARK: Helpers
 
-    /// Moves the staging file to the output directory under `name` (or `name-N` when a file appeared there
-    /// meanwhile and `--force` was not given).
-    private func place(_ location: URL, as name: String) -> Result<String, Failure> {
+    /// The sanitised file name `response` asks for in `Content-Disposition`, when names from there are used.
+    private func suggestedName(_ response: URLResponse?) -> String? {
+        guard usesContentDisposition,
+            let header = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Disposition"),
+            let raw = ContentDisposition.fileName(in: header)
+        else {
+            return nil
+        }
+        return FileNaming.sanitize(raw)
+    }
+
+    /// Moves the staging file of plan `index` to the output directory under `name` (the plan's name or the
+    /// `Content-Disposition` one), or `name-N` when a file of that name exists and `--force` was not given.
+    /// Names of other plans and of files saved earlier in the run are skipped, even with `--force`.
+    private func place(_ location: URL, for index: Int, as name: String) -> Result<String, Failure> {
         FileSystem.applyDefaultPermissions(location)
+        let planName = plans[index].name
+        let taken = state.withLock { $0.claimed }
+        var candidate = name
+        var number = 0
         do {
-            if overwrite {
-                try FileSystem.replace(outputDirectory.appendingPathComponent(name), with: location)
-                return .success(name)
-            }
-            var candidate = name
-            var number = 0
             while true {
-                let destination = outputDirectory.appendingPathComponent(candidate)
-                if try FileSystem.moveWithoutReplacing(location, to: destination) {
-                    return .success(candidate)
+                if candidate == planName || !taken.contains(candidate) {
+                    let destination = outputDirectory.appendingPathComponent(candidate)
+                    if overwrite {
+                        try FileSystem.replace(destination, with: location)
+                        break
+                    }
+                    if try FileSystem.moveWithoutReplacing(location, to: destination) {
+                        break
+                    }
                 }
                 number += 1
                 candidate = FileNaming.name(name, withSuffix: number)
@@ -295,6 +350,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         } catch {
             return .failure(Failure(message: error.description))
         }
+        state.withLock { _ = $0.claimed.insert(candidate) }
+        return .success(candidate)
     }
 
     private func resumeDataArrived(_ data: Data?, for index: Int) {

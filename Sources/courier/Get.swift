@@ -6,15 +6,20 @@ import Foundation
 import Glibc
 #endif
 
-/// `courier get URL... [-o DIR] [--parallel N] [--continue] [--force] [--quiet]`
+/// `courier get URL... [-o DIR] [--parallel N] [--continue] [--force] [--no-content-disposition] [--quiet]`
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Download URLs into a directory, showing progress.",
         discussion: """
             Each URL is saved in the output directory under the last component of its path, made safe: \
             no path separators, no control characters, no leading dots, and "index" when nothing is left. \
-            An existing file is never replaced: the new one is saved as NAME-1, NAME-2, ... (before the \
-            extension) unless --force is given.
+            A name the response gives in Content-Disposition (filename*=, else filename=) is used instead, \
+            made safe by the same rules (--no-content-disposition ignores it). An existing file is never \
+            replaced: the new one is saved as NAME-1, NAME-2, ... (before the extension) unless --force is \
+            given.
+
+            An HTTP status other than 2xx (such as 401 or 404, even with an empty body) fails the URL: \
+            nothing is saved for it.
 
             An interrupted download (Ctrl-C, SIGTERM, or a failure after which the server allows resuming) \
             is kept as NAME.part, with its Courier resume data in NAME.part.resume. Run the same command \
@@ -24,7 +29,8 @@ struct Get: AsyncParsableCommand {
             Otherwise it is one line per saved file and a "progress:" line every 2 seconds. A summary line \
             (files, bytes, wall time, throughput) ends the run on standard output.
 
-            Exit status: 0 when every URL was saved, 1 when any failed, 130 when interrupted.
+            Exit status: 0 when every URL was saved, 1 when any failed, 130 when interrupted, 64 for bad \
+            arguments.
             """
     )
 
@@ -48,6 +54,13 @@ struct Get: AsyncParsableCommand {
 
     @Flag(name: [.short, .long], help: "Replace existing files instead of saving under a -N name.")
     var force = false
+
+    @Flag(
+        name: .customLong("content-disposition"),
+        inversion: .prefixedNo,
+        help: "Save under the name the response's Content-Disposition gives, if any (the default)."
+    )
+    var contentDisposition = true
 
     @Flag(name: [.short, .long], help: "Print errors and warnings only.")
     var quiet = false
@@ -102,6 +115,7 @@ struct Get: AsyncParsableCommand {
             plans: plans,
             outputDirectory: outputDirectory,
             overwrite: force,
+            usesContentDisposition: contentDisposition,
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)

@@ -185,7 +185,8 @@ final class ProgressDisplay {
         let barWidth = columns >= 100 ? 24 : (columns >= 80 ? 12 : 0)
         let fixed = 2 + 2 + (barWidth > 0 ? barWidth + 2 : 0) + tail.count + 1
         let nameWidth = max(8, min(40, columns - fixed))
-        var line = "  " + Formatting.column(items[index].name, width: nameWidth) + "  "
+        let name = transfer.name ?? items[index].name
+        var line = "  " + Formatting.column(name, width: nameWidth) + "  "
         if barWidth > 0 {
             line += bar(transfer.written, of: transfer.expected, width: barWidth) + "  "
         }
@@ -206,7 +207,7 @@ final class ProgressDisplay {
     /// `saved NAME  SIZE in T, RATE` (with `(INTENDED exists)` when saved under a `-N` name), or
     /// `uploaded NAME -> URL  SIZE in T, RATE`.
     private func doneLine(_ item: DisplayItem, _ transfer: TransferProgress) -> String {
-        let intended = item.name
+        let intended = transfer.name ?? item.name
         var line = "\(doneVerb) \(transfer.savedAs ?? intended)"
         if let savedAs = transfer.savedAs, savedAs != intended {
             line += " (\(intended) exists)"

@@ -35,6 +35,9 @@ struct TransferProgress: Sendable {
     var resumedOffset: Int64 = 0
     var startedAt: ContinuousClock.Instant?
     var endedAt: ContinuousClock.Instant?
+    /// The name the response's `Content-Disposition` asked for (sanitised), once the response arrived; it
+    /// replaces the plan's name on the progress lines and as the destination.
+    var name: String?
     /// The name the file was saved as (differs from the intended one when a file of that name exists).
     var savedAs: String?
 
