@@ -2,13 +2,13 @@ import ArgumentParser
 
 /// The `courier` command-line tool: transfers with Courier sessions.
 ///
-/// Each job is a subcommand (`courier get`); more (such as listing background sessions) come with the
-/// features they need.
+/// Each job is a subcommand (`courier get`, `courier put`); more (such as listing background sessions) come
+/// with the features they need.
 @main
 struct CourierCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier",
         abstract: "Transfer files over HTTP and HTTPS with Courier.",
-        subcommands: [Get.self]
+        subcommands: [Get.self, Put.self]
     )
 }

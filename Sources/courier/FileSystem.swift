@@ -8,8 +8,8 @@ import Musl
 import Darwin
 #endif
 
-/// The few file operations `courier get` needs, with the guarantees it promises: nothing is overwritten unless
-/// asked, and a symbolic link counts as an existing file (it is never followed when checking).
+/// The few file operations `courier get` and `courier put` need, with the guarantees `get` promises: nothing is
+/// overwritten unless asked, and a symbolic link counts as an existing file (it is never followed when checking).
 enum FileSystem {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -34,6 +34,29 @@ enum FileSystem {
             return nil
         }
         return Int64(info.st_size)
+    }
+
+    /// The size of the file at `url` to upload (a symbolic link is followed), or why it cannot be read: it is
+    /// missing, not a regular file (`is a directory`), or cannot be opened.
+    static func readableFileSize(_ url: URL) -> Result<Int64, Failure> {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            return .failure(Failure(description: describe(errno: errno)))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            break
+        case S_IFDIR:
+            return .failure(Failure(description: "is a directory"))
+        default:
+            return .failure(Failure(description: "not a regular file"))
+        }
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            return .failure(Failure(description: describe(errno: errno)))
+        }
+        close(descriptor)
+        return .success(Int64(info.st_size))
     }
 
     /// Creates `url` as a directory (and its parents) unless it is one already.

@@ -1,0 +1,150 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// `courier put FILE... URL [-X METHOD] [-H "Name: value"]... [--parallel N] [--quiet]`
+struct Put: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Upload files, showing progress.",
+        usage: "courier put <file> ... <url> [--method <method>] [--header <header> ...] [--parallel <n>] [--quiet]",
+        discussion: """
+            One file and a URL ending in "/" (or with no path): the file's name is appended to the URL, \
+            percent-encoded. One file and another URL: the file is sent to that URL exactly. Several files: \
+            the URL must end in "/", and each file goes to the URL with its name appended.
+
+            Each file is the body of one request (PUT unless --method says otherwise) with a Content-Length. \
+            Any status other than 2xx fails the file (redirects are not followed). A missing or unreadable \
+            file, or a directory, fails at once; the other files still go.
+
+            Progress is shown as for `courier get`: one line per running upload on a terminal, otherwise one \
+            line per uploaded file and a "progress:" line every 2 seconds, and a summary line on standard \
+            output.
+
+            Exit status: 0 when every file was uploaded, 1 when any failed, 130 when interrupted (Ctrl-C \
+            cancels the uploads), 64 for bad arguments (including a bad URL, before anything is sent).
+            """
+    )
+
+    @Argument(
+        help: ArgumentHelp("The files to upload, then the URL (http or https).", valueName: "file ... url")
+    )
+    var operands: [String] = []
+
+    @Option(
+        name: [.customShort("X"), .customLong("method")],
+        help: ArgumentHelp("The request method: letters only, not GET or HEAD.", valueName: "method")
+    )
+    var method = "PUT"
+
+    @Option(
+        name: [.customShort("H"), .customLong("header")],
+        help: ArgumentHelp("An extra request header field, \"Name: value\" (repeatable).", valueName: "header")
+    )
+    var headers: [String] = []
+
+    @Option(help: ArgumentHelp("How many uploads run at once (1-256).", valueName: "n"))
+    var parallel: Int = 4
+
+    @Flag(name: [.short, .long], help: "Print errors and warnings only.")
+    var quiet = false
+
+    /// The files: every operand but the last.
+    private var files: [String] { Array(operands.dropLast()) }
+
+    func validate() throws {
+        guard operands.count >= 2 else {
+            throw ValidationError("Give at least one file and then the URL to upload to.")
+        }
+        guard (1...256).contains(parallel) else {
+            throw ValidationError("--parallel must be between 1 and 256 (got \(parallel)).")
+        }
+        guard !method.isEmpty, method.unicodeScalars.allSatisfy({ $0.isASCII && $0.properties.isAlphabetic }) else {
+            throw ValidationError("--method must be letters only (got '\(method)').")
+        }
+        guard !["GET", "HEAD"].contains(method.uppercased()) else {
+            throw ValidationError("--method \(method) cannot send a file; use PUT, POST or another method.")
+        }
+        for header in headers {
+            _ = try Self.headerField(header)
+        }
+        let base = try Self.baseURL(operands[operands.count - 1])  // At least two operands: checked above.
+        if files.count > 1 && !UploadPlan.appendsName(to: base) {
+            throw ValidationError(
+                "With several files the URL must end in \"/\" (each file's name is appended to it)."
+            )
+        }
+    }
+
+    func run() async throws {
+        let base = try Self.baseURL(operands[operands.count - 1])
+        let fields = try headers.map(Self.headerField)
+        let plans = UploadPlan.plans(for: files, to: base, appendingNames: UploadPlan.appendsName(to: base))
+        let display = ProgressDisplay(
+            mode: ProgressDisplay.mode(quiet: quiet),
+            items: plans.map {
+                DisplayItem(
+                    name: $0.fileURL.lastPathComponent,
+                    subject: $0.subject,
+                    detail: "-> \($0.url.absoluteString)"
+                )
+            },
+            doneVerb: "uploaded"
+        )
+        for plan in plans {
+            if case .failure(let failure) = plan.size {
+                display.emitError("error: \(plan.path): \(failure.description)")
+            }
+        }
+
+        var configuration = SessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = parallel
+        configuration.maximumConcurrentTransfers = parallel
+        configuration.engineLoopCount = min(configuration.engineLoopCount, parallel)
+
+        let run = TransferRun(display: display, interruptNotice: "cancelling the uploads")
+        let coordinator = UploadCoordinator(
+            plans: plans,
+            method: method,
+            headers: fields,
+            events: run.continuation
+        )
+        let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
+        try await run.run(session: session, coordinator: coordinator)
+    }
+
+    /// The URL to upload to, checked: it parses, its scheme is http or https, it has a host.
+    static func baseURL(_ text: String) throws -> URLComponents {
+        guard let components = URLComponents(string: text), components.url != nil else {
+            throw ValidationError("'\(text)' is not a valid URL.")
+        }
+        guard let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw ValidationError("'\(text)': unsupported scheme (only http and https can be uploaded to).")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw ValidationError("'\(text)' has no host.")
+        }
+        return components
+    }
+
+    /// `Name: value` split into its name (an HTTP token) and value (surrounding spaces removed). Line breaks
+    /// and other control characters are refused: they would end the field and start another.
+    static func headerField(_ text: String) throws -> (name: String, value: String) {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw ValidationError("--header '\(text)' is not \"Name: value\".")
+        }
+        let name = String(text[..<colon])
+        let value = text[text.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+        let tokenPunctuation = Set("!#$%&'*+-.^_`|~".unicodeScalars)
+        let isToken = !name.isEmpty
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || tokenPunctuation.contains($0))
+            }
+        guard isToken else {
+            throw ValidationError("--header '\(text)': '\(name)' is not a valid header name.")
+        }
+        guard !value.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) else {
+            throw ValidationError("--header '\(name)': the value must not contain line breaks or control characters.")
+        }
+        return (name, value)
+    }
+}
