@@ -147,6 +147,84 @@ else
     fail "an unsupported scheme fails with a clear message" "$(show scheme)"
 fi
 
+# Any status >= 400 fails, whatever the body; nothing is saved for it.
+run unauthorized get -o "$work/out-401" "$base/status/401"
+if [ "$rc" -eq 1 ] && grep -q "^error: $base/status/401: HTTP 401 Unauthorized" "$work/unauthorized.err" \
+    && [ "$(find "$work/out-401" -mindepth 1 | wc -l)" -eq 0 ]; then
+    pass "a 401 with an empty body fails (exit 1) with an error line, and saves nothing"
+else
+    fail "a 401 with an empty body fails (exit 1) with an error line, and saves nothing" "$(show unauthorized)" \
+        "$(ls -A "$work/out-401" 2>&1)"
+fi
+
+run notfoundbody get -o "$work/out-404-body" "$base/status/404?body=1"
+if [ "$rc" -eq 1 ] && grep -q "^error: $base/status/404?body=1: HTTP 404 Not Found" "$work/notfoundbody.err" \
+    && [ "$(find "$work/out-404-body" -mindepth 1 | wc -l)" -eq 0 ]; then
+    pass "a 404 with a body fails (exit 1) with an error line, and saves nothing"
+else
+    fail "a 404 with a body fails (exit 1) with an error line, and saves nothing" "$(show notfoundbody)" \
+        "$(ls -A "$work/out-404-body" 2>&1)"
+fi
+
+# --- redirects ----------------------------------------------------------------------------------------------
+# Three 302s with Content-Length: 0 and relative Locations, then the file.
+run redirects get -o "$work/out-redirect" "$base/redirect-empty/3/one.bin"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-redirect/one.bin" \
+    && [ "$(find "$work/out-redirect" -mindepth 1 | wc -l)" -eq 1 ]; then
+    pass "a chain of 3 empty-bodied relative 302s ends with the file's bytes saved"
+else
+    fail "a chain of 3 empty-bodied relative 302s ends with the file's bytes saved" "$(show redirects)" \
+        "$(ls -la "$work/out-redirect" 2>&1)" "$(grep redirect-empty "$work/requests.log" | tail -4)"
+fi
+
+# --- Content-Disposition --------------------------------------------------------------------------------------
+out="$work/out-cd"
+cd_report="$base/one.bin?cd=attachment%3B%20filename%3D%22report.txt%22"
+run cd get -o "$out" "$cd_report"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/report.txt" && [ ! -e "$out/one.bin" ] \
+    && grep -q "^saved report.txt" "$work/cd.out"; then
+    pass "Content-Disposition: attachment; filename=\"report.txt\" names the file"
+else
+    fail "Content-Disposition: attachment; filename=\"report.txt\" names the file" "$(show cd)" "$(ls -A "$out" 2>&1)"
+fi
+
+run cdagain get -o "$out" "$cd_report"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/report-1.txt" && cmp -s "$files/one.bin" "$out/report.txt"; then
+    pass "a Content-Disposition name never replaces an existing file (report-1.txt)"
+else
+    fail "a Content-Disposition name never replaces an existing file (report-1.txt)" "$(show cdagain)" \
+        "$(ls -A "$out" 2>&1)"
+fi
+
+# filename="../../x": made safe like a URL name, saved inside the output directory.
+out="$work/cd-hostile/deep/out"
+run cdhostile get -o "$out" "$base/one.bin?cd=attachment%3B%20filename%3D%22..%2F..%2Fx%22"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/_.._x" && [ "$(find "$out" -mindepth 1 | wc -l)" -eq 1 ] \
+    && [ ! -e "$work/cd-hostile/x" ] && [ ! -e "$work/cd-hostile/deep/x" ]; then
+    pass "a hostile Content-Disposition name (../../x) is saved as _.._x inside the output directory"
+else
+    fail "a hostile Content-Disposition name (../../x) is saved as _.._x inside the output directory" \
+        "$(show cdhostile)" "$(find "$work/cd-hostile" 2>&1)"
+fi
+
+# filename*= (RFC 5987) wins over filename=.
+out="$work/out-cd-utf8"
+run cdutf8 get -o "$out" \
+    "$base/one.bin?cd=attachment%3B%20filename%3D%22naive.txt%22%3B%20filename*%3DUTF-8''na%25C3%25AFve.txt"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/naïve.txt" && [ "$(find "$out" -mindepth 1 | wc -l)" -eq 1 ]; then
+    pass "Content-Disposition filename*=UTF-8''na%C3%AFve.txt wins over filename= (naïve.txt)"
+else
+    fail "Content-Disposition filename*=UTF-8''na%C3%AFve.txt wins over filename= (naïve.txt)" "$(show cdutf8)" \
+        "$(ls -A "$out" 2>&1)"
+fi
+
+run cdoff get --no-content-disposition -o "$work/out-cd-off" "$cd_report"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-cd-off/one.bin" && [ ! -e "$work/out-cd-off/report.txt" ]; then
+    pass "--no-content-disposition keeps the URL's name"
+else
+    fail "--no-content-disposition keeps the URL's name" "$(show cdoff)" "$(ls -A "$work/out-cd-off" 2>&1)"
+fi
+
 # --- --continue after SIGINT ----------------------------------------------------------------------------------
 # slow.bin (8 MiB) at 512 KiB/s; interrupt after about a second, then continue at full speed (the test server
 # only slows down whole-file responses).
@@ -196,6 +274,111 @@ if [ ! -e "$out/slow.bin.part" ] && [ ! -e "$out/slow.bin.part.resume" ] \
     pass "after --continue only slow.bin is left"
 else
     fail "after --continue only slow.bin is left" "$(ls -la "$out")"
+fi
+
+# --- put --------------------------------------------------------------------------------------------------------
+# Uploads land under the served directory ($files), at the request's path.
+run puthelp put --help
+if [ "$rc" -eq 0 ] && grep -q -- "--method" "$work/puthelp.out" && grep -q -- "--header" "$work/puthelp.out"; then
+    pass "courier put --help describes the options"
+else
+    fail "courier put --help describes the options" "$(show puthelp)"
+fi
+
+run putone put "$files/two.bin" "$base/uploads/one/"
+if [ "$rc" -eq 0 ] && cmp -s "$files/two.bin" "$files/uploads/one/two.bin" \
+    && grep -q "^summary: 1/1 files, 3000001 bytes" "$work/putone.out"; then
+    pass "put of one file to a URL ending in / stores it under its name, byte for byte, exit 0"
+else
+    fail "put of one file to a URL ending in / stores it under its name, byte for byte, exit 0" "$(show putone)"
+fi
+
+run putexact put "$files/one.bin" "$base/uploads/exact.data"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$files/uploads/exact.data" \
+    && grep -q '"PUT /uploads/exact.data HTTP/1.1" length=1048576' "$work/requests.log"; then
+    pass "put of one file to a URL not ending in / sends it to that URL exactly (PUT)"
+else
+    fail "put of one file to a URL not ending in / sends it to that URL exactly (PUT)" "$(show putexact)"
+fi
+
+sources="$work/sources"
+mkdir -p "$sources"
+printf 'a file with a space\n' >"$sources/a b.txt"
+run putmany put --parallel 2 "$files/one.bin" "$files/two.bin" "$files/empty.bin" "$sources/a b.txt" \
+    "$base/uploads/many/"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$files/uploads/many/one.bin" \
+    && cmp -s "$files/two.bin" "$files/uploads/many/two.bin" && cmp -s "$files/empty.bin" "$files/uploads/many/empty.bin" \
+    && cmp -s "$sources/a b.txt" "$files/uploads/many/a b.txt" && grep -q "PUT /uploads/many/a%20b.txt " "$work/requests.log" \
+    && grep -q "^summary: 4/4 files" "$work/putmany.out"; then
+    pass "put of several files to a URL ending in / stores each under its (percent-encoded) name"
+else
+    fail "put of several files to a URL ending in / stores each under its (percent-encoded) name" "$(show putmany)" \
+        "$(ls -A "$files/uploads/many" 2>&1)"
+fi
+
+run putpost put -X POST -H "Content-Type: text/plain" "$sources/a b.txt" "$base/uploads/posted.txt"
+if [ "$rc" -eq 0 ] && cmp -s "$sources/a b.txt" "$files/uploads/posted.txt" \
+    && grep -q '"POST /uploads/posted.txt HTTP/1.1" length=20 content-type=text/plain' "$work/requests.log"; then
+    pass "put -X POST -H 'Content-Type: text/plain' sends a POST with the header"
+else
+    fail "put -X POST -H 'Content-Type: text/plain' sends a POST with the header" "$(show putpost)" \
+        "$(grep posted "$work/requests.log")"
+fi
+
+run putmissing put "$work/no-such-file.bin" "$files/one.bin" "$base/uploads/missing/"
+if [ "$rc" -eq 1 ] && grep -q "^error: $work/no-such-file.bin: " "$work/putmissing.err" \
+    && cmp -s "$files/one.bin" "$files/uploads/missing/one.bin" && grep -q "^summary: 1/2 files" "$work/putmissing.out"; then
+    pass "put of a missing file: an error line, exit 1, the other file still uploaded"
+else
+    fail "put of a missing file: an error line, exit 1, the other file still uploaded" "$(show putmissing)"
+fi
+
+run putdir put "$sources" "$base/uploads/dir/"
+if [ "$rc" -eq 1 ] && grep -q "^error: $sources: is a directory" "$work/putdir.err"; then
+    pass "put of a directory fails (exit 1) with an error line"
+else
+    fail "put of a directory fails (exit 1) with an error line" "$(show putdir)"
+fi
+
+run putforbidden put "$files/one.bin" "$base/status/403?body=1"
+if [ "$rc" -eq 1 ] \
+    && grep -q "^error: $files/one.bin -> $base/status/403?body=1: HTTP 403 Forbidden" "$work/putforbidden.err"; then
+    pass "put to a URL answering 403 fails (exit 1): error: FILE -> URL: HTTP 403 Forbidden"
+else
+    fail "put to a URL answering 403 fails (exit 1): error: FILE -> URL: HTTP 403 Forbidden" "$(show putforbidden)"
+fi
+
+requests_before="$(wc -l <"$work/requests.log")"
+bad_ok=1
+for bad in "ftp://127.0.0.1:$server_port/uploads/" "http://[::1/x" "not a url" "http:///uploads/"; do
+    run putbad put "$files/one.bin" "$bad"
+    if [ "$rc" -ne 64 ] || ! grep -q "^Error: " "$work/putbad.err"; then
+        bad_ok=0
+        fail "put to a bad URL ($bad) is a usage error (exit 64)" "$(show putbad)"
+    fi
+done
+run putbad put "$files/one.bin" "$files/two.bin" "$base/uploads/not-a-directory"
+[ "$rc" -eq 64 ] || { bad_ok=0; fail "put of several files to a URL not ending in / is a usage error (exit 64)" "$(show putbad)"; }
+run putbad put -H $'X-Test: a\r\nX-Injected: b' "$files/one.bin" "$base/uploads/header.bin"
+[ "$rc" -eq 64 ] || { bad_ok=0; fail "put -H with CR/LF is a usage error (exit 64)" "$(show putbad)"; }
+if [ "$bad_ok" -eq 1 ] && [ "$(wc -l <"$work/requests.log")" -eq "$requests_before" ]; then
+    pass "put with a bad URL, several files to a non-/ URL or a CR/LF header: exit 64, nothing sent"
+elif [ "$bad_ok" -eq 1 ]; then
+    fail "put with bad arguments sent nothing" "$(tail -n +"$((requests_before + 1))" "$work/requests.log")"
+fi
+
+# SIGINT cancels the uploads (the server reads the body at 512 KiB/s).
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+    "$courier" put "$files/slow.bin" "$base/uploads/slow/?rate=524288" >"$work/putint.out" 2>"$work/putint.err" </dev/null &
+courier_pid=$!
+sleep 1.5
+kill -INT "$courier_pid" 2>/dev/null
+rc=0
+wait "$courier_pid" || rc=$?
+if [ "$rc" -eq 130 ] && grep -q "interrupted" "$work/putint.err" && ! cmp -s "$files/slow.bin" "$files/uploads/slow/slow.bin"; then
+    pass "SIGINT cancels a put (exit 130)"
+else
+    fail "SIGINT cancels a put (exit 130)" "$(show putint)"
 fi
 
 echo "cli: $passed passed, $failed failed"
