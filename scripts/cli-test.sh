@@ -307,8 +307,10 @@ printf 'a file with a space\n' >"$sources/a b.txt"
 run putmany put --parallel 2 "$files/one.bin" "$files/two.bin" "$files/empty.bin" "$sources/a b.txt" \
     "$base/uploads/many/"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$files/uploads/many/one.bin" \
-    && cmp -s "$files/two.bin" "$files/uploads/many/two.bin" && cmp -s "$files/empty.bin" "$files/uploads/many/empty.bin" \
-    && cmp -s "$sources/a b.txt" "$files/uploads/many/a b.txt" && grep -q "PUT /uploads/many/a%20b.txt " "$work/requests.log" \
+    && cmp -s "$files/two.bin" "$files/uploads/many/two.bin" \
+    && cmp -s "$files/empty.bin" "$files/uploads/many/empty.bin" \
+    && cmp -s "$sources/a b.txt" "$files/uploads/many/a b.txt" \
+    && grep -q "PUT /uploads/many/a%20b.txt " "$work/requests.log" \
     && grep -q "^summary: 4/4 files" "$work/putmany.out"; then
     pass "put of several files to a URL ending in / stores each under its (percent-encoded) name"
 else
@@ -327,7 +329,8 @@ fi
 
 run putmissing put "$work/no-such-file.bin" "$files/one.bin" "$base/uploads/missing/"
 if [ "$rc" -eq 1 ] && grep -q "^error: $work/no-such-file.bin: " "$work/putmissing.err" \
-    && cmp -s "$files/one.bin" "$files/uploads/missing/one.bin" && grep -q "^summary: 1/2 files" "$work/putmissing.out"; then
+    && cmp -s "$files/one.bin" "$files/uploads/missing/one.bin" \
+    && grep -q "^summary: 1/2 files" "$work/putmissing.out"; then
     pass "put of a missing file: an error line, exit 1, the other file still uploaded"
 else
     fail "put of a missing file: an error line, exit 1, the other file still uploaded" "$(show putmissing)"
@@ -352,15 +355,21 @@ requests_before="$(wc -l <"$work/requests.log")"
 bad_ok=1
 for bad in "ftp://127.0.0.1:$server_port/uploads/" "http://[::1/x" "not a url" "http:///uploads/"; do
     run putbad put "$files/one.bin" "$bad"
-    if [ "$rc" -ne 64 ] || ! grep -q "^Error: " "$work/putbad.err"; then
+    if [ "$rc" -ne 64 ] || ! grep -qF "Error: '$bad'" "$work/putbad.err"; then
         bad_ok=0
         fail "put to a bad URL ($bad) is a usage error (exit 64)" "$(show putbad)"
     fi
 done
 run putbad put "$files/one.bin" "$files/two.bin" "$base/uploads/not-a-directory"
-[ "$rc" -eq 64 ] || { bad_ok=0; fail "put of several files to a URL not ending in / is a usage error (exit 64)" "$(show putbad)"; }
+if [ "$rc" -ne 64 ]; then
+    bad_ok=0
+    fail "put of several files to a URL not ending in / is a usage error (exit 64)" "$(show putbad)"
+fi
 run putbad put -H $'X-Test: a\r\nX-Injected: b' "$files/one.bin" "$base/uploads/header.bin"
-[ "$rc" -eq 64 ] || { bad_ok=0; fail "put -H with CR/LF is a usage error (exit 64)" "$(show putbad)"; }
+if [ "$rc" -ne 64 ]; then
+    bad_ok=0
+    fail "put -H with CR/LF is a usage error (exit 64)" "$(show putbad)"
+fi
 if [ "$bad_ok" -eq 1 ] && [ "$(wc -l <"$work/requests.log")" -eq "$requests_before" ]; then
     pass "put with a bad URL, several files to a non-/ URL or a CR/LF header: exit 64, nothing sent"
 elif [ "$bad_ok" -eq 1 ]; then
@@ -369,13 +378,15 @@ fi
 
 # SIGINT cancels the uploads (the server reads the body at 512 KiB/s).
 python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
-    "$courier" put "$files/slow.bin" "$base/uploads/slow/?rate=524288" >"$work/putint.out" 2>"$work/putint.err" </dev/null &
+    "$courier" put "$files/slow.bin" "$base/uploads/slow/?rate=524288" \
+    >"$work/putint.out" 2>"$work/putint.err" </dev/null &
 courier_pid=$!
 sleep 1.5
 kill -INT "$courier_pid" 2>/dev/null
 rc=0
 wait "$courier_pid" || rc=$?
-if [ "$rc" -eq 130 ] && grep -q "interrupted" "$work/putint.err" && ! cmp -s "$files/slow.bin" "$files/uploads/slow/slow.bin"; then
+if [ "$rc" -eq 130 ] && grep -q "interrupted" "$work/putint.err" \
+    && ! cmp -s "$files/slow.bin" "$files/uploads/slow/slow.bin"; then
     pass "SIGINT cancels a put (exit 130)"
 else
     fail "SIGINT cancels a put (exit 130)" "$(show putint)"
