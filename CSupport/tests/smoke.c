@@ -143,6 +143,24 @@ int main(int argc, char** argv) {
   wait_for(before + 1);
   printf("cancelled source upload: releases %d\n", atomic_load(&source_releases));
   assert(atomic_load(&source_releases) == 2);
+  /* a held redirect with no body (decided while running or after curl ended),
+   * and a gzip body decoded */
+  r.body_source.read = NULL; r.body_source.release = NULL; r.body_source.length = 0;
+  r.method = "GET";
+  {
+    int before = completed, errors_before = errors;
+    long long bytes_before = bytes;
+    snprintf(url, sizeof url, "%s/redirect-empty", base);
+    for (int i = 0; i < 50; i++) assert(cr_engine_submit(engine, &r, NULL));
+    r.flags |= CR_FLAG_DECODE;
+    snprintf(url, sizeof url, "%s/gzip/100000", base);
+    for (int i = 0; i < 50; i++) assert(cr_engine_submit(engine, &r, NULL));
+    r.flags &= ~(uint32_t)CR_FLAG_DECODE;
+    wait_for(before + 100);
+    printf("held empty + gzip: errors %d decoded bytes %lld\n", errors - errors_before, bytes - bytes_before);
+    assert(errors == errors_before && bytes - bytes_before == 50LL * 100000);
+  }
+
   cr_engine_stats_t stats; cr_engine_stats(engine, &stats);
   printf("stats: queued %lld active %lld completed %lld handles %lld\n", (long long)stats.queued, (long long)stats.active, (long long)stats.completed, (long long)stats.open_handles);
   cr_engine_destroy(engine);

@@ -1,5 +1,5 @@
 # The loopback server for smoke.c: python3 smoke_server.py PORT (binds 127.0.0.1 only).
-import http.server, sys, time
+import gzip, http.server, sys, time
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self,*a): pass
@@ -21,6 +21,11 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body[start:])
         elif parts[1]=='redirect':
             self.send_response(302); self.send_header('Location','/bytes/10'); self.send_header('Content-Length','5'); self.end_headers(); self.wfile.write(b'moved')
+        elif parts[1]=='redirect-empty':
+            self.send_response(302); self.send_header('Location','/bytes/10'); self.send_header('Content-Length','0'); self.end_headers()
+        elif parts[1]=='gzip':
+            n=int(parts[2]); body=gzip.compress(bytes((i*7)&255 for i in range(n)))
+            self.send_response(200); self.send_header('Content-Encoding','gzip'); self.send_header('Content-Length',str(len(body))); self.end_headers(); self.wfile.write(body)
         elif parts[1]=='stall':
             self.send_response(200); self.send_header('Content-Length','10'); self.end_headers(); self.wfile.flush(); time.sleep(3)
         else:
