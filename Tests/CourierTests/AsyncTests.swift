@@ -219,9 +219,12 @@ struct MetricsTests {
         try await withServer { server in
             let (session, delegate) = makeRecordingSession()
             defer { session.invalidateAndCancel() }
-            let task = session.dataTask(with: server.url("/bytes/10000"))
+            // The server waits 50 ms before answering: the task interval must span at least that.
+            let task = session.dataTask(with: server.url("/bytes/10000?delay=50"))
+            let before = Date()
             task.resume()
             try await delegate.completion(of: task)
+            let after = Date()
             let metrics = try #require(
                 delegate.events(of: task).compactMap { event -> SessionTaskMetrics? in
                     if case .metrics(_, let metrics) = event { return metrics }
@@ -238,7 +241,11 @@ struct MetricsTests {
             let end = try #require(transaction.responseEndDate)
             #expect(end >= start)
             #expect((transaction.response as? HTTPURLResponse)?.statusCode == 200)
-            #expect(metrics.taskInterval.duration >= 0)
+            #expect(metrics.taskInterval.start >= before)
+            #expect(metrics.taskInterval.end <= after)
+            #expect(metrics.taskInterval.duration >= 0.05)
+            #expect(metrics.taskInterval.start <= start)
+            #expect(metrics.taskInterval.end >= end)
         }
     }
 }

@@ -230,10 +230,22 @@ struct CookieTests {
         try await withServer { server in
             var configuration = testConfiguration()
             configuration.httpShouldSetCookies = false
+            let storage = try #require(configuration.httpCookieStorage)
+            // A cookie the jar holds for this server: it must not be sent.
+            let kept = try #require(
+                HTTPCookie(properties: [
+                    .name: "kept", .value: "1", .domain: "127.0.0.1", .path: "/", .originURL: server.baseURL,
+                ])
+            )
+            storage.setCookie(kept)
+            #expect(storage.cookies(for: server.url("/cookies")).map(\.name) == ["kept"])
             let session = Session(configuration: configuration)
             defer { session.invalidateAndCancel() }
             _ = try await session.data(from: server.url("/cookies/set?a=1"))
-            #expect(configuration.httpCookieStorage?.cookies.isEmpty == true)
+            let (data, _) = try await session.data(from: server.url("/cookies"))
+            #expect(jsonObject(data).isEmpty)
+            #expect(server.requests.allSatisfy { $0.header("Cookie") == nil })
+            #expect(storage.cookies.map(\.name) == ["kept"])
         }
     }
 }
