@@ -27,15 +27,20 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
+        // libcurl and libuv, found through pkg-config; a missing one gets SwiftPM's hint to install the package.
+        .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         // The C transfer engine: owns every libcurl and libuv object. Swift sees only courier_engine.h.
+        // No unsafe flags (SwiftPM refuses them in a package required by version): the test command compiles these
+        // sources once more with -Wall -Wextra -Werror (scripts/test.sh).
         .target(
             name: "CSupport",
+            dependencies: ["CLibCurl", "CLibUV"],
             path: "CSupport",
             exclude: ["tests"],
             sources: ["src"],
             publicHeadersPath: "include",
-            cSettings: [.unsafeFlags(["-Wall", "-Wextra", "-Wno-unused-parameter"])],
-            linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("uv"), .linkedLibrary("pthread")]
+            linkerSettings: [.linkedLibrary("pthread")]
         ),
         // The package's lock (pthread-based, so ThreadSanitizer sees it; see LockedValue.swift).
         .target(name: "CourierConcurrency", swiftSettings: strictSwift),
