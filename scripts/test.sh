@@ -2,12 +2,13 @@
 # The test command: install what is missing, build everything with the tests, run the Swift test suite
 # (unit, integration, fault-injection, process and stress tests, one test at a time with
 # `swift test --no-parallel`), then the command-line tests of the built `courier` binary (scripts/cli-test.sh),
+# then a scratch package that requires Courier by version (scripts/dependent-check.sh),
 # then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
 # committed fails; allocation counts, not times, so a loaded machine does not change them), then the comparison
 # harness once at 2 % scale (Benchmarks/run.sh: every client against nginx, every transfer checked; its figures
 # are not looked at).
 #
-# All four parts always run; the exit status is non-zero if any failed.
+# All parts always run; the exit status is non-zero if any failed.
 # COURIER_SCRATCH_PATH picks another build folder (see scripts/lib/common.sh).
 set -euo pipefail
 
@@ -40,6 +41,15 @@ bash scripts/cli-test.sh || cli_status=$?
 if [ "$cli_status" -ne 0 ]; then
     log "CLI tests failed (exit status $cli_status)" >&2
     status=$cli_status
+fi
+
+# A scratch package that requires Courier by version from a tagged clone builds, builds no test-only module, and
+# downloads with it (about 80 s).
+dependent_status=0
+bash scripts/dependent-check.sh || dependent_status=$?
+if [ "$dependent_status" -ne 0 ]; then
+    log "dependent-package check failed (exit status $dependent_status)" >&2
+    status=$dependent_status
 fi
 
 # package-benchmark reads Thresholds/ relative to the working directory. Its plugin builds the microbenchmarks in
