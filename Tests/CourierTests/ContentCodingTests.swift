@@ -35,11 +35,7 @@ struct ContentCodingTests {
             for name in Self.codings {
                 #expect(offered.contains(name), "Accept-Encoding: \(offered)")
             }
-            let metrics = delegate.events(of: task).compactMap { event -> SessionTaskMetrics? in
-                if case .metrics(_, let metrics) = event { return metrics }
-                return nil
-            }
-            let transaction = try #require(metrics.first?.transactionMetrics.last)
+            let transaction = try #require(delegate.metrics(of: task).first?.transactionMetrics.last)
             #expect(transaction.countOfResponseBodyBytesReceived == Int64(wire.count))
             #expect(transaction.countOfResponseBodyBytesAfterDecoding == Int64(text.count))
         }
@@ -55,11 +51,7 @@ struct ContentCodingTests {
             task.resume()
             let outcome = try await delegate.completion(of: task)
             #expect(outcome == nil)
-            let files = delegate.events(of: task).compactMap { event -> Data? in
-                if case .finished(_, _, let bytes, _) = event { return bytes }
-                return nil
-            }
-            #expect(files == [text])
+            #expect(delegate.downloadedFiles(of: task) == [text])
             let progress = delegate.events(of: task).compactMap { event -> (Int64, Int64)? in
                 if case .wrote(_, _, let total, let expected) = event { return (total, expected) }
                 return nil

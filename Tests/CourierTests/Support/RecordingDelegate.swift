@@ -103,6 +103,22 @@ final class RecordingDelegate: SessionDataDelegate, SessionDownloadDelegate, Sen
         log.events.filter { $0.task == task.taskIdentifier }
     }
 
+    /// The contents of every file `didFinishDownloadingTo` handed over for `task` (nil where it was not read).
+    func downloadedFiles(of task: SessionTask) -> [Data?] {
+        events(of: task).compactMap { event -> Data?? in
+            if case .finished(_, _, let bytes, _) = event { return .some(bytes) }
+            return nil
+        }
+    }
+
+    /// The metrics delivered for `task` (once, when the task completes).
+    func metrics(of task: SessionTask) -> [SessionTaskMetrics] {
+        events(of: task).compactMap { event -> SessionTaskMetrics? in
+            if case .metrics(_, let metrics) = event { return metrics }
+            return nil
+        }
+    }
+
     func body(of task: SessionTask) -> Data {
         var body = Data()
         for case .data(task.taskIdentifier, let bytes) in log.events {
