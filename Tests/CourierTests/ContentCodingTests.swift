@@ -115,6 +115,24 @@ struct ContentCodingTests {
         }
     }
 
+    @Test("a request's own Accept-Encoding is not replayed by a resume: the range asks for identity")
+    func resumeAsksForIdentity() async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            var request = URLRequest(url: server.url("/bytes/400000?seed=5&cut=100000"))
+            request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+            let first = session.downloadTask(with: request)
+            first.resume()
+            let failure = try #require(try await delegate.completion(of: first))
+            let resumed = session.downloadTask(withResumeData: try #require(failure.resumeData))
+            resumed.resume()
+            _ = try await delegate.completion(of: resumed)
+            #expect(server.requests.last?.header("Range") == "bytes=100000-")
+            #expect(server.requests.last?.header("Accept-Encoding") == "identity")
+        }
+    }
+
     @Test("an encoded download that fails or is cancelled has no resume data")
     func noResumeOfEncoded() async throws {
         try await withServer { server in

@@ -259,7 +259,10 @@ extension SessionTask {
         var headers: [String: String] = [:]
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             let lower = name.lowercased()
-            if !["range", "if-range", "cookie", "authorization", "proxy-authorization"].contains(lower) {
+            // A resumed range always asks for the identity coding (SessionTask+Submit), whatever the first
+            // request asked: its Accept-Encoding is not kept.
+            let dropped = ["range", "if-range", "cookie", "authorization", "proxy-authorization", "accept-encoding"]
+            if !dropped.contains(lower) {
                 headers[name] = value
             }
         }
