@@ -1,25 +1,27 @@
 /*
  * The command queue: producers on any thread push under a mutex; the loop
- * thread swaps the whole vector out in one step and applies it unlocked.
+ * thread swaps the whole vector out in one step and applies it unlocked
+ * (lifecycle.c). Push: any thread; take: the loop thread; init and
+ * destroy: the thread that starts or joins the loop.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-int cr_command_queue_init(cr_command_queue_t* queue) {
+int cr__command_queue_init(cr_command_queue_t* queue) {
   memset(queue, 0, sizeof(*queue));
   return pthread_mutex_init(&queue->mutex, NULL) == 0 ? 0 : -1;
 }
 
-void cr_command_queue_destroy(cr_command_queue_t* queue) {
+void cr__command_queue_destroy(cr_command_queue_t* queue) {
   pthread_mutex_destroy(&queue->mutex);
   free(queue->items);
   queue->items = NULL;
   queue->count = queue->capacity = 0;
 }
 
-int cr_command_queue_push(cr_command_queue_t* queue, const cr_command_t* cmd) {
+int cr__command_queue_push(cr_command_queue_t* queue, const cr_command_t* cmd) {
   int result = 0;
   pthread_mutex_lock(&queue->mutex);
   if (queue->count == queue->capacity) {
@@ -38,7 +40,7 @@ out:
   return result;
 }
 
-size_t cr_command_queue_take(cr_command_queue_t* queue, cr_command_t** items,
+size_t cr__command_queue_take(cr_command_queue_t* queue, cr_command_t** items,
                              size_t* capacity) {
   size_t count;
   cr_command_t* swap_items;

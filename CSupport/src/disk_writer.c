@@ -3,6 +3,10 @@
  * the loop thread keeps receiving while the disk is busy. Jobs of one
  * transfer are written in order; after a failed job the transfer's later
  * jobs are skipped, so what is on disk stays a contiguous prefix.
+ *
+ * writer_main() is the writer thread; cr__writer_submit() and
+ * cr__writer_take_done() run on the loop thread; start and stop on the
+ * thread that starts the loop and on the loop thread at its stop.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,7 +34,7 @@ static int write_fully(int fd, const char* buffer, size_t length,
 
 static void* writer_main(void* arg) {
   cr_writer_t* writer = arg;
-  cr_name_thread("courier-write", writer->index);
+  cr__name_thread("courier-write", writer->index);
   for (;;) {
     cr_write_job_t* job;
     pthread_mutex_lock(&writer->mutex);
@@ -68,7 +72,7 @@ static void* writer_main(void* arg) {
   return NULL;
 }
 
-int cr_writer_start(cr_writer_t* writer, uv_async_t* wake, int index) {
+int cr__writer_start(cr_writer_t* writer, uv_async_t* wake, int index) {
   writer->index = index;
   writer->head = writer->tail = NULL;
   writer->done_head = writer->done_tail = NULL;
@@ -94,7 +98,7 @@ int cr_writer_start(cr_writer_t* writer, uv_async_t* wake, int index) {
   return 0;
 }
 
-void cr_writer_submit(cr_writer_t* writer, cr_write_job_t* job) {
+void cr__writer_submit(cr_writer_t* writer, cr_write_job_t* job) {
   job->next = NULL;
   pthread_mutex_lock(&writer->mutex);
   if (writer->tail)
@@ -106,7 +110,7 @@ void cr_writer_submit(cr_writer_t* writer, cr_write_job_t* job) {
   pthread_mutex_unlock(&writer->mutex);
 }
 
-cr_write_job_t* cr_writer_take_done(cr_writer_t* writer) {
+cr_write_job_t* cr__writer_take_done(cr_writer_t* writer) {
   cr_write_job_t* jobs;
   pthread_mutex_lock(&writer->done_mutex);
   jobs = writer->done_head;
@@ -115,14 +119,14 @@ cr_write_job_t* cr_writer_take_done(cr_writer_t* writer) {
   return jobs;
 }
 
-cr_write_job_t* cr_writer_stop(cr_writer_t* writer) {
+cr_write_job_t* cr__writer_stop(cr_writer_t* writer) {
   cr_write_job_t* done;
   pthread_mutex_lock(&writer->mutex);
   writer->stopping = 1;
   pthread_cond_signal(&writer->cond);
   pthread_mutex_unlock(&writer->mutex);
   pthread_join(writer->thread, NULL);
-  done = cr_writer_take_done(writer);
+  done = cr__writer_take_done(writer);
   pthread_cond_destroy(&writer->cond);
   pthread_mutex_destroy(&writer->mutex);
   pthread_mutex_destroy(&writer->done_mutex);

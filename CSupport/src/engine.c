@@ -1,6 +1,8 @@
 /*
  * The engine: a set of loops, and the thread-safe entry points that turn
  * calls into commands for them.
+ *
+ * Runs on the callers' threads; cr_engine_destroy() joins the loops.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -11,7 +13,7 @@
 
 #include "internal.h"
 
-atomic_llong cr_leaked_loops;
+atomic_llong cr__leaked_loops;
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static int global_ok;
@@ -27,9 +29,9 @@ static void global_init(void) {
 
 static void destroy_loops(cr_engine_t* engine, int started) {
   for (int i = 0; i < started; i++)
-    cr_loop_request_stop(&engine->loops[i]);
+    cr__loop_request_stop(&engine->loops[i]);
   for (int i = 0; i < started; i++)
-    cr_loop_join(&engine->loops[i]);
+    cr__loop_join(&engine->loops[i]);
   free(engine->loops);
   free(engine->ca_pem);
   free(engine);
@@ -39,7 +41,6 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
                               const char** error) {
   cr_engine_t* engine;
   int started = 0;
-
   pthread_once(&global_once, global_init);
   if (!global_ok) {
     *error = "curl_global_init failed";
@@ -80,7 +81,7 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
     return NULL;
   }
   for (; started < engine->loop_count; started++) {
-    if (cr_loop_start(&engine->loops[started], engine, started) != 0) {
+    if (cr__loop_start(&engine->loops[started], engine, started) != 0) {
       destroy_loops(engine, started);
       *error = "cannot start a loop thread";
       return NULL;
@@ -141,7 +142,7 @@ uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
     *error = CR_ERR_INTERNAL;
     return 0;
   }
-  t = cr_transfer_create(request, error);
+  t = cr__transfer_create(request, error);
   if (t == NULL)
     return 0;
   loop = pick_loop(engine);
@@ -152,9 +153,9 @@ uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
   cmd.transfer_id = t->id;
   cmd.fd = -1;
   atomic_fetch_add(&loop->stat_queued, 1);
-  if (cr_loop_post(loop, &cmd) != 0) {
+  if (cr__loop_post(loop, &cmd) != 0) {
     atomic_fetch_sub(&loop->stat_queued, 1);
-    cr_transfer_free_unsubmitted(t);
+    cr__transfer_free_unsubmitted(t);
     *error = CR_ERR_INTERNAL;
     return 0;
   }
@@ -176,7 +177,7 @@ static void post(cr_engine_t* engine, uint64_t transfer, cr_command_kind_t kind,
   cmd.transfer_id = transfer;
   cmd.decision = decision;
   cmd.fd = fd;
-  if (cr_loop_post(&engine->loops[index], &cmd) != 0 && fd >= 0)
+  if (cr__loop_post(&engine->loops[index], &cmd) != 0 && fd >= 0)
     close(fd); /* out of memory: the command is lost, as for a dead id */
 }
 
@@ -211,7 +212,7 @@ void cr_engine_stats(cr_engine_t* engine, cr_engine_stats_t* stats) {
   }
 }
 
-int64_t cr_leaked_loop_count(void) { return atomic_load(&cr_leaked_loops); }
+int64_t cr_leaked_loop_count(void) { return atomic_load(&cr__leaked_loops); }
 
 const char* cr_curl_version(void) {
   curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);

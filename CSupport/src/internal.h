@@ -1,12 +1,27 @@
 /*
  * Internal declarations of the transfer engine. Nothing here is seen by
- * Swift. Threads:
+ * Swift, and every function declared here is hidden (not exported from a
+ * shared object) and named cr__*: only courier_engine.h's functions are
+ * the engine's API. Threads:
  *   - the caller's threads: cr_engine_submit() and the cr_transfer_*()
  *     commands only allocate and enqueue (cr_command_queue_t) and wake a loop;
  *   - one loop thread per cr_loop_t: owns the uv loop, the curl multi handle,
  *     every easy handle, every transfer after submission;
  *   - one writer thread per loop: pwrite()s download chunks (cr_writer_t) and
  *     reports back through the loop's done queue and async handle.
+ *
+ * Where things live (one concern per file; each file's header comment says
+ * which thread runs it):
+ *   engine.c          the public entry points and the engine
+ *   transfer.c        one transfer: request copy, easy setup, curl callbacks
+ *   lifecycle.c       the transfer state machine: admission, commands,
+ *                     finishing, completion
+ *   transfer_table.c  the id table, the waiting queues and the running list
+ *   sockets.c         curl <-> libuv: socket, timer and poll callbacks
+ *   events.c          the event batch handed to Swift once per iteration
+ *   loop.c            a loop thread: start, wake-ups, stop
+ *   command_queue.c   commands from any thread to a loop
+ *   disk_writer.c     the writer thread
  */
 #ifndef COURIER_INTERNAL_H
 #define COURIER_INTERNAL_H
@@ -171,13 +186,18 @@ typedef struct {
   size_t capacity;
 } cr_command_queue_t;
 
-int cr_command_queue_init(cr_command_queue_t* queue);
-void cr_command_queue_destroy(cr_command_queue_t* queue);
+#pragma GCC visibility push(hidden)
+
+/* command_queue.c */
+int cr__command_queue_init(cr_command_queue_t* queue);
+void cr__command_queue_destroy(cr_command_queue_t* queue);
 /* Returns 0, or -1 when out of memory. */
-int cr_command_queue_push(cr_command_queue_t* queue, const cr_command_t* cmd);
+int cr__command_queue_push(cr_command_queue_t* queue, const cr_command_t* cmd);
 /* Moves every queued command into *items (caller frees), returns count. */
-size_t cr_command_queue_take(cr_command_queue_t* queue, cr_command_t** items,
-                             size_t* capacity);
+size_t cr__command_queue_take(cr_command_queue_t* queue, cr_command_t** items,
+                              size_t* capacity);
+
+#pragma GCC visibility pop
 
 /* ---- The disk writer (one thread per loop) ---- */
 
@@ -206,12 +226,17 @@ typedef struct {
   int index;                   /* the loop's index, for the thread name     */
 } cr_writer_t;
 
-int cr_writer_start(cr_writer_t* writer, uv_async_t* wake, int index);
-void cr_writer_submit(cr_writer_t* writer, cr_write_job_t* job);
-cr_write_job_t* cr_writer_take_done(cr_writer_t* writer);
+#pragma GCC visibility push(hidden)
+
+/* disk_writer.c */
+int cr__writer_start(cr_writer_t* writer, uv_async_t* wake, int index);
+void cr__writer_submit(cr_writer_t* writer, cr_write_job_t* job);
+cr_write_job_t* cr__writer_take_done(cr_writer_t* writer);
 /* Writes every queued job, joins the thread, and returns the finished jobs
  * the loop has not taken yet (the caller frees them). */
-cr_write_job_t* cr_writer_stop(cr_writer_t* writer);
+cr_write_job_t* cr__writer_stop(cr_writer_t* writer);
+
+#pragma GCC visibility pop
 
 /* ---- Loops ---- */
 
@@ -254,8 +279,7 @@ struct cr_loop_s {
   int max_active;
   int sweeping;
   int stopping;
-  atomic_int stop_requested;   /* set by cr_loop_request_stop (any thread)  */
-  int in_flush;
+  atomic_int stop_requested;   /* set by cr__loop_request_stop (any thread) */
 
   /* The event batch of this iteration. */
   cr_event_t* events;
@@ -282,49 +306,119 @@ struct cr_engine_s {
   atomic_int destroyed;
 };
 
-int cr_loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index);
+#pragma GCC visibility push(hidden)
+
+/* ---- loop.c: a loop thread ---- */
+
+int cr__loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index);
 /* Any thread: queues a command and wakes the loop. Returns -1 when out of
  * memory; the command is not queued and the caller still owns what it
  * carries. */
-int cr_loop_post(cr_loop_t* loop, const cr_command_t* cmd);
+int cr__loop_post(cr_loop_t* loop, const cr_command_t* cmd);
 /* Any thread: the loop frees everything and ends at its next wake-up. Takes
  * no memory, so it cannot be lost. */
-void cr_loop_request_stop(cr_loop_t* loop);
-void cr_loop_join(cr_loop_t* loop);
+void cr__loop_request_stop(cr_loop_t* loop);
+void cr__loop_join(cr_loop_t* loop);
+/* Any thread. */
+uint64_t cr__now_us(void);
+/* Names the calling thread "<prefix>-<index>" (shown by top, perf, gdb). */
+void cr__name_thread(const char* prefix, int index);
+/* Any thread. NULL stays NULL. */
+char* cr__strdup(const char* s);
+char* cr__strndup(const char* s, size_t n);
 
-/* ---- Transfers (loop thread only unless stated) ---- */
+/* ---- transfer.c: one transfer (loop thread only unless stated) ---- */
 
 /* Any thread: deep-copies a request. Returns NULL with *error set. */
-cr_transfer_t* cr_transfer_create(const cr_request_t* request,
-                                  cr_error_t* error);
-void cr_transfer_free(cr_transfer_t* t);
+cr_transfer_t* cr__transfer_create(const cr_request_t* request,
+                                   cr_error_t* error);
+void cr__transfer_free(cr_transfer_t* t);
 /* Frees a transfer that was never submitted: its descriptors and body
  * source stay the caller's (neither closed nor released). */
-void cr_transfer_free_unsubmitted(cr_transfer_t* t);
+void cr__transfer_free_unsubmitted(cr_transfer_t* t);
 /* Releases a borrowed body source once (complete() does it before the
- * COMPLETE event is handed over; cr_transfer_free() if still held). */
-void cr_transfer_release_source(cr_transfer_t* t);
+ * COMPLETE event is handed over; cr__transfer_free() if still held). */
+void cr__transfer_release_source(cr_transfer_t* t);
 /* Prepares t->easy for the request. Returns 0 or an error code. */
-cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy);
+cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy);
 /* Body bytes of the response as they came off the connection (before any
  * content decoding); -1 when curl cannot say. While t->easy is set. */
-int64_t cr_transfer_wire_bytes(cr_transfer_t* t);
+int64_t cr__transfer_wire_bytes(cr_transfer_t* t);
 /* Reads curl's timings into t->metrics. */
-void cr_transfer_collect_metrics(cr_transfer_t* t);
-cr_error_t cr_error_from_curl(CURLcode code, int after_submit);
+void cr__transfer_collect_metrics(cr_transfer_t* t);
+cr_error_t cr__error_from_curl(CURLcode code, int after_submit);
 
-/* Loop-side services the transfer callbacks use (loop.c). */
-void cr_loop_emit_response(cr_transfer_t* t);
-void cr_loop_mark_dirty(cr_transfer_t* t);
-void cr_loop_queue_chunk(cr_transfer_t* t);
+/* ---- lifecycle.c: the state machine (loop thread) ---- */
+
+/* Applies one command taken from the loop's queue. */
+void cr__apply_command(cr_loop_t* loop, cr_command_t* cmd);
+/* Moves queued transfers into curl while the loop has room. */
+void cr__admit(cr_loop_t* loop);
+/* Finishes every transfer curl reports done, then admits. */
+void cr__drain(cr_loop_t* loop);
+/* socket_action failed: every running transfer fails (CR_ERR_INTERNAL). */
+void cr__fail_running(cr_loop_t* loop);
+/* Takes the writer's finished jobs: completes what they were waiting for
+ * and lets disk-paused transfers receive again. */
+void cr__process_write_results(cr_loop_t* loop);
+/* Hands t's filled chunk to the writer (curl's write callback, finishing). */
+void cr__queue_chunk(cr_transfer_t* t);
+/* Loop stop: takes every transfer out of curl and frees them (no COMPLETE
+ * is delivered); the writer is stopped in between. */
+void cr__abandon_all(cr_loop_t* loop);
+
+/* ---- transfer_table.c: where a loop keeps its transfers (loop thread) ---- */
+
+/* Returns 0, or -1 when out of memory (t is not inserted). */
+int cr__table_insert(cr_transfer_table_t* table, cr_transfer_t* t);
+cr_transfer_t* cr__table_find(const cr_transfer_table_t* table, uint64_t id);
+void cr__table_remove(cr_transfer_table_t* table, cr_transfer_t* t);
+/* The waiting queues, one per priority level, first in first out. */
+void cr__waiting_push(cr_loop_t* loop, cr_transfer_t* t);
+void cr__waiting_remove(cr_loop_t* loop, cr_transfer_t* t);
+/* Unlinks and returns the first transfer of the highest non-empty level. */
+cr_transfer_t* cr__waiting_pop(cr_loop_t* loop);
+/* Queued transfers paused by the user wait here, out of the queues. */
+void cr__parked_push(cr_loop_t* loop, cr_transfer_t* t);
+void cr__parked_remove(cr_loop_t* loop, cr_transfer_t* t);
+/* Transfers in curl (ACTIVE). */
+void cr__running_push(cr_loop_t* loop, cr_transfer_t* t);
+void cr__running_remove(cr_loop_t* loop, cr_transfer_t* t);
+
+/* ---- sockets.c: curl <-> libuv (loop thread) ---- */
+
+/* Sets the multi handle's socket and timer callbacks and initializes the
+ * handles they drive (the curl timer and the kick). */
+void cr__sockets_init(cr_loop_t* loop);
+/* curl_multi_socket_action on fd (CURL_SOCKET_TIMEOUT: timers), then
+ * cr__drain(). Does nothing once the loop is stopping. */
+void cr__drive(cr_loop_t* loop, curl_socket_t fd, int flags);
+/* Runs socket_action(CURL_SOCKET_TIMEOUT) in the next loop pass. */
+void cr__kick(cr_loop_t* loop);
 /* CURLOPT_CLOSESOCKETFUNCTION: stops and closes the fd's poll first. */
-int cr_loop_close_socket(void* loop, curl_socket_t fd);
-uint64_t cr_now_us(void);
-/* Names the calling thread "<prefix>-<index>" (shown by top, perf, gdb). */
-void cr_name_thread(const char* prefix, int index);
-char* cr_strdup(const char* s);
-char* cr_strndup(const char* s, size_t n);
+int cr__close_socket(void* loop, curl_socket_t fd);
+/* Closes every handle of the loop (poll handles with their contexts). */
+void cr__close_handles(cr_loop_t* loop);
 
-extern atomic_llong cr_leaked_loops;
+/* ---- events.c: the event batch (loop thread) ---- */
+
+/* The RESPONSE event, once, when the final response's headers are in; sets
+ * t->held as the request's flags ask. */
+void cr__emit_response(cr_transfer_t* t);
+/* The last events of a transfer: its RESPONSE if none was emitted (never
+ * held), its last DATA, and COMPLETE with its outcome. */
+void cr__emit_last(cr_transfer_t* t);
+/* Schedules a PROGRESS (and the DATA gathered so far) for the next flush. */
+void cr__mark_dirty(cr_transfer_t* t);
+/* The prepare callback: hands the batch over once per loop iteration. */
+void cr__on_flush(uv_prepare_t* prepare);
+/* Loop stop: frees the transfers the dirty list still holds and every
+ * undelivered event's payload. */
+void cr__events_discard(cr_loop_t* loop);
+
+/* engine.c */
+extern atomic_llong cr__leaked_loops;
+
+#pragma GCC visibility pop
 
 #endif /* COURIER_INTERNAL_H */

@@ -2,6 +2,9 @@
  * One transfer: the deep copy of a request, the easy-handle setup, and the
  * curl callbacks that run on the loop thread while curl drives it.
  * The callbacks never call curl; they only record, buffer and decide.
+ *
+ * cr__transfer_create() and cr__transfer_free_unsubmitted() run on the
+ * submitting thread; everything else on the loop thread.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -13,11 +16,11 @@
 
 #include "internal.h"
 
-char* cr_strdup(const char* s) {
-  return s ? cr_strndup(s, strlen(s)) : NULL;
+char* cr__strdup(const char* s) {
+  return s ? cr__strndup(s, strlen(s)) : NULL;
 }
 
-char* cr_strndup(const char* s, size_t n) {
+char* cr__strndup(const char* s, size_t n) {
   char* copy = malloc(n + 1);
   if (copy) {
     memcpy(copy, s, n);
@@ -71,7 +74,7 @@ out:
   return result;
 }
 
-cr_transfer_t* cr_transfer_create(const cr_request_t* request,
+cr_transfer_t* cr__transfer_create(const cr_request_t* request,
                                   cr_error_t* error) {
   cr_transfer_t* t;
   cr_error_t url_error = validate_url(request->url);
@@ -94,8 +97,8 @@ cr_transfer_t* cr_transfer_create(const cr_request_t* request,
   }
   t->body_fd = -1;
   t->sink_fd = -1;
-  t->url = cr_strdup(request->url);
-  t->method = cr_strdup(request->method ? request->method : "GET");
+  t->url = cr__strdup(request->url);
+  t->method = cr__strdup(request->method ? request->method : "GET");
   if (t->url == NULL || t->method == NULL)
     goto oom;
   for (size_t i = 0; i < request->header_count; i++) {
@@ -132,8 +135,8 @@ cr_transfer_t* cr_transfer_create(const cr_request_t* request,
   t->flags = request->flags;
   t->auth = request->auth;
   if (request->auth != CR_AUTH_NONE) {
-    t->username = cr_strdup(request->username ? request->username : "");
-    t->password = cr_strdup(request->password ? request->password : "");
+    t->username = cr__strdup(request->username ? request->username : "");
+    t->password = cr__strdup(request->password ? request->password : "");
     if (t->username == NULL || t->password == NULL)
       goto oom;
   }
@@ -148,7 +151,7 @@ cr_transfer_t* cr_transfer_create(const cr_request_t* request,
                             : (int64_t)t->body_length;
   if (!(request->body_fd >= 0 || t->body_length > 0))
     t->expected_to_send = -1;
-  t->submitted_us = cr_now_us();
+  t->submitted_us = cr__now_us();
   atomic_init(&t->writer_failed, 0);
   /* Ownership of the descriptors and the body source passes last: nothing
    * can fail after. */
@@ -160,24 +163,24 @@ cr_transfer_t* cr_transfer_create(const cr_request_t* request,
   return t;
 
 oom:
-  cr_transfer_free_unsubmitted(t);
+  cr__transfer_free_unsubmitted(t);
   *error = CR_ERR_INTERNAL;
   return NULL;
 }
 
-void cr_transfer_free_unsubmitted(cr_transfer_t* t) {
+void cr__transfer_free_unsubmitted(cr_transfer_t* t) {
   t->body_fd = t->sink_fd = -1;
   memset(&t->source, 0, sizeof(t->source));
-  cr_transfer_free(t);
+  cr__transfer_free(t);
 }
 
-void cr_transfer_release_source(cr_transfer_t* t) {
+void cr__transfer_release_source(cr_transfer_t* t) {
   if (t->source.release)
     t->source.release(t->source.context);
   memset(&t->source, 0, sizeof(t->source));
 }
 
-void cr_transfer_free(cr_transfer_t* t) {
+void cr__transfer_free(cr_transfer_t* t) {
   if (t == NULL)
     return;
   if (t->body_fd >= 0)
@@ -188,7 +191,7 @@ void cr_transfer_free(cr_transfer_t* t) {
   free(t->method);
   curl_slist_free_all(t->headers);
   free(t->body);
-  cr_transfer_release_source(t);
+  cr__transfer_release_source(t);
   free(t->username);
   free(t->password);
   free(t->error_buffer);
@@ -256,7 +259,7 @@ static int fail_from_callback(cr_transfer_t* t, cr_error_t error,
   if (t->error == CR_OK) {
     t->error = error;
     free(t->message);
-    t->message = cr_strdup(message);
+    t->message = cr__strdup(message);
   }
   return 0;
 }
@@ -330,7 +333,6 @@ static size_t on_header(char* data, size_t size, size_t count, void* context) {
   size_t length = size * count;
   const char* value;
   size_t value_length;
-
   t->last_activity_ms = uv_now(&t->loop->uv);
   if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) {
     const char* space = memchr(data, ' ', length);
@@ -347,7 +349,7 @@ static size_t on_header(char* data, size_t size, size_t count, void* context) {
       /* Final unless curl will answer an auth challenge itself. */
       if (!((t->status == 401 || t->status == 407) &&
             (t->auth == CR_AUTH_DIGEST || t->auth == CR_AUTH_ANY)))
-        cr_loop_emit_response(t);
+        cr__emit_response(t);
     }
     return length;
   } else if ((value = header_value(data, length, "Content-Length",
@@ -400,10 +402,9 @@ static size_t first_memory_capacity(const cr_transfer_t* t) {
 static size_t on_write(char* data, size_t size, size_t count, void* context) {
   cr_transfer_t* t = context;
   size_t length = size * count;
-
   t->last_activity_ms = uv_now(&t->loop->uv);
   if (!t->response_emitted)
-    cr_loop_emit_response(t);
+    cr__emit_response(t);
   if (t->held || t->user_paused) {
     t->curl_paused = 1;
     return CURL_WRITEFUNC_PAUSE;
@@ -452,11 +453,11 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
       t->chunk_length += take;
       offset += take;
       if (t->chunk_length == CR_CHUNK_SIZE)
-        cr_loop_queue_chunk(t);
+        cr__queue_chunk(t);
     }
   }
   t->received += (int64_t)length;
-  cr_loop_mark_dirty(t);
+  cr__mark_dirty(t);
   return length;
 }
 
@@ -501,7 +502,7 @@ static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
     t->body_position += n;
   }
   t->sent += (int64_t)n;
-  cr_loop_mark_dirty(t);
+  cr__mark_dirty(t);
   return n;
 }
 
@@ -531,7 +532,7 @@ static int on_seek(void* context, curl_off_t offset, int origin) {
       return CR_ERR_INTERNAL;                                \
   } while (0)
 
-cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
+cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   struct cr_engine_s* engine = t->loop->engine;
   int has_body = t->body_fd >= 0 || t->body_length > 0;
 
@@ -555,7 +556,7 @@ cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   SET(CURLOPT_WRITEDATA, t);
   SET(CURLOPT_HTTPHEADER, t->headers);
   SET(CURLOPT_TCP_KEEPALIVE, 1L);
-  SET(CURLOPT_CLOSESOCKETFUNCTION, cr_loop_close_socket);
+  SET(CURLOPT_CLOSESOCKETFUNCTION, cr__close_socket);
   SET(CURLOPT_CLOSESOCKETDATA, t->loop);
   if ((t->flags & CR_FLAG_HTTP2) && strncasecmp(t->url, "https:", 6) == 0) {
     /* Only over TLS: a plain-http transfer waiting to multiplex would wait
@@ -622,7 +623,7 @@ cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     SET(CURLOPT_PASSWORD, t->password);
   }
   if (t->total_timeout_ms > 0) {
-    int64_t spent = (int64_t)((cr_now_us() - t->submitted_us) / 1000);
+    int64_t spent = (int64_t)((cr__now_us() - t->submitted_us) / 1000);
     int64_t left = t->total_timeout_ms - spent;
     SET(CURLOPT_TIMEOUT_MS, (long)(left > 1 ? left : 1));
   }
@@ -633,7 +634,7 @@ cr_error_t cr_transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
 
 #undef SET
 
-int64_t cr_transfer_wire_bytes(cr_transfer_t* t) {
+int64_t cr__transfer_wire_bytes(cr_transfer_t* t) {
   curl_off_t bytes;
   /* curl counts body bytes as they come off the connection, before any
    * content decoding. */
@@ -645,7 +646,7 @@ int64_t cr_transfer_wire_bytes(cr_transfer_t* t) {
   return (int64_t)bytes;
 }
 
-void cr_transfer_collect_metrics(cr_transfer_t* t) {
+void cr__transfer_collect_metrics(cr_transfer_t* t) {
   /* Allocated here, not with the transfer: a queued transfer stays small. */
   cr_metrics_t* m = t->metrics ? t->metrics : calloc(1, sizeof(*m));
   CURL* easy = t->easy;
@@ -674,7 +675,7 @@ void cr_transfer_collect_metrics(cr_transfer_t* t) {
       curl_easy_getinfo(easy, CURLINFO_HEADER_SIZE, &number) == CURLE_OK ? number : 0;
   m->body_bytes_sent = t->sent;
   m->body_bytes_received = t->received;
-  m->body_bytes_on_wire = cr_transfer_wire_bytes(t);
+  m->body_bytes_on_wire = cr__transfer_wire_bytes(t);
   if (curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &number) == CURLE_OK) {
     switch (number) {
       case CURL_HTTP_VERSION_1_0: m->http_version = 10; break;
@@ -697,7 +698,7 @@ void cr_transfer_collect_metrics(cr_transfer_t* t) {
     snprintf(m->local_ip, sizeof(m->local_ip), "%s", text);
 }
 
-cr_error_t cr_error_from_curl(CURLcode code, int after_submit) {
+cr_error_t cr__error_from_curl(CURLcode code, int after_submit) {
   switch (code) {
     case CURLE_OK: return CR_OK;
     case CURLE_UNSUPPORTED_PROTOCOL:

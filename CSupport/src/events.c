@@ -1,0 +1,158 @@
+/*
+ * The event batch: the events one loop iteration produces (RESPONSE, DATA,
+ * PROGRESS, COMPLETE), gathered in one array and handed to the engine's
+ * callback once per iteration by a prepare handle, right before the loop
+ * polls. Owns the batch, the dirty list (transfers with progress to report)
+ * and the order of one transfer's events: RESPONSE? (DATA | PROGRESS)*
+ * COMPLETE.
+ *
+ * Loop thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static cr_event_t* push_event(cr_loop_t* loop, cr_transfer_t* t,
+                              cr_event_kind_t kind) {
+  cr_event_t* e;
+  if (loop->event_count == loop->event_capacity) {
+    size_t capacity = loop->event_capacity ? loop->event_capacity * 2 : 256;
+    cr_event_t* events = realloc(loop->events, capacity * sizeof(*events));
+    if (events == NULL)
+      return NULL;
+    loop->events = events;
+    loop->event_capacity = capacity;
+  }
+  e = &loop->events[loop->event_count++];
+  memset(e, 0, sizeof(*e));
+  e->kind = kind;
+  e->transfer = t->id;
+  e->tag = t->tag;
+  e->received = t->received;
+  e->expected_to_receive = t->expected;
+  e->sent = t->sent;
+  e->expected_to_send = t->expected_to_send;
+  return e;
+}
+
+static void free_event_payload(cr_event_t* e) {
+  free(e->headers);
+  free(e->data);
+  free(e->message);
+}
+
+static void emit_data(cr_loop_t* loop, cr_transfer_t* t) {
+  cr_event_t* e;
+  if (t->memory_length == 0)
+    return;
+  e = push_event(loop, t, CR_EVENT_DATA);
+  if (e == NULL)
+    return; /* keep accumulating; the next flush tries again */
+  e->data = t->memory;
+  e->data_length = t->memory_length;
+  t->memory = NULL;
+  t->memory_length = t->memory_capacity = 0;
+}
+
+static void emit_response(cr_transfer_t* t, int may_hold) {
+  cr_loop_t* loop = t->loop;
+  cr_event_t* e;
+  int hold_redirect;
+  if (t->response_emitted || !t->response_seen)
+    return;
+  t->response_emitted = 1;
+  hold_redirect = (t->flags & CR_FLAG_HOLD_REDIRECT_AND_AUTH) &&
+                  ((t->status / 100 == 3 && t->has_location) ||
+                   t->status == 401 || t->status == 407);
+  t->held = may_hold && ((t->flags & CR_FLAG_ASK_RESPONSE) || hold_redirect);
+  e = push_event(loop, t, CR_EVENT_RESPONSE);
+  if (e == NULL)
+    return;
+  e->status = t->status;
+  e->held = t->held;
+  e->resume_offset = t->discard_body ? t->resume_offset : t->body_base;
+  e->headers = t->header_block;
+  e->headers_length = t->header_length;
+  t->header_block = NULL;
+  t->header_length = t->header_capacity = 0;
+}
+
+void cr__emit_response(cr_transfer_t* t) { emit_response(t, 1); }
+
+void cr__emit_last(cr_transfer_t* t) {
+  cr_loop_t* loop = t->loop;
+  cr_event_t* e;
+
+  emit_response(t, 0);
+  emit_data(loop, t);
+  e = push_event(loop, t, CR_EVENT_COMPLETE);
+  if (e) {
+    int kept = t->sink == CR_SINK_FILE && t->response_seen && !t->discard_body;
+    e->status = t->status;
+    e->error = t->error;
+    e->curl_code = t->curl_code;
+    e->os_error = t->os_error;
+    e->message = t->message;
+    t->message = NULL;
+    e->resume_offset = kept ? t->body_base : t->resume_offset;
+    e->bytes_on_disk = t->sink != CR_SINK_FILE ? 0
+                       : kept ? t->body_base + t->bytes_flushed
+                              : t->resume_offset;
+    if (t->metrics)
+      e->metrics = *t->metrics;
+  }
+}
+
+void cr__mark_dirty(cr_transfer_t* t) {
+  t->progress_dirty = 1;
+  if (!t->in_dirty_list) {
+    t->in_dirty_list = 1;
+    t->dirty_next = t->loop->dirty_head;
+    t->loop->dirty_head = t;
+  }
+}
+
+/* A prepare handle runs right before the loop polls (and may block), so
+ * whatever the timers, the idle kick, the async commands and the previous
+ * pass's I/O produced is handed over before any wait. */
+void cr__on_flush(uv_prepare_t* prepare) {
+  cr_loop_t* loop = prepare->data;
+  cr_transfer_t* t = loop->dirty_head;
+  loop->dirty_head = NULL;
+  while (t) {
+    cr_transfer_t* next = t->dirty_next;
+    t->in_dirty_list = 0;
+    t->dirty_next = NULL;
+    if (t->state == CR_TRANSFER_DONE) {
+      /* Completed while listed: complete() left the freeing to us. */
+      cr__transfer_free(t);
+    } else if (t->progress_dirty) {
+      t->progress_dirty = 0;
+      emit_data(loop, t);
+      push_event(loop, t, CR_EVENT_PROGRESS);
+    }
+    t = next;
+  }
+  if (loop->event_count == 0)
+    return;
+  if (loop->stopping || loop->engine->config.on_events == NULL) {
+    for (size_t i = 0; i < loop->event_count; i++)
+      free_event_payload(&loop->events[i]);
+  } else {
+    loop->engine->config.on_events(loop->engine->config.context, loop->events,
+                                   loop->event_count);
+  }
+  loop->event_count = 0;
+}
+
+void cr__events_discard(cr_loop_t* loop) {
+  while (loop->dirty_head) {
+    cr_transfer_t* next = loop->dirty_head->dirty_next;
+    cr__transfer_free(loop->dirty_head);
+    loop->dirty_head = next;
+  }
+  for (size_t i = 0; i < loop->event_count; i++)
+    free_event_payload(&loop->events[i]);
+  loop->event_count = 0;
+}

@@ -1,0 +1,453 @@
+/*
+ * The transfer state machine: a transfer's way from the loop's queue into
+ * curl and out again (admission, the idle sweep, pause and resume, the
+ * decision on a held response, cancel, finishing, disk write results,
+ * completion). Every write of t->state is here.
+ *
+ * Loop thread only.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced);
+
+/* ---- Completion ---- */
+
+/* The last event of a transfer. Frees it unless the dirty list still
+ * points at it, in which case the flush frees it. */
+static void complete(cr_transfer_t* t) {
+  cr_loop_t* loop = t->loop;
+
+  cr__emit_last(t);
+  cr__table_remove(&loop->transfers, t);
+  t->state = CR_TRANSFER_DONE;
+  atomic_fetch_add(&loop->stat_completed, 1);
+  if (t->sink_fd >= 0) {
+    close(t->sink_fd);
+    t->sink_fd = -1;
+  }
+  if (t->body_fd >= 0) {
+    close(t->body_fd);
+    t->body_fd = -1;
+  }
+  cr__transfer_release_source(t);
+  if (!t->in_dirty_list)
+    cr__transfer_free(t);
+}
+
+/* ---- Disk writes ---- */
+
+void cr__queue_chunk(cr_transfer_t* t) {
+  cr_write_job_t* job;
+  if (t->chunk == NULL || t->chunk_length == 0)
+    return;
+  job = malloc(sizeof(*job));
+  if (job == NULL) {
+    t->write_errno = ENOMEM;
+    return;
+  }
+  job->transfer = t;
+  job->fd = t->sink_fd;
+  job->offset = t->body_base + t->bytes_queued;
+  job->buffer = t->chunk;
+  job->length = t->chunk_length;
+  job->result_errno = 0;
+  t->bytes_queued += (int64_t)t->chunk_length;
+  t->chunk = NULL;
+  t->chunk_length = 0;
+  t->pending_writes++;
+  t->loop->pending_writes++;
+  cr__writer_submit(&t->loop->writer, job);
+}
+
+static void apply_pause(cr_transfer_t* t) {
+  int want;
+  if (t->state != CR_TRANSFER_ACTIVE)
+    return;
+  want = t->user_paused || t->disk_paused || t->held;
+  if (!want && t->curl_paused) {
+    t->curl_paused = 0;
+    t->last_activity_ms = uv_now(&t->loop->uv);
+    /* May call on_write at once with the bytes curl kept. */
+    curl_easy_pause(t->easy, CURLPAUSE_CONT);
+    cr__kick(t->loop);
+  } else if (want && !t->curl_paused && t->user_paused) {
+    t->curl_paused = 1;
+    curl_easy_pause(t->easy, CURLPAUSE_ALL);
+  }
+}
+
+/* Lets transfers paused for the disk receive again, while the loop's
+ * writer has room: a transfer once half its own chunks are written. */
+static void resume_disk_paused(cr_loop_t* loop) {
+  cr_transfer_t* t = loop->active_head;
+  while (t && loop->pending_writes < CR_LOOP_PENDING_WRITES) {
+    cr_transfer_t* next = t->active_next;
+    if (t->disk_paused && t->pending_writes < CR_MAX_PENDING_WRITES / 2) {
+      t->disk_paused = 0;
+      apply_pause(t); /* curl may deliver (and queue chunks) at once */
+    }
+    t = next;
+  }
+}
+
+void cr__process_write_results(cr_loop_t* loop) {
+  cr_write_job_t* job = cr__writer_take_done(&loop->writer);
+  /* Every wake-up comes here (commands too); with no finished write, no
+   * chunk budget came free and no paused transfer is due to resume. */
+  if (job == NULL)
+    return;
+  while (job) {
+    cr_write_job_t* next = job->next;
+    cr_transfer_t* t = job->transfer;
+    int result = job->result_errno;
+    size_t length = job->length;
+    free(job->buffer);
+    free(job);
+    job = next;
+
+    t->pending_writes--;
+    loop->pending_writes--;
+    if (result == 0) {
+      t->bytes_flushed += (int64_t)length;
+    } else if (t->write_errno == 0) {
+      t->write_errno = result;
+      t->os_error = result;
+      if (t->error == CR_OK) {
+        t->error = result == ENOSPC ? CR_ERR_NO_SPACE : CR_ERR_FILE_WRITE;
+        free(t->message);
+        t->message = cr__strdup(strerror(result));
+      }
+      if (t->state == CR_TRANSFER_ACTIVE) {
+        /* May complete (and free) t when nothing else is pending. */
+        finish_active(t, CURLE_OK, t->error);
+        continue;
+      }
+    }
+    if (t->state == CR_TRANSFER_FINISHING && t->pending_writes == 0)
+      complete(t);
+  }
+  resume_disk_paused(loop);
+}
+
+/* ---- Finishing a running transfer ---- */
+
+static void release_easy(cr_loop_t* loop, CURL* easy) {
+  curl_easy_reset(easy);
+  if (loop->easy_pool_count == loop->easy_pool_capacity) {
+    size_t capacity = loop->easy_pool_capacity ? loop->easy_pool_capacity * 2 : 32;
+    CURL** pool;
+    if (capacity > 1024 ||
+        (pool = realloc(loop->easy_pool, capacity * sizeof(*pool))) == NULL) {
+      curl_easy_cleanup(easy);
+      return;
+    }
+    loop->easy_pool = pool;
+    loop->easy_pool_capacity = capacity;
+  }
+  loop->easy_pool[loop->easy_pool_count++] = easy;
+}
+
+/* Takes t out of curl. The outcome is `forced` when set, else what the
+ * callbacks recorded, else what curl says, else the length check. */
+static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
+  cr_loop_t* loop = t->loop;
+
+  if (forced != CR_OK) {
+    if (t->error != forced) {
+      free(t->message);
+      t->message = NULL;
+    }
+    t->error = forced;
+  } else if (t->error == CR_OK) {
+    t->error = cr__error_from_curl(code, 1);
+    if (t->error == CR_OK && !(t->flags & CR_FLAG_NO_BODY) &&
+        t->status != 204 && t->status != 304) {
+      /* A decoded body is checked by its wire length. */
+      int64_t got = t->expected >= 0 ? t->received : cr__transfer_wire_bytes(t);
+      int64_t announced = t->expected >= 0 ? t->expected : t->content_length;
+      if (announced >= 0 && got >= 0 && got < announced) {
+        t->error = CR_ERR_SHORT_BODY;
+        t->message = cr__strdup("the body ended before its announced length");
+      }
+    }
+  }
+  if (code != CURLE_OK)
+    t->curl_code = (int)code;
+  if (t->error != CR_OK && t->message == NULL) {
+    const char* text = t->error_buffer && t->error_buffer[0]
+                           ? t->error_buffer
+                           : (code != CURLE_OK ? curl_easy_strerror(code) : NULL);
+    t->message = cr__strdup(text);
+  }
+  cr__transfer_collect_metrics(t);
+  curl_multi_remove_handle(loop->multi, t->easy);
+  release_easy(loop, t->easy);
+  t->easy = NULL;
+  cr__running_remove(loop, t);
+  loop->active_count--;
+  atomic_fetch_sub(&loop->stat_active, 1);
+
+  if (t->held && t->error == CR_OK) {
+    /* The whole response arrived while held (no body to pause on): the
+     * end waits for the decision, as a body would have. Nothing was
+     * written, so no disk write can be pending. */
+    t->state = CR_TRANSFER_DECIDING;
+  } else if (t->sink == CR_SINK_FILE) {
+    cr__queue_chunk(t);
+    t->state = CR_TRANSFER_FINISHING;
+    /* FINISHING lasts while writes are pending, and not a moment more. */
+    if (t->pending_writes == 0)
+      complete(t);
+  } else {
+    complete(t);
+  }
+}
+
+/* Ends a transfer that waited out of curl for the decision on its held
+ * response: with the decision's outcome, or cancelled. */
+static void end_deciding(cr_transfer_t* t, cr_error_t outcome) {
+  t->held = 0;
+  if (outcome != CR_OK) {
+    t->error = outcome;
+    free(t->message);
+    t->message = NULL;
+  }
+  complete(t);
+}
+
+void cr__drain(cr_loop_t* loop) {
+  CURLMsg* message;
+  int left;
+  while ((message = curl_multi_info_read(loop->multi, &left))) {
+    cr_transfer_t* t = NULL;
+    CURLcode code;
+    if (message->msg != CURLMSG_DONE)
+      continue;
+    code = message->data.result;
+    curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char**)&t);
+    if (t && t->state == CR_TRANSFER_ACTIVE)
+      finish_active(t, code, CR_OK);
+  }
+  cr__admit(loop);
+}
+
+void cr__fail_running(cr_loop_t* loop) {
+  while (loop->active_head)
+    finish_active(loop->active_head, CURLE_OK, CR_ERR_INTERNAL);
+}
+
+/* ---- Admission ---- */
+
+static CURL* take_easy(cr_loop_t* loop) {
+  if (loop->easy_pool_count > 0)
+    return loop->easy_pool[--loop->easy_pool_count];
+  return curl_easy_init();
+}
+
+static void on_sweep(uv_timer_t* timer);
+
+void cr__admit(cr_loop_t* loop) {
+  while (!loop->stopping && loop->active_count < loop->max_active) {
+    cr_transfer_t* t;
+    CURL* easy;
+    cr_error_t error;
+    t = cr__waiting_pop(loop);
+    if (t == NULL)
+      return;
+    atomic_fetch_sub(&loop->stat_queued, 1);
+    if (t->total_timeout_ms > 0 &&
+        (int64_t)(cr__now_us() - t->submitted_us) / 1000 >= t->total_timeout_ms) {
+      t->error = CR_ERR_TIMED_OUT;
+      t->message = cr__strdup("timed out while waiting for a connection slot");
+      complete(t);
+      continue;
+    }
+    easy = take_easy(loop);
+    if (easy == NULL) {
+      t->error = CR_ERR_INTERNAL;
+      complete(t);
+      continue;
+    }
+    error = cr__transfer_setup_easy(t, easy);
+    t->admitted_us = cr__now_us();
+    t->last_activity_ms = uv_now(&loop->uv);
+    if (error == CR_OK && curl_multi_add_handle(loop->multi, easy) != CURLM_OK)
+      error = CR_ERR_INTERNAL;
+    if (error != CR_OK) {
+      release_easy(loop, easy);
+      t->easy = NULL;
+      t->error = error;
+      complete(t);
+      continue;
+    }
+    cr__running_push(loop, t);
+    t->state = CR_TRANSFER_ACTIVE;
+    loop->active_count++;
+    atomic_fetch_add(&loop->stat_active, 1);
+    if (t->idle_timeout_ms > 0 && !loop->sweeping) {
+      loop->sweeping = 1;
+      uv_timer_start(&loop->sweep, on_sweep, CR_SWEEP_INTERVAL_MS,
+                     CR_SWEEP_INTERVAL_MS);
+    }
+  }
+}
+
+static void on_sweep(uv_timer_t* timer) {
+  cr_loop_t* loop = timer->data;
+  uint64_t now = uv_now(&loop->uv);
+  int any = 0;
+  cr_transfer_t* t = loop->active_head;
+  while (t) {
+    cr_transfer_t* next = t->active_next;
+    if (t->idle_timeout_ms > 0) {
+      any = 1;
+      if (!t->user_paused && !t->held && !t->disk_paused &&
+          now - t->last_activity_ms > (uint64_t)t->idle_timeout_ms) {
+        t->error = CR_ERR_TIMED_OUT;
+        free(t->message);
+        t->message = cr__strdup("no data for longer than the idle timeout");
+        finish_active(t, CURLE_OK, CR_OK);
+      }
+    }
+    t = next;
+  }
+  if (!any) {
+    loop->sweeping = 0;
+    uv_timer_stop(&loop->sweep);
+  }
+  cr__admit(loop);
+}
+
+/* ---- Commands ---- */
+
+void cr__apply_command(cr_loop_t* loop, cr_command_t* cmd) {
+  cr_transfer_t* t;
+  if (cmd->kind == CR_CMD_SUBMIT) {
+    t = cmd->transfer;
+    t->loop = loop;
+    if (cr__table_insert(&loop->transfers, t) != 0) {
+      t->error = CR_ERR_INTERNAL;
+      atomic_fetch_sub(&loop->stat_queued, 1);
+      /* Not in the table: complete() tolerates that. */
+      complete(t);
+      return;
+    }
+    cr__waiting_push(loop, t);
+    return;
+  }
+  t = cr__table_find(&loop->transfers, cmd->transfer_id);
+  if (cmd->kind == CR_CMD_DECIDE &&
+      (t == NULL || !t->held ||
+       (t->state != CR_TRANSFER_ACTIVE && t->state != CR_TRANSFER_DECIDING))) {
+    if (cmd->fd >= 0)
+      close(cmd->fd);
+    return;
+  }
+  if (t == NULL)
+    return;
+  switch (cmd->kind) {
+    case CR_CMD_CANCEL:
+      if (t->state == CR_TRANSFER_QUEUED) {
+        if (t->user_paused)
+          cr__parked_remove(loop, t);
+        else
+          cr__waiting_remove(loop, t);
+        atomic_fetch_sub(&loop->stat_queued, 1);
+        t->error = CR_ERR_CANCELLED;
+        complete(t);
+      } else if (t->state == CR_TRANSFER_ACTIVE) {
+        finish_active(t, CURLE_OK, CR_ERR_CANCELLED);
+      } else if (t->state == CR_TRANSFER_DECIDING) {
+        end_deciding(t, CR_ERR_CANCELLED);
+      }
+      break;
+    case CR_CMD_PAUSE:
+      if (t->user_paused)
+        break;
+      t->user_paused = 1;
+      if (t->state == CR_TRANSFER_QUEUED) {
+        cr__waiting_remove(loop, t);
+        cr__parked_push(loop, t);
+      } else {
+        apply_pause(t);
+      }
+      break;
+    case CR_CMD_RESUME:
+      if (!t->user_paused)
+        break;
+      t->user_paused = 0;
+      if (t->state == CR_TRANSFER_QUEUED) {
+        cr__parked_remove(loop, t);
+        cr__waiting_push(loop, t);
+      } else {
+        apply_pause(t);
+      }
+      break;
+    case CR_CMD_DECIDE:
+      if (cmd->decision == CR_DECIDE_CANCEL) {
+        if (t->state == CR_TRANSFER_DECIDING)
+          end_deciding(t, CR_ERR_CANCELLED);
+        else
+          finish_active(t, CURLE_OK, CR_ERR_CANCELLED);
+        break;
+      }
+      if (cmd->decision == CR_DECIDE_TO_FILE) {
+        if (t->sink_fd >= 0)
+          close(t->sink_fd);
+        t->sink = CR_SINK_FILE;
+        t->sink_fd = cmd->fd;
+      }
+      t->held = 0;
+      if (t->state == CR_TRANSFER_DECIDING)
+        end_deciding(t, CR_OK);
+      else
+        apply_pause(t);
+      break;
+    default:
+      break;
+  }
+}
+
+/* ---- Loop stop ---- */
+
+void cr__abandon_all(cr_loop_t* loop) {
+  cr_write_job_t* job;
+  /* Out of curl first, then the writer drains, then free everything. */
+  while (loop->active_head) {
+    cr_transfer_t* t = loop->active_head;
+    curl_multi_remove_handle(loop->multi, t->easy);
+    curl_easy_cleanup(t->easy);
+    t->easy = NULL;
+    cr__running_remove(loop, t);
+    t->state = CR_TRANSFER_FINISHING;
+  }
+  job = cr__writer_stop(&loop->writer);
+  while (job) {
+    cr_write_job_t* next = job->next;
+    free(job->buffer);
+    free(job);
+    job = next;
+  }
+  for (size_t i = 0; i < loop->transfers.bucket_count; i++) {
+    cr_transfer_t* t = loop->transfers.buckets[i];
+    while (t) {
+      cr_transfer_t* next = t->hash_next;
+      if (!t->in_dirty_list) {
+        cr__transfer_free(t);
+      } else {
+        /* The dirty list frees it (cr__events_discard). */
+        t->hash_next = NULL;
+        t->queue_prev = t->queue_next = NULL;
+        t->state = CR_TRANSFER_DONE;
+      }
+      t = next;
+    }
+  }
+  free(loop->transfers.buckets);
+  memset(&loop->transfers, 0, sizeof(loop->transfers));
+}
