@@ -26,7 +26,7 @@ int cr__command_queue_push(cr_command_queue_t* queue, const cr_command_t* cmd) {
   pthread_mutex_lock(&queue->mutex);
   if (queue->count == queue->capacity) {
     size_t capacity = queue->capacity ? queue->capacity * 2 : 64;
-    cr_command_t* items = realloc(queue->items, capacity * sizeof(*items));
+    cr_command_t* items = cr__realloc(queue->items, capacity * sizeof(*items));
     if (items == NULL) {
       result = -1;
       goto out;

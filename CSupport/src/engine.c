@@ -46,7 +46,7 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
     *error = "curl_global_init failed";
     return NULL;
   }
-  engine = calloc(1, sizeof(*engine));
+  engine = cr__calloc(1, sizeof(*engine));
   if (engine == NULL) {
     *error = "out of memory";
     return NULL;
@@ -62,7 +62,7 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
       engine->loop_count > config->max_host_connections)
     engine->loop_count = config->max_host_connections;
   if (config->ca_pem && config->ca_pem_length > 0) {
-    engine->ca_pem = malloc(config->ca_pem_length);
+    engine->ca_pem = cr__malloc(config->ca_pem_length);
     if (engine->ca_pem == NULL) {
       free(engine);
       *error = "out of memory";
@@ -73,7 +73,7 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
   engine->config.ca_pem = engine->ca_pem;
   atomic_init(&engine->next_sequence, 1);
   atomic_init(&engine->destroyed, 0);
-  engine->loops = calloc((size_t)engine->loop_count, sizeof(cr_loop_t));
+  engine->loops = cr__calloc((size_t)engine->loop_count, sizeof(cr_loop_t));
   if (engine->loops == NULL) {
     free(engine->ca_pem);
     free(engine);

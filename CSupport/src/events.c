@@ -18,7 +18,7 @@ static cr_event_t* push_event(cr_loop_t* loop, cr_transfer_t* t,
   cr_event_t* e;
   if (loop->event_count == loop->event_capacity) {
     size_t capacity = loop->event_capacity ? loop->event_capacity * 2 : 256;
-    cr_event_t* events = realloc(loop->events, capacity * sizeof(*events));
+    cr_event_t* events = cr__realloc(loop->events, capacity * sizeof(*events));
     if (events == NULL)
       return NULL;
     loop->events = events;

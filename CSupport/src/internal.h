@@ -22,6 +22,7 @@
  *   loop.c            a loop thread: start, wake-ups, stop
  *   command_queue.c   commands from any thread to a loop
  *   disk_writer.c     the writer thread
+ *   alloc.c           the allocator indirection (alloc.h, alloc_torture.h)
  */
 #ifndef COURIER_INTERNAL_H
 #define COURIER_INTERNAL_H
@@ -33,6 +34,7 @@
 #include <curl/curl.h>
 #include <uv.h>
 
+#include "alloc.h"
 #include "courier_engine.h"
 
 #define CR_PRIORITY_LEVELS 3
@@ -323,9 +325,6 @@ void cr__loop_join(cr_loop_t* loop);
 uint64_t cr__now_us(void);
 /* Names the calling thread "<prefix>-<index>" (shown by top, perf, gdb). */
 void cr__name_thread(const char* prefix, int index);
-/* Any thread. NULL stays NULL. */
-char* cr__strdup(const char* s);
-char* cr__strndup(const char* s, size_t n);
 
 /* ---- transfer.c: one transfer (loop thread only unless stated) ---- */
 

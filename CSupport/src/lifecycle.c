@@ -45,7 +45,7 @@ void cr__queue_chunk(cr_transfer_t* t) {
   cr_write_job_t* job;
   if (t->chunk == NULL || t->chunk_length == 0)
     return;
-  job = malloc(sizeof(*job));
+  job = cr__malloc(sizeof(*job));
   if (job == NULL) {
     t->write_errno = ENOMEM;
     return;
@@ -142,7 +142,7 @@ static void release_easy(cr_loop_t* loop, CURL* easy) {
     size_t capacity = loop->easy_pool_capacity ? loop->easy_pool_capacity * 2 : 32;
     CURL** pool;
     if (capacity > 1024 ||
-        (pool = realloc(loop->easy_pool, capacity * sizeof(*pool))) == NULL) {
+        (pool = cr__realloc(loop->easy_pool, capacity * sizeof(*pool))) == NULL) {
       curl_easy_cleanup(easy);
       return;
     }

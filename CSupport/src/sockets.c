@@ -32,7 +32,7 @@ static int socket_remember(cr_loop_t* loop, cr_socket_t* ctx) {
     cr_socket_t** sockets;
     while (capacity <= (size_t)ctx->fd)
       capacity *= 2;
-    sockets = realloc(loop->sockets, capacity * sizeof(*sockets));
+    sockets = cr__realloc(loop->sockets, capacity * sizeof(*sockets));
     if (sockets == NULL)
       return -1;
     memset(sockets + loop->socket_capacity, 0,
@@ -111,7 +111,7 @@ static int on_curl_socket(CURL* easy, curl_socket_t fd, int what, void* user,
     events |= UV_WRITABLE;
   if (ctx == NULL) {
     int r;
-    ctx = calloc(1, sizeof(*ctx));
+    ctx = cr__calloc(1, sizeof(*ctx));
     if (ctx == NULL)
       return -1;
     ctx->fd = fd;

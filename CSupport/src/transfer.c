@@ -16,19 +16,6 @@
 
 #include "internal.h"
 
-char* cr__strdup(const char* s) {
-  return s ? cr__strndup(s, strlen(s)) : NULL;
-}
-
-char* cr__strndup(const char* s, size_t n) {
-  char* copy = malloc(n + 1);
-  if (copy) {
-    memcpy(copy, s, n);
-    copy[n] = '\0';
-  }
-  return copy;
-}
-
 /* ---- Request validation and copy (any thread) ---- */
 
 static cr_error_t validate_url(const char* url) {
@@ -90,7 +77,7 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     *error = CR_ERR_FILE_WRITE;
     return NULL;
   }
-  t = calloc(1, sizeof(*t));
+  t = cr__calloc(1, sizeof(*t));
   if (t == NULL) {
     *error = CR_ERR_INTERNAL;
     return NULL;
@@ -123,7 +110,7 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   if (borrows_source) {
     t->body_length = (size_t)request->body_source.length;
   } else if (request->body && request->body_length > 0) {
-    t->body = malloc(request->body_length);
+    t->body = cr__malloc(request->body_length);
     if (t->body == NULL)
       goto oom;
     memcpy(t->body, request->body, request->body_length);
@@ -223,7 +210,7 @@ static int append_header(cr_transfer_t* t, const char* line, size_t length) {
     char* block;
     while (capacity < t->header_length + length + 1)
       capacity *= 2;
-    block = realloc(t->header_block, capacity);
+    block = cr__realloc(t->header_block, capacity);
     if (block == NULL)
       return -1;
     t->header_block = block;
@@ -421,7 +408,7 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
       char* memory;
       while (capacity < t->memory_length + length)
         capacity *= 2;
-      memory = realloc(t->memory, capacity);
+      memory = cr__realloc(t->memory, capacity);
       if (memory == NULL)
         return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
       t->memory = memory;
@@ -442,7 +429,7 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
     while (offset < length) {
       size_t room, take;
       if (t->chunk == NULL) {
-        t->chunk = malloc(CR_CHUNK_SIZE);
+        t->chunk = cr__malloc(CR_CHUNK_SIZE);
         if (t->chunk == NULL)
           return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
         t->chunk_length = 0;
@@ -538,7 +525,7 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
 
   t->easy = easy;
   if (t->error_buffer == NULL) {
-    t->error_buffer = calloc(1, CURL_ERROR_SIZE);
+    t->error_buffer = cr__calloc(1, CURL_ERROR_SIZE);
     if (t->error_buffer == NULL)
       return CR_ERR_INTERNAL;
   }
@@ -648,7 +635,7 @@ int64_t cr__transfer_wire_bytes(cr_transfer_t* t) {
 
 void cr__transfer_collect_metrics(cr_transfer_t* t) {
   /* Allocated here, not with the transfer: a queued transfer stays small. */
-  cr_metrics_t* m = t->metrics ? t->metrics : calloc(1, sizeof(*m));
+  cr_metrics_t* m = t->metrics ? t->metrics : cr__calloc(1, sizeof(*m));
   CURL* easy = t->easy;
   curl_off_t value;
   long number;

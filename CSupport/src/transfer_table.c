@@ -21,7 +21,7 @@ int cr__table_insert(cr_transfer_table_t* table, cr_transfer_t* t) {
   size_t slot;
   if (table->count + 1 > table->bucket_count) {
     size_t count = table->bucket_count ? table->bucket_count * 2 : 256;
-    cr_transfer_t** buckets = calloc(count, sizeof(*buckets));
+    cr_transfer_t** buckets = cr__calloc(count, sizeof(*buckets));
     cr_transfer_table_t grown = {buckets, count, table->count};
     if (buckets == NULL)
       return -1;
