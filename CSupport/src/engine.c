@@ -1,6 +1,11 @@
 /*
  * The engine: a set of loops, and the thread-safe entry points that turn
- * calls into commands for them.
+ * calls into commands for them. Every entry point checks its engine handle
+ * first: NULL, or a pointer that is not a live engine (its magic number is
+ * wrong: destroyed, or not an engine at all), is refused or ignored instead
+ * of crashing where the memory can still be read. A destroyed engine's
+ * memory may have been reused or unmapped, so this is a best effort, not a
+ * guarantee (and AddressSanitizer still reports such a call).
  *
  * Runs on the callers' threads; cr_engine_destroy() joins the loops.
  */
@@ -14,6 +19,7 @@
 #include "internal.h"
 
 atomic_llong cr__leaked_loops;
+int cr__trace;
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static int global_ok;
@@ -25,6 +31,13 @@ static void global_init(void) {
   if (sigaction(SIGPIPE, NULL, &current) == 0 && current.sa_handler == SIG_DFL)
     signal(SIGPIPE, SIG_IGN);
   global_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  /* Read once: every transfer's state changes on stderr (lifecycle.c). */
+  const char* trace = getenv("COURIER_ENGINE_TRACE");
+  cr__trace = trace != NULL && strcmp(trace, "1") == 0;
+}
+
+static int engine_valid(const cr_engine_t* engine) {
+  return engine != NULL && engine->magic == CR_ENGINE_MAGIC;
 }
 
 static void destroy_loops(cr_engine_t* engine, int started) {
@@ -34,6 +47,7 @@ static void destroy_loops(cr_engine_t* engine, int started) {
     cr__loop_join(&engine->loops[i]);
   free(engine->loops);
   free(engine->ca_pem);
+  engine->magic = 0;
   free(engine);
 }
 
@@ -41,6 +55,14 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
                               const char** error) {
   cr_engine_t* engine;
   int started = 0;
+  const char* ignored;
+
+  if (error == NULL)
+    error = &ignored;
+  if (config == NULL) {
+    *error = "no configuration";
+    return NULL;
+  }
   pthread_once(&global_once, global_init);
   if (!global_ok) {
     *error = "curl_global_init failed";
@@ -87,6 +109,7 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
       return NULL;
     }
   }
+  engine->magic = CR_ENGINE_MAGIC;
   return engine;
 }
 
@@ -99,7 +122,7 @@ static void* reap(void* arg) {
 void cr_engine_destroy(cr_engine_t* engine) {
   uv_thread_t self;
   pthread_t reaper;
-  if (engine == NULL || atomic_exchange(&engine->destroyed, 1))
+  if (!engine_valid(engine) || atomic_exchange(&engine->destroyed, 1))
     return;
   self = uv_thread_self();
   for (int i = 0; i < engine->loop_count; i++) {
@@ -138,7 +161,8 @@ uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
 
   if (error == NULL)
     error = &ignored;
-  if (engine == NULL || request == NULL || atomic_load(&engine->destroyed)) {
+  if (!engine_valid(engine) || request == NULL ||
+      atomic_load(&engine->destroyed)) {
     *error = CR_ERR_INTERNAL;
     return 0;
   }
@@ -166,7 +190,7 @@ static void post(cr_engine_t* engine, uint64_t transfer, cr_command_kind_t kind,
                  cr_decision_t decision, int fd) {
   cr_command_t cmd;
   int index = (int)(transfer & 0xff);
-  if (engine == NULL || transfer == 0 || index >= engine->loop_count ||
+  if (!engine_valid(engine) || transfer == 0 || index >= engine->loop_count ||
       atomic_load(&engine->destroyed)) {
     if (fd >= 0)
       close(fd);
@@ -200,8 +224,10 @@ void cr_transfer_decide(cr_engine_t* engine, uint64_t transfer,
 }
 
 void cr_engine_stats(cr_engine_t* engine, cr_engine_stats_t* stats) {
+  if (stats == NULL)
+    return;
   memset(stats, 0, sizeof(*stats));
-  if (engine == NULL)
+  if (!engine_valid(engine))
     return;
   for (int i = 0; i < engine->loop_count; i++) {
     cr_loop_t* loop = &engine->loops[i];

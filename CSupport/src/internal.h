@@ -12,10 +12,10 @@
  *
  * Where things live (one concern per file; each file's header comment says
  * which thread runs it):
- *   engine.c          the public entry points and the engine
+ *   engine.c          the public entry points, the engine and its handle checks
  *   transfer.c        one transfer: request copy, easy setup, curl callbacks
  *   lifecycle.c       the transfer state machine: admission, commands,
- *                     finishing, completion
+ *                     finishing, completion (every write of t->state)
  *   transfer_table.c  the id table, the waiting queues and the running list
  *   sockets.c         curl <-> libuv: socket, timer and poll callbacks
  *   events.c          the event batch handed to Swift once per iteration
@@ -27,6 +27,7 @@
 #ifndef COURIER_INTERNAL_H
 #define COURIER_INTERNAL_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -36,6 +37,24 @@
 
 #include "alloc.h"
 #include "courier_engine.h"
+
+/* Debug checks (assertions on states and invariants) are compiled in debug
+ * builds only: SwiftPM's debug configuration defines DEBUG=1, its release
+ * configuration defines neither DEBUG nor NDEBUG, so plain assert() would
+ * stay on in release builds. CR_ASSERT costs nothing in release builds and
+ * does not evaluate its argument there. */
+#if defined(DEBUG) && !defined(NDEBUG)
+#define CR_DEBUG_CHECKS 1
+#define CR_ASSERT(condition) assert(condition)
+#else
+#define CR_DEBUG_CHECKS 0
+#define CR_ASSERT(condition) ((void)sizeof(!(condition)))
+#endif
+
+/* Handle checks at the API boundary (engine.c) and, in debug builds, on
+ * every transfer the loop picks up from curl, the writer or the table. */
+#define CR_ENGINE_MAGIC 0x43524E47u   /* "CRNG" */
+#define CR_TRANSFER_MAGIC 0x43525846u /* "CRXF" */
 
 #define CR_PRIORITY_LEVELS 3
 #define CR_CHUNK_SIZE (128 * 1024)     /* one disk write job               */
@@ -57,6 +76,29 @@
 typedef struct cr_loop_s cr_loop_t;
 typedef struct cr_transfer_s cr_transfer_t;
 
+/* A transfer's state. Only lifecycle.c writes it, through set_state(),
+ * which checks each change against this table in debug builds and traces
+ * it when COURIER_ENGINE_TRACE=1 (docs/engine.md):
+ *
+ *   from        to          when
+ *   (submit)    QUEUED      cr__transfer_create(); the loop takes it over
+ *   QUEUED      ACTIVE      admitted: an easy handle added to the multi
+ *   QUEUED      DONE        cancelled, timed out or failed before admission
+ *   ACTIVE      FINISHING   out of curl, file sink: its last chunks are
+ *                           written (also every running one at loop stop)
+ *   ACTIVE      DECIDING    out of curl with its whole response while the
+ *                           RESPONSE is held: COMPLETE waits for
+ *                           cr_transfer_decide()/cr_transfer_cancel()
+ *   ACTIVE      DONE        out of curl, nothing left to write
+ *   FINISHING   DONE        its last disk write came back (or loop stop)
+ *   DECIDING    DONE        decided or cancelled (or loop stop)
+ *
+ * Nothing leaves DONE and nothing returns to QUEUED or ACTIVE. Invariants
+ * (asserted in debug builds): only ACTIVE has an easy handle; DECIDING has
+ * no pending write and no kept body byte, no error, and is held; a held
+ * transfer has emitted its RESPONSE; FINISHING has pending writes, or
+ * completes in the same step; a DONE transfer is in no table or list but
+ * the dirty list, which frees it. */
 typedef enum {
   CR_TRANSFER_QUEUED = 0,   /* waiting for a slot (or parked while paused) */
   CR_TRANSFER_ACTIVE,       /* added to the multi handle                    */
@@ -70,6 +112,7 @@ typedef enum {
  * applied. Only the loop thread reads or writes it, except the fields the
  * writer thread touches while a job is in flight (writer_failed). */
 struct cr_transfer_s {
+  uint32_t magic;             /* CR_TRANSFER_MAGIC while allocated          */
   uint64_t id;
   uint64_t tag;
   cr_loop_t* loop;
@@ -300,6 +343,7 @@ struct cr_loop_s {
 };
 
 struct cr_engine_s {
+  uint32_t magic;              /* CR_ENGINE_MAGIC until cr_engine_destroy  */
   cr_engine_config_t config;
   char* ca_pem;
   int loop_count;
@@ -417,6 +461,8 @@ void cr__events_discard(cr_loop_t* loop);
 
 /* engine.c */
 extern atomic_llong cr__leaked_loops;
+/* COURIER_ENGINE_TRACE=1 in the environment of the first cr_engine_create(). */
+extern int cr__trace;
 
 #pragma GCC visibility pop
 

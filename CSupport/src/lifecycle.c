@@ -2,11 +2,14 @@
  * The transfer state machine: a transfer's way from the loop's queue into
  * curl and out again (admission, the idle sweep, pause and resume, the
  * decision on a held response, cancel, finishing, disk write results,
- * completion). Every write of t->state is here.
+ * completion). Every write of t->state is here, through set_state(), which
+ * checks each change against the table in internal.h (debug builds) and
+ * traces it to stderr when COURIER_ENGINE_TRACE=1.
  *
  * Loop thread only.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +17,89 @@
 #include "internal.h"
 
 static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced);
+
+/* ---- States ---- */
+
+static const char* state_name(cr_transfer_state_t state) {
+  switch (state) {
+    case CR_TRANSFER_QUEUED: return "QUEUED";
+    case CR_TRANSFER_ACTIVE: return "ACTIVE";
+    case CR_TRANSFER_FINISHING: return "FINISHING";
+    case CR_TRANSFER_DECIDING: return "DECIDING";
+    case CR_TRANSFER_DONE: return "DONE";
+  }
+  return "?";
+}
+
+static void trace(const cr_transfer_t* t, const char* from, const char* to,
+                  const char* file, int line) {
+  const char* base = strrchr(file, '/');
+  fprintf(stderr, "courier-engine: transfer %llu: %s -> %s at %s:%d\n",
+          (unsigned long long)t->id, from, to, base ? base + 1 : file, line);
+}
+
+#if CR_DEBUG_CHECKS
+/* The table in internal.h. */
+static int legal(cr_transfer_state_t from, cr_transfer_state_t to) {
+  switch (from) {
+    case CR_TRANSFER_QUEUED:
+      return to == CR_TRANSFER_ACTIVE || to == CR_TRANSFER_DONE;
+    case CR_TRANSFER_ACTIVE:
+      return to == CR_TRANSFER_FINISHING || to == CR_TRANSFER_DECIDING ||
+             to == CR_TRANSFER_DONE;
+    case CR_TRANSFER_FINISHING:
+    case CR_TRANSFER_DECIDING:
+      return to == CR_TRANSFER_DONE;
+    case CR_TRANSFER_DONE:
+      return 0;
+  }
+  return 0;
+}
+
+/* What holds of a transfer that has just entered its state. */
+static void check(const cr_transfer_t* t) {
+  CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
+  CR_ASSERT(!t->held || t->response_emitted);
+  switch (t->state) {
+    case CR_TRANSFER_QUEUED:
+      CR_ASSERT(t->easy == NULL && t->pending_writes == 0 && !t->response_emitted);
+      break;
+    case CR_TRANSFER_ACTIVE:
+      CR_ASSERT(t->easy != NULL && t->pending_writes == 0 && !t->held);
+      break;
+    case CR_TRANSFER_FINISHING:
+      CR_ASSERT(t->easy == NULL);
+      break;
+    case CR_TRANSFER_DECIDING:
+      CR_ASSERT(t->easy == NULL && t->held && t->error == CR_OK);
+      CR_ASSERT(t->pending_writes == 0 && t->chunk_length == 0 &&
+                t->memory_length == 0);
+      break;
+    case CR_TRANSFER_DONE:
+      CR_ASSERT(t->easy == NULL);
+      CR_ASSERT(t->pending_writes == 0 || t->loop->stopping);
+      CR_ASSERT(t->hash_next == NULL && t->active_next == NULL &&
+                t->active_prev == NULL && t->queue_next == NULL &&
+                t->queue_prev == NULL);
+      break;
+  }
+}
+#endif
+
+#define set_state(t, to) set_state_at((t), (to), __FILE__, __LINE__)
+
+static void set_state_at(cr_transfer_t* t, cr_transfer_state_t to,
+                         const char* file, int line) {
+  if (cr__trace)
+    trace(t, state_name(t->state), state_name(to), file, line);
+#if CR_DEBUG_CHECKS
+  CR_ASSERT(legal(t->state, to));
+#endif
+  t->state = to;
+#if CR_DEBUG_CHECKS
+  check(t);
+#endif
+}
 
 /* ---- Completion ---- */
 
@@ -24,7 +110,8 @@ static void complete(cr_transfer_t* t) {
 
   cr__emit_last(t);
   cr__table_remove(&loop->transfers, t);
-  t->state = CR_TRANSFER_DONE;
+  CR_ASSERT(cr__table_find(&loop->transfers, t->id) == NULL);
+  set_state(t, CR_TRANSFER_DONE);
   atomic_fetch_add(&loop->stat_completed, 1);
   if (t->sink_fd >= 0) {
     close(t->sink_fd);
@@ -110,6 +197,7 @@ void cr__process_write_results(cr_loop_t* loop) {
     free(job);
     job = next;
 
+    CR_ASSERT(t->magic == CR_TRANSFER_MAGIC && t->pending_writes > 0);
     t->pending_writes--;
     loop->pending_writes--;
     if (result == 0) {
@@ -157,6 +245,7 @@ static void release_easy(cr_loop_t* loop, CURL* easy) {
 static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
   cr_loop_t* loop = t->loop;
 
+  CR_ASSERT(t->state == CR_TRANSFER_ACTIVE);
   if (forced != CR_OK) {
     if (t->error != forced) {
       free(t->message);
@@ -196,10 +285,10 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
     /* The whole response arrived while held (no body to pause on): the
      * end waits for the decision, as a body would have. Nothing was
      * written, so no disk write can be pending. */
-    t->state = CR_TRANSFER_DECIDING;
+    set_state(t, CR_TRANSFER_DECIDING);
   } else if (t->sink == CR_SINK_FILE) {
     cr__queue_chunk(t);
-    t->state = CR_TRANSFER_FINISHING;
+    set_state(t, CR_TRANSFER_FINISHING);
     /* FINISHING lasts while writes are pending, and not a moment more. */
     if (t->pending_writes == 0)
       complete(t);
@@ -211,6 +300,7 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
 /* Ends a transfer that waited out of curl for the decision on its held
  * response: with the decision's outcome, or cancelled. */
 static void end_deciding(cr_transfer_t* t, cr_error_t outcome) {
+  CR_ASSERT(t->state == CR_TRANSFER_DECIDING);
   t->held = 0;
   if (outcome != CR_OK) {
     t->error = outcome;
@@ -230,6 +320,7 @@ void cr__drain(cr_loop_t* loop) {
       continue;
     code = message->data.result;
     curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char**)&t);
+    CR_ASSERT(t == NULL || t->magic == CR_TRANSFER_MAGIC);
     if (t && t->state == CR_TRANSFER_ACTIVE)
       finish_active(t, code, CR_OK);
   }
@@ -286,7 +377,7 @@ void cr__admit(cr_loop_t* loop) {
       continue;
     }
     cr__running_push(loop, t);
-    t->state = CR_TRANSFER_ACTIVE;
+    set_state(t, CR_TRANSFER_ACTIVE);
     loop->active_count++;
     atomic_fetch_add(&loop->stat_active, 1);
     if (t->idle_timeout_ms > 0 && !loop->sweeping) {
@@ -330,6 +421,9 @@ void cr__apply_command(cr_loop_t* loop, cr_command_t* cmd) {
   if (cmd->kind == CR_CMD_SUBMIT) {
     t = cmd->transfer;
     t->loop = loop;
+    CR_ASSERT(t->magic == CR_TRANSFER_MAGIC && t->state == CR_TRANSFER_QUEUED);
+    if (cr__trace)
+      trace(t, "(submitted)", state_name(t->state), __FILE__, __LINE__);
     if (cr__table_insert(&loop->transfers, t) != 0) {
       t->error = CR_ERR_INTERNAL;
       atomic_fetch_sub(&loop->stat_queued, 1);
@@ -415,8 +509,34 @@ void cr__apply_command(cr_loop_t* loop, cr_command_t* cmd) {
 
 /* ---- Loop stop ---- */
 
+#if CR_DEBUG_CHECKS
+/* Once per loop, before it tears down: the table and the lists agree. */
+static void check_loop(cr_loop_t* loop) {
+  int active = 0;
+  size_t count = 0;
+  for (cr_transfer_t* t = loop->active_head; t; t = t->active_next) {
+    CR_ASSERT(t->state == CR_TRANSFER_ACTIVE && t->loop == loop);
+    active++;
+  }
+  CR_ASSERT(active == loop->active_count);
+  for (size_t i = 0; i < loop->transfers.bucket_count; i++) {
+    for (cr_transfer_t* t = loop->transfers.buckets[i]; t; t = t->hash_next) {
+      CR_ASSERT(t->magic == CR_TRANSFER_MAGIC && t->state != CR_TRANSFER_DONE);
+      CR_ASSERT(t->state != CR_TRANSFER_FINISHING || t->pending_writes > 0);
+      CR_ASSERT(t->state != CR_TRANSFER_DECIDING ||
+                (t->held && t->easy == NULL && t->pending_writes == 0));
+      count++;
+    }
+  }
+  CR_ASSERT(count == loop->transfers.count);
+}
+#endif
+
 void cr__abandon_all(cr_loop_t* loop) {
   cr_write_job_t* job;
+#if CR_DEBUG_CHECKS
+  check_loop(loop);
+#endif
   /* Out of curl first, then the writer drains, then free everything. */
   while (loop->active_head) {
     cr_transfer_t* t = loop->active_head;
@@ -424,7 +544,7 @@ void cr__abandon_all(cr_loop_t* loop) {
     curl_easy_cleanup(t->easy);
     t->easy = NULL;
     cr__running_remove(loop, t);
-    t->state = CR_TRANSFER_FINISHING;
+    set_state(t, CR_TRANSFER_FINISHING);
   }
   job = cr__writer_stop(&loop->writer);
   while (job) {
@@ -443,7 +563,7 @@ void cr__abandon_all(cr_loop_t* loop) {
         /* The dirty list frees it (cr__events_discard). */
         t->hash_next = NULL;
         t->queue_prev = t->queue_next = NULL;
-        t->state = CR_TRANSFER_DONE;
+        set_state(t, CR_TRANSFER_DONE);
       }
       t = next;
     }

@@ -82,6 +82,8 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     *error = CR_ERR_INTERNAL;
     return NULL;
   }
+  t->magic = CR_TRANSFER_MAGIC;
+  t->state = CR_TRANSFER_QUEUED;
   t->body_fd = -1;
   t->sink_fd = -1;
   t->url = cr__strdup(request->url);
@@ -170,6 +172,7 @@ void cr__transfer_release_source(cr_transfer_t* t) {
 void cr__transfer_free(cr_transfer_t* t) {
   if (t == NULL)
     return;
+  CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
   if (t->body_fd >= 0)
     close(t->body_fd);
   if (t->sink_fd >= 0)
@@ -187,6 +190,7 @@ void cr__transfer_free(cr_transfer_t* t) {
   free(t->chunk);
   free(t->message);
   free(t->metrics);
+  t->magic = 0;
   free(t);
 }
 
@@ -320,6 +324,8 @@ static size_t on_header(char* data, size_t size, size_t count, void* context) {
   size_t length = size * count;
   const char* value;
   size_t value_length;
+
+  CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
   t->last_activity_ms = uv_now(&t->loop->uv);
   if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) {
     const char* space = memchr(data, ' ', length);
@@ -389,6 +395,8 @@ static size_t first_memory_capacity(const cr_transfer_t* t) {
 static size_t on_write(char* data, size_t size, size_t count, void* context) {
   cr_transfer_t* t = context;
   size_t length = size * count;
+
+  CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
   t->last_activity_ms = uv_now(&t->loop->uv);
   if (!t->response_emitted)
     cr__emit_response(t);

@@ -50,8 +50,11 @@ cr_transfer_t* cr__table_find(const cr_transfer_table_t* table, uint64_t id) {
   if (table->bucket_count == 0)
     return NULL;
   for (t = table->buckets[table_slot(table, id)]; t; t = t->hash_next) {
-    if (t->id == id)
+    if (t->id == id) {
+      /* A transfer leaves the table before it becomes DONE. */
+      CR_ASSERT(t->magic == CR_TRANSFER_MAGIC && t->state != CR_TRANSFER_DONE);
       return t;
+    }
   }
   return NULL;
 }
