@@ -15,7 +15,9 @@
  *
  * Events. Each loop collects events during one iteration and hands them to
  * the engine's callback once per iteration, on that loop thread, as one
- * array. Events of one transfer arrive in order:
+ * array (when memory is short, a full array is handed over early, so that
+ * an iteration's events come in more than one: none is ever dropped).
+ * Events of one transfer arrive in order:
  *   RESPONSE? (DATA | PROGRESS)* COMPLETE
  * RESPONSE comes once, for the final response (the one whose body is
  * delivered), before any DATA. A RESPONSE with held = 1 is answered with

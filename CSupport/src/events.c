@@ -2,8 +2,9 @@
  * The event batch: the events one loop iteration produces (RESPONSE, DATA,
  * PROGRESS, COMPLETE), gathered in one array and handed to the engine's
  * callback once per iteration by a prepare handle, right before the loop
- * polls. Owns the batch, the dirty list (transfers with progress to report)
- * and the order of one transfer's events: RESPONSE? (DATA | PROGRESS)*
+ * polls (or at once, when memory is short: an event is never dropped).
+ * Owns the batch, the dirty list (transfers with progress to report) and
+ * the order of one transfer's events: RESPONSE? (DATA | PROGRESS)*
  * COMPLETE.
  *
  * Loop thread only.
@@ -13,16 +14,52 @@
 
 #include "internal.h"
 
+static void free_event_payload(cr_event_t* e) {
+  free(e->headers);
+  free(e->data);
+  free(e->message);
+}
+
+/* Hands the batch to the engine's callback (or frees it when the loop is
+ * stopping or nobody listens) and empties it. */
+static void hand_over(cr_loop_t* loop) {
+  if (loop->event_count == 0)
+    return;
+  if (loop->stopping || loop->engine->config.on_events == NULL) {
+    for (size_t i = 0; i < loop->event_count; i++)
+      free_event_payload(&loop->events[i]);
+  } else {
+    loop->engine->config.on_events(loop->engine->config.context, loop->events,
+                                   loop->event_count);
+  }
+  loop->event_count = 0;
+}
+
+int cr__events_init(cr_loop_t* loop) {
+  loop->events = cr__malloc(CR_EVENT_BATCH * sizeof(*loop->events));
+  if (loop->events == NULL)
+    return -1;
+  loop->event_capacity = CR_EVENT_BATCH;
+  loop->event_count = 0;
+  return 0;
+}
+
+/* Never fails: an event is never dropped (a dropped RESPONSE or COMPLETE
+ * would break the order of a transfer's events, or leave it waiting for a
+ * decision nobody is asked for). When the batch cannot grow, it is handed
+ * over at once, before the end of the iteration, and its array reused. */
 static cr_event_t* push_event(cr_loop_t* loop, cr_transfer_t* t,
                               cr_event_kind_t kind) {
   cr_event_t* e;
   if (loop->event_count == loop->event_capacity) {
-    size_t capacity = loop->event_capacity ? loop->event_capacity * 2 : 256;
+    size_t capacity = loop->event_capacity * 2;
     cr_event_t* events = cr__realloc(loop->events, capacity * sizeof(*events));
-    if (events == NULL)
-      return NULL;
-    loop->events = events;
-    loop->event_capacity = capacity;
+    if (events != NULL) {
+      loop->events = events;
+      loop->event_capacity = capacity;
+    } else {
+      hand_over(loop);
+    }
   }
   e = &loop->events[loop->event_count++];
   memset(e, 0, sizeof(*e));
@@ -36,19 +73,11 @@ static cr_event_t* push_event(cr_loop_t* loop, cr_transfer_t* t,
   return e;
 }
 
-static void free_event_payload(cr_event_t* e) {
-  free(e->headers);
-  free(e->data);
-  free(e->message);
-}
-
 static void emit_data(cr_loop_t* loop, cr_transfer_t* t) {
   cr_event_t* e;
   if (t->memory_length == 0)
     return;
   e = push_event(loop, t, CR_EVENT_DATA);
-  if (e == NULL)
-    return; /* keep accumulating; the next flush tries again */
   e->data = t->memory;
   e->data_length = t->memory_length;
   t->memory = NULL;
@@ -67,8 +96,6 @@ static void emit_response(cr_transfer_t* t, int may_hold) {
                    t->status == 401 || t->status == 407);
   t->held = may_hold && ((t->flags & CR_FLAG_ASK_RESPONSE) || hold_redirect);
   e = push_event(loop, t, CR_EVENT_RESPONSE);
-  if (e == NULL)
-    return;
   e->status = t->status;
   e->held = t->held;
   e->resume_offset = t->discard_body ? t->resume_offset : t->body_base;
@@ -83,25 +110,24 @@ void cr__emit_response(cr_transfer_t* t) { emit_response(t, 1); }
 void cr__emit_last(cr_transfer_t* t) {
   cr_loop_t* loop = t->loop;
   cr_event_t* e;
+  int kept;
 
   emit_response(t, 0);
   emit_data(loop, t);
   e = push_event(loop, t, CR_EVENT_COMPLETE);
-  if (e) {
-    int kept = t->sink == CR_SINK_FILE && t->response_seen && !t->discard_body;
-    e->status = t->status;
-    e->error = t->error;
-    e->curl_code = t->curl_code;
-    e->os_error = t->os_error;
-    e->message = t->message;
-    t->message = NULL;
-    e->resume_offset = kept ? t->body_base : t->resume_offset;
-    e->bytes_on_disk = t->sink != CR_SINK_FILE ? 0
-                       : kept ? t->body_base + t->bytes_flushed
-                              : t->resume_offset;
-    if (t->metrics)
-      e->metrics = *t->metrics;
-  }
+  kept = t->sink == CR_SINK_FILE && t->response_seen && !t->discard_body;
+  e->status = t->status;
+  e->error = t->error;
+  e->curl_code = t->curl_code;
+  e->os_error = t->os_error;
+  e->message = t->message;
+  t->message = NULL;
+  e->resume_offset = kept ? t->body_base : t->resume_offset;
+  e->bytes_on_disk = t->sink != CR_SINK_FILE ? 0
+                     : kept ? t->body_base + t->bytes_flushed
+                            : t->resume_offset;
+  if (t->metrics)
+    e->metrics = *t->metrics;
 }
 
 void cr__mark_dirty(cr_transfer_t* t) {
@@ -134,16 +160,7 @@ void cr__on_flush(uv_prepare_t* prepare) {
     }
     t = next;
   }
-  if (loop->event_count == 0)
-    return;
-  if (loop->stopping || loop->engine->config.on_events == NULL) {
-    for (size_t i = 0; i < loop->event_count; i++)
-      free_event_payload(&loop->events[i]);
-  } else {
-    loop->engine->config.on_events(loop->engine->config.context, loop->events,
-                                   loop->event_count);
-  }
-  loop->event_count = 0;
+  hand_over(loop);
 }
 
 void cr__events_discard(cr_loop_t* loop) {

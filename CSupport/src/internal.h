@@ -72,6 +72,8 @@
  * and at most, when it is known. */
 #define CR_MEMORY_BATCH_DEFAULT (16 * 1024)
 #define CR_MEMORY_BATCH_MAX (256 * 1024)
+/* Events in a loop's first batch array. */
+#define CR_EVENT_BATCH 256
 
 typedef struct cr_loop_s cr_loop_t;
 typedef struct cr_transfer_s cr_transfer_t;
@@ -444,6 +446,10 @@ int cr__close_socket(void* loop, curl_socket_t fd);
 void cr__close_handles(cr_loop_t* loop);
 
 /* ---- events.c: the event batch (loop thread) ---- */
+
+/* Allocates the batch (CR_EVENT_BATCH events; it doubles when full).
+ * Returns 0, or -1 when out of memory. Loop start. */
+int cr__events_init(cr_loop_t* loop);
 
 /* The RESPONSE event, once, when the final response's headers are in; sets
  * t->held as the request's flags ask. */

@@ -114,6 +114,8 @@ int cr__loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
     return -1;
   if (cr__command_queue_init(&loop->commands) != 0)
     goto fail_loop;
+  if (cr__events_init(loop) != 0)
+    goto fail_queue;
   loop->multi = curl_multi_init();
   loop->share = curl_share_init();
   if (loop->multi == NULL || loop->share == NULL)
@@ -153,6 +155,9 @@ fail_curl:
     curl_multi_cleanup(loop->multi);
   if (loop->share)
     curl_share_cleanup(loop->share);
+  free(loop->events);
+  loop->events = NULL;
+fail_queue:
   cr__command_queue_destroy(&loop->commands);
 fail_loop:
   uv_loop_close(&loop->uv);
