@@ -251,7 +251,9 @@ void cr_engine_destroy(cr_engine_t* engine);
 uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
                           cr_error_t* error);
 
-/* Commands. Each is queued to the transfer's loop and applied there. */
+/* Commands. Each is queued to the transfer's loop and applied there. Out of
+ * memory, up to 32 commands per loop wait in a fixed reserve; only beyond
+ * that is a command lost (as one naming a dead transfer is). */
 void cr_transfer_cancel(cr_engine_t* engine, uint64_t transfer);
 void cr_transfer_pause(cr_engine_t* engine, uint64_t transfer);  /* no bytes flow */
 void cr_transfer_resume(cr_engine_t* engine, uint64_t transfer);

@@ -201,8 +201,10 @@ static void post(cr_engine_t* engine, uint64_t transfer, cr_command_kind_t kind,
   cmd.transfer_id = transfer;
   cmd.decision = decision;
   cmd.fd = fd;
+  /* Out of memory with the queue's reserve full too: the command is lost,
+   * as for a dead id. */
   if (cr__loop_post(&engine->loops[index], &cmd) != 0 && fd >= 0)
-    close(fd); /* out of memory: the command is lost, as for a dead id */
+    close(fd);
 }
 
 void cr_transfer_cancel(cr_engine_t* engine, uint64_t transfer) {

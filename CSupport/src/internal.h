@@ -225,12 +225,18 @@ typedef struct {
   int fd;                      /* DECIDE */
 } cr_command_t;
 
-/* A mutex-protected vector, swapped out whole by the consumer. */
+/* Commands that wait, in order, when the vector cannot grow. */
+#define CR_COMMAND_RESERVE 32
+
+/* A mutex-protected vector, swapped out whole by the consumer, and a fixed
+ * reserve for commands that must not be lost when out of memory. */
 typedef struct {
   pthread_mutex_t mutex;
   cr_command_t* items;
   size_t count;
   size_t capacity;
+  cr_command_t reserve[CR_COMMAND_RESERVE];
+  size_t reserve_count;
 } cr_command_queue_t;
 
 #pragma GCC visibility push(hidden)
@@ -238,11 +244,15 @@ typedef struct {
 /* command_queue.c */
 int cr__command_queue_init(cr_command_queue_t* queue);
 void cr__command_queue_destroy(cr_command_queue_t* queue);
-/* Returns 0, or -1 when out of memory. */
+/* Returns 0, or -1 when out of memory: always for a submit that does not
+ * fit, and for other commands once the reserve is full too. */
 int cr__command_queue_push(cr_command_queue_t* queue, const cr_command_t* cmd);
-/* Moves every queued command into *items (caller frees), returns count. */
+/* Moves every queued command into *items (caller frees) and returns their
+ * count, then copies the reserve's into reserve[] (CR_COMMAND_RESERVE
+ * long), *reserve_count of them. Apply *items first, then reserve[]. */
 size_t cr__command_queue_take(cr_command_queue_t* queue, cr_command_t** items,
-                              size_t* capacity);
+                              size_t* capacity, cr_command_t* reserve,
+                              size_t* reserve_count);
 
 #pragma GCC visibility pop
 
@@ -313,6 +323,7 @@ struct cr_loop_s {
   cr_command_queue_t commands;
   cr_command_t* command_scratch;
   size_t command_scratch_capacity;
+  cr_command_t command_reserve[CR_COMMAND_RESERVE];
   cr_writer_t writer;
 
   cr_transfer_table_t transfers;

@@ -34,27 +34,36 @@ void cr__name_thread(const char* prefix, int index) {
 
 static void stop_loop(cr_loop_t* loop);
 
+/* Drops what a command carries, when the loop stops before applying it. */
+static void discard_command(cr_command_t* cmd) {
+  if (cmd->kind == CR_CMD_SUBMIT)
+    cr__transfer_free(cmd->transfer);
+  else if (cmd->fd >= 0)
+    close(cmd->fd);
+}
+
 /* Every wake-up: finished disk writes, then the commands, then admission. */
 static void on_async(uv_async_t* async) {
   cr_loop_t* loop = async->data;
-  size_t count;
+  size_t count, reserved;
 
   cr__process_write_results(loop);
   count = cr__command_queue_take(&loop->commands, &loop->command_scratch,
-                                 &loop->command_scratch_capacity);
+                                 &loop->command_scratch_capacity,
+                                 loop->command_reserve, &reserved);
   if (atomic_load(&loop->stop_requested)) {
     /* Nothing is applied any more: free what the commands carry. */
-    for (size_t i = 0; i < count; i++) {
-      if (loop->command_scratch[i].kind == CR_CMD_SUBMIT)
-        cr__transfer_free(loop->command_scratch[i].transfer);
-      else if (loop->command_scratch[i].fd >= 0)
-        close(loop->command_scratch[i].fd);
-    }
+    for (size_t i = 0; i < count; i++)
+      discard_command(&loop->command_scratch[i]);
+    for (size_t i = 0; i < reserved; i++)
+      discard_command(&loop->command_reserve[i]);
     stop_loop(loop);
     return;
   }
   for (size_t i = 0; i < count; i++)
     cr__apply_command(loop, &loop->command_scratch[i]);
+  for (size_t i = 0; i < reserved; i++)
+    cr__apply_command(loop, &loop->command_reserve[i]);
   cr__admit(loop);
 }
 
