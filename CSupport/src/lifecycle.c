@@ -134,7 +134,14 @@ void cr__queue_chunk(cr_transfer_t* t) {
     return;
   job = cr__malloc(sizeof(*job));
   if (job == NULL) {
+    /* The chunk stays unwritten: the transfer fails, also when this was
+     * its last chunk (it must not complete with a short file). */
     t->write_errno = ENOMEM;
+    if (t->error == CR_OK) {
+      t->error = CR_ERR_INTERNAL;
+      free(t->message);
+      t->message = cr__strdup("out of memory");
+    }
     return;
   }
   job->transfer = t;

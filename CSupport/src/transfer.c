@@ -447,8 +447,13 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
       memcpy(t->chunk + t->chunk_length, data + offset, take);
       t->chunk_length += take;
       offset += take;
-      if (t->chunk_length == CR_CHUNK_SIZE)
+      if (t->chunk_length == CR_CHUNK_SIZE) {
         cr__queue_chunk(t);
+        /* Not queued (out of memory): the chunk is still full, and t->error
+         * says why the transfer fails. */
+        if (t->write_errno != 0)
+          return 0;
+      }
     }
   }
   t->received += (int64_t)length;
