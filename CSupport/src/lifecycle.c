@@ -158,8 +158,10 @@ void cr__queue_chunk(cr_transfer_t* t) {
   cr__writer_submit(&t->loop->writer, job);
 }
 
+/* Outside curl's callbacks only: may finish (and free) t. */
 static void apply_pause(cr_transfer_t* t) {
   int want;
+  CURLcode rc = CURLE_OK;
   if (t->state != CR_TRANSFER_ACTIVE)
     return;
   want = t->user_paused || t->disk_paused || t->held;
@@ -167,12 +169,17 @@ static void apply_pause(cr_transfer_t* t) {
     t->curl_paused = 0;
     t->last_activity_ms = uv_now(&t->loop->uv);
     /* May call on_write at once with the bytes curl kept. */
-    curl_easy_pause(t->easy, CURLPAUSE_CONT);
+    rc = curl_easy_pause(t->easy, CURLPAUSE_CONT);
     cr__kick(t->loop);
   } else if (want && !t->curl_paused && t->user_paused) {
     t->curl_paused = 1;
-    curl_easy_pause(t->easy, CURLPAUSE_ALL);
+    rc = curl_easy_pause(t->easy, CURLPAUSE_ALL);
   }
+  /* on_write refused the bytes curl kept (out of memory, a body longer
+   * than announced): curl_easy_pause reports it, and curl never ends the
+   * transfer by itself. */
+  if (rc != CURLE_OK)
+    finish_active(t, rc, CR_OK);
 }
 
 /* Lets transfers paused for the disk receive again, while the loop's
