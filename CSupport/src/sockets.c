@@ -111,6 +111,11 @@ static int on_curl_socket(CURL* easy, curl_socket_t fd, int what, void* user,
     events |= UV_WRITABLE;
   if (ctx == NULL) {
     int r;
+    /* Out of memory: -1 makes curl fail every transfer of this multi
+     * handle (CURLE_ABORTED_BY_CALLBACK, reported as CR_ERR_INTERNAL;
+     * socket_action fails and cr__drive fails the running ones). curl
+     * accepts new transfers again once none is left. Returning 0 instead
+     * would leave the socket unwatched and its transfers stalled. */
     ctx = cr__calloc(1, sizeof(*ctx));
     if (ctx == NULL)
       return -1;

@@ -20,6 +20,7 @@
 
 static cr_error_t validate_url(const char* url) {
   CURLU* parsed;
+  CURLUcode rc;
   char* scheme = NULL;
   char* host = NULL;
   cr_error_t result = CR_OK;
@@ -29,7 +30,12 @@ static cr_error_t validate_url(const char* url) {
   parsed = curl_url();
   if (parsed == NULL)
     return CR_ERR_INTERNAL;
-  if (curl_url_set(parsed, CURLUPART_URL, url, 0) != CURLUE_OK) {
+  rc = curl_url_set(parsed, CURLUPART_URL, url, 0);
+  if (rc == CURLUE_OUT_OF_MEMORY) {
+    result = CR_ERR_INTERNAL;
+    goto out;
+  }
+  if (rc != CURLUE_OK) {
     /* curl rejects unknown schemes as malformed; tell them apart. */
     const char* colon = strchr(url, ':');
     int looks_scheme = colon && colon != url;
@@ -43,16 +49,19 @@ static cr_error_t validate_url(const char* url) {
       result = CR_ERR_BAD_URL;
     goto out;
   }
-  if (curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
-    result = CR_ERR_BAD_URL;
+  rc = curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0);
+  if (rc != CURLUE_OK) {
+    result = rc == CURLUE_OUT_OF_MEMORY ? CR_ERR_INTERNAL : CR_ERR_BAD_URL;
     goto out;
   }
   if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
     result = CR_ERR_UNSUPPORTED_URL;
     goto out;
   }
-  if (curl_url_get(parsed, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-      host == NULL || *host == '\0')
+  rc = curl_url_get(parsed, CURLUPART_HOST, &host, 0);
+  if (rc == CURLUE_OUT_OF_MEMORY)
+    result = CR_ERR_INTERNAL;
+  else if (rc != CURLUE_OK || host == NULL || *host == '\0')
     result = CR_ERR_BAD_URL;
 out:
   curl_free(scheme);
@@ -732,7 +741,11 @@ cr_error_t cr__error_from_curl(CURLcode code, int after_submit) {
     case CURLE_SSL_INVALIDCERTSTATUS: return CR_ERR_TLS_UNTRUSTED;
     case CURLE_WRITE_ERROR: return CR_ERR_FILE_WRITE;
     case CURLE_READ_ERROR: return CR_ERR_FILE_READ;
-    case CURLE_ABORTED_BY_CALLBACK: return CR_ERR_CANCELLED;
+    /* Not a cancel: the engine cancels with curl_multi_remove_handle, and
+     * its read callback records its own error before it aborts. curl
+     * reports this for every transfer of a multi handle whose socket or
+     * timer callback failed (out of memory in sockets.c). */
+    case CURLE_ABORTED_BY_CALLBACK: return CR_ERR_INTERNAL;
     default: return CR_ERR_INTERNAL;
   }
 }
