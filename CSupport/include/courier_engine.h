@@ -235,19 +235,23 @@ typedef enum {
 } cr_decision_t;
 
 /* Starts the loop threads. Returns NULL and sets *error (a message in a
- * static buffer) when the engine cannot start. */
+ * static buffer; error may be NULL) when the engine cannot start or config
+ * is NULL. */
 cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
                               const char** error);
 
 /* Cancels every transfer (their COMPLETE events are not delivered), closes
- * every handle and joins the loop threads. Must not be called from inside
+ * every handle and joins the loop threads. NULL, or a pointer that is not a
+ * live engine, is ignored (as far as its memory can still be read: a
+ * destroyed engine's may have been reused). Must not be called from inside
  * the event callback; if called on a loop thread anyway, the joining
  * happens on a detached thread. */
 void cr_engine_destroy(cr_engine_t* engine);
 
 /* Returns a transfer id (> 0), or 0 with *error set when the request is
  * invalid (no URL, bad scheme, malformed URL), or CR_ERR_INTERNAL when the
- * engine is destroyed or out of memory. On 0, nothing was taken over. */
+ * engine is NULL, destroyed or not an engine, or out of memory. On 0,
+ * nothing was taken over. */
 uint64_t cr_engine_submit(cr_engine_t* engine, const cr_request_t* request,
                           cr_error_t* error);
 
