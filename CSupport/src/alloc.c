@@ -14,15 +14,17 @@
 static atomic_int armed;
 static atomic_long counted;
 static atomic_long fail_at;
+static atomic_int fail_after;
 static atomic_int failed;
 
-/* 1 when this allocation is the one chosen to fail. */
+/* 1 when this allocation is to fail. */
 static int fails(void) {
   long n;
   if (!atomic_load_explicit(&armed, memory_order_relaxed))
     return 0;
   n = atomic_fetch_add(&counted, 1) + 1;
-  if (n != atomic_load(&fail_at))
+  if (n != atomic_load(&fail_at) &&
+      !(atomic_load(&fail_after) && n > atomic_load(&fail_at)))
     return 0;
   atomic_store(&failed, 1);
   return 1;
@@ -51,11 +53,12 @@ char* cr__strndup(const char* s, size_t n) {
   return copy;
 }
 
-void cr__alloc_fail_at(long n) {
+void cr__alloc_fail_at(long n, int and_after) {
   atomic_store(&armed, 0);
   atomic_store(&counted, 0);
   atomic_store(&failed, 0);
   atomic_store(&fail_at, n);
+  atomic_store(&fail_after, n > 0 && and_after);
   atomic_store(&armed, 1);
 }
 

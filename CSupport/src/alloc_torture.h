@@ -13,8 +13,9 @@
 #pragma GCC visibility push(hidden)
 
 /* Arms the allocator and restarts the count at 0. n > 0: the nth
- * allocation from now fails (returns NULL), once; n == 0: count only. */
-void cr__alloc_fail_at(long n);
+ * allocation from now fails (returns NULL), and with `and_after` every
+ * later one too; n == 0: count only. */
+void cr__alloc_fail_at(long n, int and_after);
 /* Disarms the allocator. Returns the allocations counted since the last
  * cr__alloc_fail_at(); *failed (if not NULL) is 1 when the chosen one
  * was reached and failed. */

@@ -1,169 +1,292 @@
-/* A smoke check of the engine against a local server (see Makefile). */
-#include <assert.h>
-#include <fcntl.h>
-#include <pthread.h>
+/*
+ * A smoke check of the engine against smoke_server.py (see run.sh), built
+ * plain, under ASan+UBSan and under TSan. Every result it prints is checked
+ * first; any failed check ends it with status 1.
+ *
+ *   bin/smoke http://127.0.0.1:PORT [COUNT]
+ */
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "courier_engine.h"
+#include "harness.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static int completed, responses, data_events, errors;
-static long long bytes;
-static cr_engine_t* engine;
+static recorder_t recorder;
+static int submitted;
 
-static void on_events(void* ctx, const cr_event_t* events, size_t count) {
-  pthread_mutex_lock(&lock);
-  for (size_t i = 0; i < count; i++) {
-    const cr_event_t* e = &events[i];
-    switch (e->kind) {
-      case CR_EVENT_RESPONSE:
-        responses++;
-        if (getenv("VERBOSE")) fprintf(stderr, "response %llu status %d held %d base %lld\n", (unsigned long long)e->transfer, e->status, e->held, (long long)e->resume_offset);
-        if (e->held) cr_transfer_decide(engine, e->transfer, CR_DECIDE_ALLOW, -1);
-        free(e->headers);
-        break;
-      case CR_EVENT_DATA: data_events++; bytes += e->data_length; free(e->data); break;
-      case CR_EVENT_PROGRESS: break;
-      case CR_EVENT_COMPLETE:
-        completed++;
-        if (e->error) { errors++; if (getenv("VERBOSE")) fprintf(stderr, "error %d curl %d: %s disk %lld\n", e->error, e->curl_code, e->message ? e->message : "", (long long)e->bytes_on_disk); }
-        else if (getenv("VERBOSE")) fprintf(stderr, "ok %llu recv %lld disk %lld http %d reused %d\n", (unsigned long long)e->transfer, (long long)e->received, (long long)e->bytes_on_disk, e->metrics.http_version, e->metrics.reused_connection);
-        free(e->message);
-        break;
-    }
-  }
-  pthread_cond_broadcast(&cond);
-  pthread_mutex_unlock(&lock);
-}
-
-/* A borrowed upload body: bytes are a pattern of their offset. */
+/* A borrowed upload body: the pattern, read on demand, released once. */
 static atomic_int source_releases;
 static void source_read(void* context, int64_t offset, void* buffer, size_t length) {
-  (void)context;
-  for (size_t i = 0; i < length; i++) ((unsigned char*)buffer)[i] = (unsigned char)((offset + (int64_t)i) % 251);
+  for (size_t i = 0; i < length; i++)
+    ((unsigned char*)buffer)[i] = pattern_byte(offset + (int64_t)i);
 }
-static void source_release(void* context) { (void)context; atomic_fetch_add(&source_releases, 1); }
+static void source_release(void* context) { atomic_fetch_add(&source_releases, 1); }
 
-static long long file_size(const char* path) {
-  int fd = open(path, O_RDONLY);
-  long long size = fd < 0 ? -1 : (long long)lseek(fd, 0, SEEK_END);
-  if (fd >= 0) close(fd);
-  return size;
+static cr_request_t request(const char* url) {
+  cr_request_t r;
+  memset(&r, 0, sizeof(r));
+  r.url = url;
+  r.body_fd = -1;
+  r.sink_fd = -1;
+  r.sink = CR_SINK_MEMORY;
+  r.flags = CR_FLAG_HOLD_REDIRECT_AND_AUTH;
+  return r;
 }
 
-static void wait_for(int n) {
-  pthread_mutex_lock(&lock);
-  while (completed < n) pthread_cond_wait(&cond, &lock);
-  pthread_mutex_unlock(&lock);
+/* Submits r (which must be accepted) and returns its record's index. */
+static size_t submit(cr_engine_t* engine, cr_request_t* r, answer_t answer) {
+  cr_error_t error = CR_ERR_INTERNAL;
+  size_t tag = recorder_add(&recorder, answer, -1);
+  r->tag = tag;
+  CHECK(cr_engine_submit(engine, r, &error) != 0, "submit of %s refused: %d", r->url,
+        error);
+  CHECK(error == CR_OK, "error %d with an id", error);
+  submitted++;
+  return tag;
+}
+
+static const record_t* wait_one(size_t tag) {
+  CHECK(recorder_wait(&recorder, tag, 1, 60) == 0, "transfer %zu did not complete", tag);
+  return &recorder.records[tag];
+}
+
+/* One COMPLETE, nothing after it, nothing while held. */
+static const record_t* ended(size_t tag, cr_error_t error) {
+  const record_t* record = wait_one(tag);
+  CHECK(record->completes == 1 && record->after_complete == 0,
+        "transfer %zu: %d COMPLETE, %d events after", tag, record->completes,
+        record->after_complete);
+  CHECK(record->data_while_held == 0 && record->data_before_response == 0,
+        "transfer %zu: DATA out of order", tag);
+  CHECK(record->error == error, "transfer %zu: error %d, expected %d", tag,
+        record->error, error);
+  return record;
+}
+
+static void body_is_text(const record_t* record, const char* text) {
+  CHECK(record->body_length == strlen(text) &&
+            memcmp(record->body, text, record->body_length) == 0,
+        "body is not \"%s\"", text);
+}
+
+static void api_boundary(cr_engine_t* engine) {
+  static union {
+    char bytes[8192];
+    void* align;
+  } foreign;
+  cr_engine_t* not_an_engine = (cr_engine_t*)&foreign;
+  cr_request_t r = request("http://127.0.0.1:1/");
+  cr_error_t error = CR_OK;
+  cr_engine_stats_t stats;
+  int pipe_fds[2];
+
+  CHECK(cr_engine_create(NULL, NULL) == NULL, "an engine without a config");
+  CHECK(cr_engine_submit(NULL, &r, &error) == 0 && error == CR_ERR_INTERNAL,
+        "submit to NULL: %d", error);
+  error = CR_OK;
+  CHECK(cr_engine_submit(not_an_engine, &r, &error) == 0 && error == CR_ERR_INTERNAL,
+        "submit to a foreign pointer: %d", error);
+  CHECK(cr_engine_submit(engine, NULL, &error) == 0 && error == CR_ERR_INTERNAL,
+        "submit of NULL: %d", error);
+  memset(&stats, 0xff, sizeof(stats));
+  cr_engine_stats(not_an_engine, &stats);
+  CHECK(stats.completed == 0 && stats.queued == 0, "stats of a foreign pointer");
+  cr_engine_stats(NULL, &stats);
+  cr_engine_stats(engine, NULL);
+  cr_transfer_cancel(NULL, 257);
+  cr_transfer_cancel(not_an_engine, 257);
+  cr_transfer_pause(not_an_engine, 257);
+  cr_transfer_resume(not_an_engine, 257);
+  /* A decision's descriptor is closed even when the engine is not one. */
+  CHECK(pipe(pipe_fds) == 0, "pipe");
+  cr_transfer_decide(not_an_engine, 257, CR_DECIDE_TO_FILE, pipe_fds[0]);
+  CHECK(fcntl(pipe_fds[0], F_GETFD) == -1 && errno == EBADF,
+        "a refused decision's descriptor is still open");
+  close(pipe_fds[1]);
+  cr_engine_destroy(NULL);
+  cr_engine_destroy(not_an_engine);
+  /* Commands naming no live transfer do nothing. */
+  cr_transfer_cancel(engine, 0);
+  cr_transfer_cancel(engine, 0xffffff01);
+  cr_transfer_decide(engine, 0xffffff01, CR_DECIDE_ALLOW, -1);
+  printf("API boundary: NULL and foreign engine pointers refused\n");
 }
 
 int main(int argc, char** argv) {
-  const char* base = argc > 1 ? argv[1] : "http://127.0.0.1:18080";
+  const char* base = argc > 1 ? argv[1] : NULL;
   int n = argc > 2 ? atoi(argv[2]) : 1000;
-  char url[256];
-  const char* err;
-  cr_engine_config_t config = {0};
+  char directory[4096], path[4200], cut_path[4200], url[512];
+  const char* error = NULL;
+  cr_engine_config_t config;
+  cr_engine_t* engine;
+  cr_request_t r;
+  size_t first, tag;
+  const record_t* record;
+  cr_error_t refused;
+  long long bytes = 0;
+  static char upload[3000000];
+
+  if (base == NULL || n <= 0) {
+    fprintf(stderr, "usage: smoke BASE_URL [COUNT]\n");
+    return 2;
+  }
+  make_temporary_directory(directory, sizeof(directory), "courier-smoke");
+  recorder_init(&recorder, (size_t)n + 200);
+  memset(&config, 0, sizeof(config));
   config.loop_count = 2;
   config.max_host_connections = 16;
-  config.on_events = on_events;
-  engine = cr_engine_create(&config, &err);
-  assert(engine);
+  config.on_events = recorder_on_events;
+  config.context = &recorder;
+  engine = cr_engine_create(&config, &error);
+  CHECK(engine != NULL, "cr_engine_create: %s", error);
+  recorder.engine = engine;
+  api_boundary(engine);
 
-  cr_request_t r = {0};
-  r.body_fd = -1; r.sink_fd = -1; r.sink = CR_SINK_MEMORY;
-  r.flags = CR_FLAG_HOLD_REDIRECT_AND_AUTH;
-  snprintf(url, sizeof url, "%s/bytes/1024", base);
-  r.url = url;
-  for (int i = 0; i < n; i++) assert(cr_engine_submit(engine, &r, NULL));
-  wait_for(n);
-  printf("memory: completed %d responses %d errors %d bytes %lld data events %d\n", completed, responses, errors, bytes, data_events);
-  assert(errors == 0 && bytes == 1024LL * n);
-
-  /* download to file */
-  int fd = open("/tmp/courier-smoke-out.bin", O_RDWR | O_CREAT | O_TRUNC, 0644);
-  r.sink = CR_SINK_FILE; r.sink_fd = fd;
-  snprintf(url, sizeof url, "%s/bytes/10000000", base);
-  assert(cr_engine_submit(engine, &r, NULL));
-  wait_for(n + 1);
-  printf("file: errors %d size %lld\n", errors, file_size("/tmp/courier-smoke-out.bin"));
-
-  /* cut then resume */
-  fd = open("/tmp/courier-smoke-cut.bin", O_RDWR | O_CREAT | O_TRUNC, 0644);
-  r.sink_fd = fd;
-  snprintf(url, sizeof url, "%s/bytes/1000000?cut", base);
-  assert(cr_engine_submit(engine, &r, NULL));
-  wait_for(n + 2);
-  fd = open("/tmp/courier-smoke-cut.bin", O_RDWR);
-  off_t have = lseek(fd, 0, SEEK_END);
-  printf("cut: errors %d on disk %lld\n", errors, (long long)have);
-  r.sink_fd = fd; r.resume_offset = have;
-  snprintf(url, sizeof url, "%s/bytes/1000000", base);
-  assert(cr_engine_submit(engine, &r, NULL));
-  wait_for(n + 3);
-  printf("resumed: errors %d size %lld\n", errors, file_size("/tmp/courier-smoke-cut.bin"));
-  r.resume_offset = 0;
-
-  /* redirect held + bad url + stall idle timeout + upload */
-  r.sink = CR_SINK_MEMORY; r.sink_fd = -1;
-  snprintf(url, sizeof url, "%s/redirect", base);
-  assert(cr_engine_submit(engine, &r, NULL));
-  cr_error_t e;
-  r.url = "ftp://127.0.0.1/x"; assert(cr_engine_submit(engine, &r, &e) == 0 && e == CR_ERR_UNSUPPORTED_URL);
-  r.url = "http://[::1"; assert(cr_engine_submit(engine, &r, &e) == 0 && e == CR_ERR_BAD_URL);
-  r.url = url; snprintf(url, sizeof url, "%s/stall", base); r.idle_timeout_ms = 500;
-  assert(cr_engine_submit(engine, &r, NULL));
-  r.idle_timeout_ms = 0;
-  static char body[3000000]; r.body = body; r.body_length = sizeof body; r.method = "PUT";
-  snprintf(url, sizeof url, "%s/upload", base);
-  wait_for(n + 5);
-  int before = completed;
-  assert(cr_engine_submit(engine, &r, NULL));
-  wait_for(before + 1);
-  /* the same upload from a borrowed source: read on demand, released once */
-  r.body = NULL; r.body_length = 0;
-  r.body_source.read = source_read; r.body_source.release = source_release;
-  r.body_source.length = 2000000;
-  before = completed;
-  int errors_before = errors;
-  assert(cr_engine_submit(engine, &r, NULL));
-  wait_for(before + 1);
-  printf("source upload: errors %d releases %d\n", errors - errors_before, atomic_load(&source_releases));
-  assert(errors == errors_before && atomic_load(&source_releases) == 1);
-  /* cancelled at once: still released exactly once, before its COMPLETE */
-  r.body_source.length = 50000000;
-  before = completed;
-  uint64_t cancelled = cr_engine_submit(engine, &r, NULL);
-  assert(cancelled);
-  cr_transfer_cancel(engine, cancelled);
-  wait_for(before + 1);
-  printf("cancelled source upload: releases %d\n", atomic_load(&source_releases));
-  assert(atomic_load(&source_releases) == 2);
-  /* a held redirect with no body (decided while running or after curl ended),
-   * and a gzip body decoded */
-  r.body_source.read = NULL; r.body_source.release = NULL; r.body_source.length = 0;
-  r.method = "GET";
-  {
-    int before = completed, errors_before = errors;
-    long long bytes_before = bytes;
-    snprintf(url, sizeof url, "%s/redirect-empty", base);
-    for (int i = 0; i < 50; i++) assert(cr_engine_submit(engine, &r, NULL));
-    r.flags |= CR_FLAG_DECODE;
-    snprintf(url, sizeof url, "%s/gzip/100000", base);
-    for (int i = 0; i < 50; i++) assert(cr_engine_submit(engine, &r, NULL));
-    r.flags &= ~(uint32_t)CR_FLAG_DECODE;
-    wait_for(before + 100);
-    printf("held empty + gzip: errors %d decoded bytes %lld\n", errors - errors_before, bytes - bytes_before);
-    assert(errors == errors_before && bytes - bytes_before == 50LL * 100000);
+  /* Many small GETs into memory over two loops. */
+  snprintf(url, sizeof(url), "%s/bytes/1024", base);
+  r = request(url);
+  first = recorder.used;
+  for (int i = 0; i < n; i++)
+    submit(engine, &r, ANSWER_ALLOW);
+  for (int i = 0; i < n; i++) {
+    record = ended(first + (size_t)i, CR_OK);
+    CHECK(record->responses == 1 && record->status == 200 && !record->held,
+          "transfer %zu: %d responses, status %d", first + (size_t)i,
+          record->responses, record->status);
+    CHECK(record->body_length == 1024 && is_pattern(record->body, 1024, 0),
+          "transfer %zu: not the 1024 pattern bytes", first + (size_t)i);
+    bytes += (long long)record->body_length;
   }
+  printf("memory: %d transfers, %lld bytes, every body checked\n", n, bytes);
 
-  cr_engine_stats_t stats; cr_engine_stats(engine, &stats);
-  printf("stats: queued %lld active %lld completed %lld handles %lld\n", (long long)stats.queued, (long long)stats.active, (long long)stats.completed, (long long)stats.open_handles);
+  /* A download to a file, through the writer thread. */
+  snprintf(path, sizeof(path), "%s/out.bin", directory);
+  snprintf(url, sizeof(url), "%s/bytes/10000000", base);
+  r = request(url);
+  r.sink = CR_SINK_FILE;
+  r.sink_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  CHECK(r.sink_fd >= 0, "open %s", path);
+  record = ended(submit(engine, &r, ANSWER_ALLOW), CR_OK);
+  CHECK(record->bytes_on_disk == 10000000 && file_is_pattern(path, 10000000),
+        "file: %lld bytes on disk", (long long)record->bytes_on_disk);
+  printf("file: 10000000 bytes on disk, content checked\n");
+
+  /* A cut body, then its ranged resume. */
+  snprintf(cut_path, sizeof(cut_path), "%s/cut.bin", directory);
+  snprintf(url, sizeof(url), "%s/bytes/1000000?cut", base);
+  r = request(url);
+  r.sink = CR_SINK_FILE;
+  r.sink_fd = open(cut_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  record = ended(submit(engine, &r, ANSWER_ALLOW), CR_ERR_SHORT_BODY);
+  CHECK(record->bytes_on_disk == 500000 && file_is_pattern(cut_path, 500000),
+        "cut: %lld bytes on disk", (long long)record->bytes_on_disk);
+  printf("cut: short body, 500000 bytes on disk\n");
+  snprintf(url, sizeof(url), "%s/bytes/1000000", base);
+  r = request(url);
+  r.sink = CR_SINK_FILE;
+  r.sink_fd = open(cut_path, O_RDWR);
+  r.resume_offset = 500000;
+  record = ended(submit(engine, &r, ANSWER_ALLOW), CR_OK);
+  CHECK(record->status == 206 && record->bytes_on_disk == 1000000 &&
+            file_is_pattern(cut_path, 1000000),
+        "resumed: status %d, %lld bytes on disk", record->status,
+        (long long)record->bytes_on_disk);
+  printf("resumed: 206, 1000000 bytes on disk, content checked\n");
+
+  /* A held redirect, allowed: its own body is delivered. */
+  snprintf(url, sizeof(url), "%s/redirect", base);
+  r = request(url);
+  record = ended(submit(engine, &r, ANSWER_ALLOW), CR_OK);
+  CHECK(record->held && record->status == 302, "redirect: held %d status %d",
+        record->held, record->status);
+  body_is_text(record, "moved");
+  printf("held redirect: 302 held, allowed, body \"moved\"\n");
+
+  /* Refused at submit. */
+  r = request("ftp://127.0.0.1/x");
+  CHECK(cr_engine_submit(engine, &r, &refused) == 0 && refused == CR_ERR_UNSUPPORTED_URL,
+        "ftp: %d", refused);
+  r = request("http://[::1");
+  CHECK(cr_engine_submit(engine, &r, &refused) == 0 && refused == CR_ERR_BAD_URL,
+        "bad url: %d", refused);
+  printf("refused: ftp unsupported, a malformed URL bad\n");
+
+  /* An idle timeout on a stalled body. */
+  snprintf(url, sizeof(url), "%s/stall", base);
+  r = request(url);
+  r.idle_timeout_ms = 500;
+  ended(submit(engine, &r, ANSWER_ALLOW), CR_ERR_TIMED_OUT);
+  printf("stall: idle timeout\n");
+
+  /* Uploads: from memory, from a borrowed source, and a source cancelled. */
+  for (size_t i = 0; i < sizeof(upload); i++)
+    upload[i] = (char)pattern_byte((int64_t)i);
+  snprintf(url, sizeof(url), "%s/upload", base);
+  r = request(url);
+  r.method = "PUT";
+  r.body = upload;
+  r.body_length = sizeof(upload);
+  body_is_text(ended(submit(engine, &r, ANSWER_ALLOW), CR_OK), "3000000");
+  r.body = NULL;
+  r.body_length = 0;
+  r.body_source.read = source_read;
+  r.body_source.release = source_release;
+  r.body_source.length = 2000000;
+  body_is_text(ended(submit(engine, &r, ANSWER_ALLOW), CR_OK), "2000000");
+  CHECK(atomic_load(&source_releases) == 1, "%d releases", atomic_load(&source_releases));
+  r.body_source.length = 50000000;
+  tag = recorder_add(&recorder, ANSWER_ALLOW, -1);
+  r.tag = tag;
+  {
+    uint64_t id = cr_engine_submit(engine, &r, NULL);
+    CHECK(id != 0, "submit refused");
+    submitted++;
+    cr_transfer_cancel(engine, id);
+  }
+  ended(tag, CR_ERR_CANCELLED);
+  CHECK(atomic_load(&source_releases) == 2, "%d releases", atomic_load(&source_releases));
+  printf("uploads: 3000000 and 2000000 bytes arrived; the source released once each, "
+         "also when cancelled\n");
+
+  /* Held redirects with no body (decided out of curl), and gzip decoded. */
+  snprintf(url, sizeof(url), "%s/redirect-empty", base);
+  r = request(url);
+  first = recorder.used;
+  for (int i = 0; i < 50; i++)
+    submit(engine, &r, ANSWER_ALLOW);
+  {
+    char gzip_url[512];
+    snprintf(gzip_url, sizeof(gzip_url), "%s/gzip/100000", base);
+    r = request(gzip_url);
+    r.flags |= CR_FLAG_DECODE;
+    for (int i = 0; i < 50; i++)
+      submit(engine, &r, ANSWER_ALLOW);
+  }
+  for (size_t i = first; i < first + 50; i++) {
+    record = ended(i, CR_OK);
+    CHECK(record->held && record->status == 302 && record->body_length == 0,
+          "transfer %zu: held %d status %d, %zu bytes", i, record->held,
+          record->status, record->body_length);
+  }
+  for (size_t i = first + 50; i < first + 100; i++) {
+    record = ended(i, CR_OK);
+    CHECK(record->body_length == 100000 && is_pattern(record->body, 100000, 0),
+          "transfer %zu: not the 100000 decoded pattern bytes", i);
+  }
+  printf("held empty + gzip: 50 held 302s allowed, 50 bodies decoded and checked\n");
+
+  {
+    cr_engine_stats_t stats;
+    cr_engine_stats(engine, &stats);
+    CHECK(stats.queued == 0 && stats.active == 0 && stats.completed == submitted,
+          "stats: queued %lld active %lld completed %lld of %d",
+          (long long)stats.queued, (long long)stats.active,
+          (long long)stats.completed, submitted);
+    printf("stats: queued 0, active 0, completed %lld, %lld open handles\n",
+           (long long)stats.completed, (long long)stats.open_handles);
+  }
   cr_engine_destroy(engine);
-  printf("leaked loops %lld\n", (long long)cr_leaked_loop_count());
+  CHECK(cr_leaked_loop_count() == 0, "leaked loops");
+  printf("destroyed: leaked loops 0\n");
+  recorder_destroy(&recorder);
+  remove_temporary_directory(directory);
   return 0;
 }
