@@ -1,6 +1,79 @@
 import CSupport
 import CourierConcurrency
+import CourierTestSupport
 import Foundation
+import Testing
+
+/// Runs `body` with a new test server and a new engine. Whatever `body` does (returns, throws, or throws because a
+/// wait in it timed out), the engine is destroyed, so that no loop calls back any more, and the server is shut down
+/// before this returns; then no engine loop may have leaked.
+func withEngine<T>(
+    server configuration: TestServer.Configuration = .init(),
+    loops: Int32 = 2,
+    maxHostConnections: Int32 = 0,
+    maxActive: Int32 = 0,
+    trustingServer: Bool = false,
+    _ body: (EngineHarness, TestServer) async throws -> T
+) async throws -> T {
+    let server = try await TestServer.start(configuration)
+    let result: T
+    do {
+        result = try await withEngine(
+            on: server, loops: loops, maxHostConnections: maxHostConnections, maxActive: maxActive,
+            trustingServer: trustingServer, body)
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+    try await server.shutdown()
+    return result
+}
+
+/// Runs `body` with a new engine for a server the caller owns (and shuts down); the engine is destroyed whatever
+/// `body` does.
+func withEngine<T>(
+    on server: TestServer,
+    loops: Int32 = 2,
+    maxHostConnections: Int32 = 0,
+    maxActive: Int32 = 0,
+    trustingServer: Bool = false,
+    _ body: (EngineHarness, TestServer) async throws -> T
+) async throws -> T {
+    let caPEM: Data?
+    if trustingServer {
+        caPEM = try #require(server.certificateAuthority).pem
+    } else {
+        caPEM = nil
+    }
+    let engine = try EngineHarness(
+        loops: loops, maxHostConnections: maxHostConnections, maxActive: maxActive, caPEM: caPEM)
+    let result: T
+    do {
+        result = try await body(engine, server)
+    } catch {
+        engine.destroy()
+        throw error
+    }
+    engine.destroy()
+    #expect(cr_leaked_loop_count() == 0)
+    return result
+}
+
+/// Runs `body` with a raw server (a canned byte response) that is shut down whatever `body` does.
+func withRawServer<T>(
+    response: Data, closeAfter: Bool = true, _ body: (RawServer) async throws -> T
+) async throws -> T {
+    let raw = try await RawServer.start(response: response, closeAfter: closeAfter)
+    let result: T
+    do {
+        result = try await body(raw)
+    } catch {
+        try? await raw.shutdown()
+        throw error
+    }
+    try await raw.shutdown()
+    return result
+}
 
 /// What one transfer reported, assembled from the engine's event batches.
 struct TransferRecord: Sendable {
@@ -73,11 +146,18 @@ final class EngineHarness: @unchecked Sendable {
     }
 
     private let destroyOnce = OnceFlag()
+    private let destroyed = LockedValue(false)
 
-    /// Destroys the engine; no event arrives after this returns.
+    /// Destroys the engine; no event arrives after this returns. Safe to call more than once.
     func destroy() {
-        if destroyOnce.claim() { cr_engine_destroy(engine) }
+        if destroyOnce.claim() {
+            cr_engine_destroy(engine)
+            destroyed.withLock { $0 = true }
+        }
     }
+
+    /// Whether `destroy()` has run (the engine must not be used after it).
+    var isDestroyed: Bool { destroyed.withLock { $0 } }
 
     /// A test that throws before `destroy()` must not leave loops calling back into a freed harness
     /// (the callback's context is unretained).

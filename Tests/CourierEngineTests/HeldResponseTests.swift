@@ -21,84 +21,76 @@ struct HeldResponseTests {
 
     @Test("a bodiless held response does not complete before the decision; allow then completes it")
     func waitsForDecision() async throws {
-        let server = try await TestServer.start()
-        let engine = try EngineHarness()
-        for shape in Self.bodiless {
-            let url = server.url(shape.path).absoluteString
-            let (id, _) = engine.submit(url, method: shape.method, flags: shape.flags)
-            try await engine.wait(for: id) { $0.responseCount == 1 || $0.completed }
-            #expect(engine.record(id).held, "\(shape.method) \(shape.path)")
-            #expect(engine.record(id).status == shape.status, "\(shape.method) \(shape.path)")
-            // Long enough for the whole exchange to be over on loopback many times.
-            try await Task.sleep(for: .milliseconds(150))
-            #expect(!engine.record(id).completed, "\(shape.method) \(shape.path): completed while held")
-            engine.decide(id, CR_DECIDE_ALLOW)
-            try await engine.waitForCompletion([id], timeout: .seconds(10))
-            let record = engine.record(id)
-            #expect(record.error == CR_OK, "\(shape.method) \(shape.path)")
-            #expect(record.eventsWhileHeld == 0, "\(shape.method) \(shape.path)")
-            #expect(record.body.isEmpty)
+        try await withEngine { engine, server in
+            for shape in Self.bodiless {
+                let url = server.url(shape.path).absoluteString
+                let (id, _) = engine.submit(url, method: shape.method, flags: shape.flags)
+                try await engine.wait(for: id) { $0.responseCount == 1 || $0.completed }
+                #expect(engine.record(id).held, "\(shape.method) \(shape.path)")
+                #expect(engine.record(id).status == shape.status, "\(shape.method) \(shape.path)")
+                // Long enough for the whole exchange to be over on loopback many times.
+                try await Task.sleep(for: .milliseconds(150))
+                #expect(!engine.record(id).completed, "\(shape.method) \(shape.path): completed while held")
+                engine.decide(id, CR_DECIDE_ALLOW)
+                try await engine.waitForCompletion([id], timeout: .seconds(10))
+                let record = engine.record(id)
+                #expect(record.error == CR_OK, "\(shape.method) \(shape.path)")
+                #expect(record.eventsWhileHeld == 0, "\(shape.method) \(shape.path)")
+                #expect(record.body.isEmpty)
+            }
         }
-        engine.destroy()
-        #expect(cr_leaked_loop_count() == 0)
-        try await server.shutdown()
     }
 
     @Test("a bodiless held response ends cancelled by a cancel decision or by cancel, exactly once")
     func cancelWhileDeciding() async throws {
-        let server = try await TestServer.start()
-        let engine = try EngineHarness()
-        let url = server.url("/redirect-to?url=/bytes/10&body=empty").absoluteString
-        for viaDecision in [true, false] {
-            let (id, _) = engine.submit(url, flags: UInt32(CR_FLAG_HOLD_REDIRECT_AND_AUTH))
-            try await engine.wait(for: id) { $0.responseCount == 1 }
-            try await Task.sleep(for: .milliseconds(50))
-            if viaDecision {
-                engine.decide(id, CR_DECIDE_CANCEL)
-            } else {
+        try await withEngine { engine, server in
+            let url = server.url("/redirect-to?url=/bytes/10&body=empty").absoluteString
+            for viaDecision in [true, false] {
+                let (id, _) = engine.submit(url, flags: UInt32(CR_FLAG_HOLD_REDIRECT_AND_AUTH))
+                try await engine.wait(for: id) { $0.responseCount == 1 }
+                try await Task.sleep(for: .milliseconds(50))
+                if viaDecision {
+                    engine.decide(id, CR_DECIDE_CANCEL)
+                } else {
+                    engine.cancel(id)
+                }
+                // A second command for the same transfer finds it gone and does nothing.
                 engine.cancel(id)
+                try await engine.waitForCompletion([id], timeout: .seconds(10))
+                try await Task.sleep(for: .milliseconds(50))
+                let record = engine.record(id)
+                #expect(record.error == CR_ERR_CANCELLED)
+                #expect(record.eventsAfterCompletion == 0)
             }
-            // A second command for the same transfer finds it gone and does nothing.
-            engine.cancel(id)
-            try await engine.waitForCompletion([id], timeout: .seconds(10))
-            try await Task.sleep(for: .milliseconds(50))
-            let record = engine.record(id)
-            #expect(record.error == CR_ERR_CANCELLED)
-            #expect(record.eventsAfterCompletion == 0)
         }
-        engine.destroy()
-        try await server.shutdown()
     }
 
     @Test("to-file on a bodiless held response completes with an empty file and closes the descriptor")
     func toFileWhileDeciding() async throws {
-        let server = try await TestServer.start()
-        let engine = try EngineHarness()
-        let file = TemporaryFile()
-        defer { file.remove() }
-        let (id, _) = engine.submit(server.url("/bytes/0").absoluteString, flags: UInt32(CR_FLAG_ASK_RESPONSE))
-        try await engine.wait(for: id) { $0.responseCount == 1 }
-        engine.decide(id, CR_DECIDE_TO_FILE, fd: file.openForWriting())
-        try await engine.waitForCompletion([id], timeout: .seconds(10))
-        #expect(engine.record(id).error == CR_OK)
-        #expect(engine.record(id).bytesOnDisk == 0)
-        #expect(file.contents().isEmpty)
-        engine.destroy()
-        try await server.shutdown()
+        try await withEngine { engine, server in
+            let file = TemporaryFile()
+            defer { file.remove() }
+            let (id, _) = engine.submit(server.url("/bytes/0").absoluteString, flags: UInt32(CR_FLAG_ASK_RESPONSE))
+            try await engine.wait(for: id) { $0.responseCount == 1 }
+            engine.decide(id, CR_DECIDE_TO_FILE, fd: file.openForWriting())
+            try await engine.waitForCompletion([id], timeout: .seconds(10))
+            #expect(engine.record(id).error == CR_OK)
+            #expect(engine.record(id).bytesOnDisk == 0)
+            #expect(file.contents().isEmpty)
+        }
     }
 
     @Test("destroying the engine with a response held and decided by nobody leaks no loop")
     func destroyWhileDeciding() async throws {
-        let server = try await TestServer.start()
-        let engine = try EngineHarness()
-        let (id, _) = engine.submit(
-            server.url("/redirect-to?url=/bytes/10&body=empty").absoluteString,
-            flags: UInt32(CR_FLAG_HOLD_REDIRECT_AND_AUTH)
-        )
-        try await engine.wait(for: id) { $0.responseCount == 1 }
-        try await Task.sleep(for: .milliseconds(50))
-        engine.destroy()
-        #expect(cr_leaked_loop_count() == 0)
-        try await server.shutdown()
+        try await withEngine { engine, server in
+            let (id, _) = engine.submit(
+                server.url("/redirect-to?url=/bytes/10&body=empty").absoluteString,
+                flags: UInt32(CR_FLAG_HOLD_REDIRECT_AND_AUTH)
+            )
+            try await engine.wait(for: id) { $0.responseCount == 1 }
+            try await Task.sleep(for: .milliseconds(50))
+            engine.destroy()
+            #expect(cr_leaked_loop_count() == 0)
+        }
     }
 }
