@@ -104,14 +104,17 @@ static void set_state_at(cr_transfer_t* t, cr_transfer_state_t to,
 /* ---- Completion ---- */
 
 /* The last event of a transfer. Frees it unless the dirty list still
- * points at it, in which case the flush frees it. */
-static void complete(cr_transfer_t* t) {
+ * points at it, in which case the flush frees it. A macro, so that the
+ * trace names the line that completed the transfer. */
+#define complete(t) complete_at((t), __FILE__, __LINE__)
+
+static void complete_at(cr_transfer_t* t, const char* file, int line) {
   cr_loop_t* loop = t->loop;
 
   cr__emit_last(t);
   cr__table_remove(&loop->transfers, t);
   CR_ASSERT(cr__table_find(&loop->transfers, t->id) == NULL);
-  set_state(t, CR_TRANSFER_DONE);
+  set_state_at(t, CR_TRANSFER_DONE, file, line);
   atomic_fetch_add(&loop->stat_completed, 1);
   if (t->sink_fd >= 0) {
     close(t->sink_fd);
