@@ -2,13 +2,14 @@
 # Installs the system packages Courier builds against, only when they are missing:
 #   libuv1-dev libcurl4-openssl-dev pkg-config   (the C engine in CSupport/)
 #   zlib1g-dev libbrotli-dev libzstd-dev         (the test server's content encoders, Tests/CTestCompression)
+#   gcc make                                     (the engine's C checks: CSupport/tests/run.sh)
 #   python3  (only when there is no python3 on PATH: the demo and the CLI tests serve files with it)
 #   and any package named as an argument (Benchmarks/run.sh asks for nginx and curl).
 # Idempotent: does nothing (and needs no network) when everything is there. Runs apt-get as root, or through
 # sudo when not root and sudo is available. Debian 12 (bookworm) or a derivative.
 set -euo pipefail
 
-packages=(libuv1-dev libcurl4-openssl-dev pkg-config zlib1g-dev libbrotli-dev libzstd-dev "$@")
+packages=(libuv1-dev libcurl4-openssl-dev pkg-config zlib1g-dev libbrotli-dev libzstd-dev gcc make "$@")
 
 missing=()
 for package in "${packages[@]}"; do

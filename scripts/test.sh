@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: install what is missing, build everything with the tests, run the Swift test suite
+# The test command: install what is missing, check the engine's C sources (warnings; CSupport/tests/run.sh: symbols,
+# smoke under the sanitizers, allocation-failure torture), build everything with the tests, run the Swift test suite
 # (unit, integration, fault-injection, process and stress tests, one test at a time with
 # `swift test --no-parallel`), then the command-line tests of the built `courier` binary (scripts/cli-test.sh),
 # then a scratch package that requires Courier by version (scripts/dependent-check.sh),
@@ -23,17 +24,29 @@ bash scripts/bootstrap.sh
 log "C warnings (clang -Wall -Wextra -Werror)"
 clang -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -fsyntax-only -ICSupport/include CSupport/src/*.c
 
+status=0
+# The engine alone, in C (about 50 s): exported symbols, the smoke check plain and under ASan+UBSan and TSan, the
+# state trace, and every engine allocation of a workload made to fail in turn under ASan (docs/engine.md).
+log "engine C checks (CSupport/tests/run.sh)"
+c_status=0
+bash CSupport/tests/run.sh || c_status=$?
+if [ "$c_status" -ne 0 ]; then
+    log "engine C checks failed (exit status $c_status)" >&2
+    status=$c_status
+fi
+
 log "swift build --build-tests"
 swift build --build-tests "${scratch_args[@]}"
 
-status=0
 # One test at a time: Foundation's Process.run (findMaximumOpenFromProcSelfFD) reads past its buffer when
 # the process has over ~1,300 descriptors open, and crashes. The stress and many-connection tests hold that
 # many while, in a parallel run, other tests start curl or the lifecycle probe. Serial, the suite takes ~45 s.
 log "swift test --no-parallel"
-swift test --skip-build --no-parallel "${scratch_args[@]}" || status=$?
-if [ "$status" -ne 0 ]; then
-    log "swift test failed (exit status $status)" >&2
+test_status=0
+swift test --skip-build --no-parallel "${scratch_args[@]}" || test_status=$?
+if [ "$test_status" -ne 0 ]; then
+    log "swift test failed (exit status $test_status)" >&2
+    status=$test_status
 fi
 
 cli_status=0

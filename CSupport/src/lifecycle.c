@@ -271,9 +271,9 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
     t->error = forced;
   } else if (t->error == CR_OK) {
     t->error = cr__error_from_curl(code, 1);
-    if (t->error == CR_OK && !(t->flags & CR_FLAG_NO_BODY) &&
-        t->status != 204 && t->status != 304) {
-      /* A decoded body is checked by its wire length. */
+    if (t->error == CR_OK && !(t->flags & CR_FLAG_NO_BODY)) {
+      /* A decoded body (expected unknown) is checked by its wire length;
+       * 204 and 304 expect 0 bytes (finish_headers). */
       int64_t got = t->expected >= 0 ? t->received : cr__transfer_wire_bytes(t);
       int64_t announced = t->expected >= 0 ? t->expected : t->content_length;
       if (announced >= 0 && got >= 0 && got < announced) {
