@@ -331,7 +331,7 @@ struct TemporaryFile {
     /// A new descriptor the engine may own (and close).
     func openForWriting() -> Int32 { open(path, O_RDWR) }
 
-    func contents() -> Data { FileManager.default.contents(atPath: path) ?? Data() }
+    func contents() -> Data { (try? fileContents(URL(fileURLWithPath: path))) ?? Data() }
 
     func write(_ data: Data) { _ = FileManager.default.createFile(atPath: path, contents: data) }
 

@@ -1,3 +1,4 @@
+import CourierTestSupport
 import Foundation
 
 /// Runs the system `curl` (7.88 here) as the independent client for the server tests.
@@ -84,8 +85,8 @@ enum Curl {
         try stderrHandle.close()
         return Output(
             exitCode: process.terminationStatus,
-            stdout: try Data(contentsOf: stdoutURL),
-            stderr: String(decoding: try Data(contentsOf: stderrURL), as: UTF8.self)
+            stdout: try fileContents(stdoutURL),
+            stderr: String(decoding: try fileContents(stderrURL), as: UTF8.self)
         )
     }
 
@@ -106,8 +107,8 @@ enum Curl {
             ["--max-time", String(maxTime), "-o", bodyURL.path, "-D", headersURL.path, "-w", "%{json}"]
                 + arguments + [url]
         )
-        let body = (try? Data(contentsOf: bodyURL)) ?? Data()
-        let headerText = String(decoding: (try? Data(contentsOf: headersURL)) ?? Data(), as: UTF8.self)
+        let body = (try? fileContents(bodyURL)) ?? Data()
+        let headerText = String(decoding: (try? fileContents(headersURL)) ?? Data(), as: UTF8.self)
         let info = (try? JSONSerialization.jsonObject(with: output.stdout) as? [String: Any]) ?? [:]
         return Transfer(
             exitCode: output.exitCode,

@@ -1,5 +1,6 @@
 import Courier
 import CourierConcurrency
+import CourierTestSupport
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -233,7 +234,7 @@ final class RecordingDelegate: SessionDataDelegate, SessionDownloadDelegate, Sen
     func urlSession(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) {
         check("finished")
         let read = scripts.withLock { $0.readDownloadedFile }
-        let bytes = read ? try? Data(contentsOf: location) : nil
+        let bytes = read ? try? fileContents(location) : nil
         // Record whether the file still exists "after return" by checking on the next delegate call: see
         // `stagingFileGone` in the tests. Here we only record the path.
         log.append(
