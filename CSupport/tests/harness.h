@@ -1,8 +1,9 @@
 /*
  * What smoke.c and torture.c share: a check that fails the program, the
- * server's byte pattern, a temporary directory, and a recorder of every
- * event of every transfer (by the request's tag), which answers held
- * responses from inside the event callback as each transfer asks.
+ * server's byte pattern, a borrowed upload body, a default request, a
+ * temporary directory, and a recorder of every event of every transfer (by
+ * the request's tag), which answers held responses from inside the event
+ * callback as each transfer asks.
  */
 #ifndef COURIER_TESTS_HARNESS_H
 #define COURIER_TESTS_HARNESS_H
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +49,32 @@ static inline int is_pattern(const unsigned char* bytes, size_t length,
     if (bytes[i] != pattern_byte(offset + (int64_t)i))
       return 0;
   return 1;
+}
+
+/* A borrowed upload body (cr_body_source_t): the pattern, read on demand;
+ * every release is counted (exactly one per transfer). */
+static atomic_int source_releases;
+static inline void source_read(void* context, int64_t offset, void* buffer,
+                               size_t length) {
+  (void)context;
+  for (size_t i = 0; i < length; i++)
+    ((unsigned char*)buffer)[i] = pattern_byte(offset + (int64_t)i);
+}
+static inline void source_release(void* context) {
+  (void)context;
+  atomic_fetch_add(&source_releases, 1);
+}
+
+/* A GET of `url` into memory that holds redirects and challenges. */
+static inline cr_request_t request(const char* url) {
+  cr_request_t r;
+  memset(&r, 0, sizeof(r));
+  r.url = url;
+  r.body_fd = -1;
+  r.sink_fd = -1;
+  r.sink = CR_SINK_MEMORY;
+  r.flags = CR_FLAG_HOLD_REDIRECT_AND_AUTH;
+  return r;
 }
 
 /* A file's whole content (malloc'd, *length set), or NULL. */

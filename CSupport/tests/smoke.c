@@ -12,25 +12,6 @@
 static recorder_t recorder;
 static int submitted;
 
-/* A borrowed upload body: the pattern, read on demand, released once. */
-static atomic_int source_releases;
-static void source_read(void* context, int64_t offset, void* buffer, size_t length) {
-  for (size_t i = 0; i < length; i++)
-    ((unsigned char*)buffer)[i] = pattern_byte(offset + (int64_t)i);
-}
-static void source_release(void* context) { atomic_fetch_add(&source_releases, 1); }
-
-static cr_request_t request(const char* url) {
-  cr_request_t r;
-  memset(&r, 0, sizeof(r));
-  r.url = url;
-  r.body_fd = -1;
-  r.sink_fd = -1;
-  r.sink = CR_SINK_MEMORY;
-  r.flags = CR_FLAG_HOLD_REDIRECT_AND_AUTH;
-  return r;
-}
-
 /* Submits r (which must be accepted) and returns its record's index. */
 static size_t submit(cr_engine_t* engine, cr_request_t* r, answer_t answer) {
   cr_error_t error = CR_ERR_INTERNAL;

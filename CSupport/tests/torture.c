@@ -84,26 +84,8 @@ typedef struct {
 static plan_t plans[MAX_PLANS];
 static int plan_count;
 
-static atomic_int source_releases;
-static void source_read(void* context, int64_t offset, void* buffer, size_t length) {
-  for (size_t i = 0; i < length; i++)
-    ((unsigned char*)buffer)[i] = pattern_byte(offset + (int64_t)i);
-}
-static void source_release(void* context) { atomic_fetch_add(&source_releases, 1); }
-
 static void url(char* buffer, size_t size, const char* path) {
   snprintf(buffer, size, "%s%s", base, path);
-}
-
-static cr_request_t request(const char* address) {
-  cr_request_t r;
-  memset(&r, 0, sizeof(r));
-  r.url = address;
-  r.body_fd = -1;
-  r.sink_fd = -1;
-  r.sink = CR_SINK_MEMORY;
-  r.flags = CR_FLAG_HOLD_REDIRECT_AND_AUTH;
-  return r;
 }
 
 static void file_path(plan_t* plan, const char* name) {
