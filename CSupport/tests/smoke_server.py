@@ -16,9 +16,12 @@ import argparse
 import gzip
 import http.server
 import os
-import signal
 import sys
 import time
+
+# The port file and the serving loop are the project file server's (scripts/lib/serve.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lib"))
+from serve import publish_port_and_serve  # noqa: E402
 
 
 PERIOD = bytes((i * 7) & 255 for i in range(256))  # the pattern repeats every 256 bytes
@@ -112,18 +115,7 @@ def main():
     parser.add_argument("--port-file", required=True)
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    server = Server(('127.0.0.1', args.port), H)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    temporary = args.port_file + ".tmp"
-    with open(temporary, "w") as handle:
-        handle.write("%d\n" % server.server_address[1])
-    os.replace(temporary, args.port_file)
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        server.server_close()
+    publish_port_and_serve(Server(('127.0.0.1', args.port), H), args.port_file)
 
 
 if __name__ == "__main__":

@@ -301,12 +301,17 @@ def main():
         Handler.log_file = open(args.log, "a", buffering=1)
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.request_queue_size = 128
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    publish_port_and_serve(ThreadingHTTPServer(("127.0.0.1", args.port), Handler), args.port_file)
+
+
+def publish_port_and_serve(server, port_file):
+    """Writes the server's port to port_file (atomically: a reader never sees a partial file), then serves until
+    SIGTERM or Ctrl-C, and closes the socket. CSupport/tests/smoke_server.py uses it too."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    temporary = args.port_file + ".tmp"
+    temporary = port_file + ".tmp"
     with open(temporary, "w") as handle:
         handle.write("%d\n" % server.server_address[1])
-    os.replace(temporary, args.port_file)
+    os.replace(temporary, port_file)
     try:
         server.serve_forever(poll_interval=0.2)
     except (KeyboardInterrupt, SystemExit):
