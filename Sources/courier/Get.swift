@@ -99,10 +99,7 @@ struct Get: AsyncParsableCommand {
             display.emitError("warning: \(warning)")
         }
 
-        var configuration = SessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = parallel
-        configuration.maximumConcurrentTransfers = parallel
-        configuration.engineLoopCount = min(configuration.engineLoopCount, parallel)
+        var configuration = TransferRun.sessionConfiguration(parallel: parallel)
         configuration.resumeDataDirectory = outputDirectory
         configuration.temporaryDirectory = staging
 

@@ -96,10 +96,7 @@ struct Put: AsyncParsableCommand {
             }
         }
 
-        var configuration = SessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = parallel
-        configuration.maximumConcurrentTransfers = parallel
-        configuration.engineLoopCount = min(configuration.engineLoopCount, parallel)
+        let configuration = TransferRun.sessionConfiguration(parallel: parallel)
 
         let run = TransferRun(display: display, interruptNotice: "cancelling the uploads")
         let coordinator = UploadCoordinator(

@@ -29,6 +29,16 @@ struct TransferRun {
     /// Runs before the process exits on a second interrupt.
     let cleanUpBeforeQuitting: () -> Void
 
+    /// An ephemeral configuration running at most `parallel` transfers at once (per host and in all), on no more
+    /// engine loops than that.
+    static func sessionConfiguration(parallel: Int) -> SessionConfiguration {
+        var configuration = SessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = parallel
+        configuration.maximumConcurrentTransfers = parallel
+        configuration.engineLoopCount = min(configuration.engineLoopCount, parallel)
+        return configuration
+    }
+
     /// Makes the event stream the coordinator reports to; pass its continuation to the coordinator.
     init(display: ProgressDisplay, interruptNotice: String, cleanUpBeforeQuitting: @escaping () -> Void = {}) {
         self.display = display
