@@ -8,78 +8,14 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Internals: task state machine")
-struct TaskStateMachineTests {
-    func request() -> URLRequest {
-        URLRequest(url: URL(string: "http://h/x")!)
-    }
-
-    @Test("first resume starts, later resumes of a running task do nothing")
-    func resume() {
-        var state = TaskState(request: request(), priority: 0.5)
-        #expect(state.publicState == .suspended)
-        #expect(state.resume() == .start)
-        #expect(state.publicState == .running)
-        #expect(state.resume() == .none)
-    }
-
-    @Test("suspend before the transfer id is known pauses it when adopted; resume unpauses")
-    func suspendBeforeAdopt() {
-        var state = TaskState(request: request(), priority: 0.5)
-        _ = state.resume()
-        let hop = state.beginHop(request(), at: Date())
-        #expect(state.suspend() == .none)
-        #expect(state.publicState == .suspended)
-        #expect(state.adopt(transfer: 7, hop: hop) == .pause(7))
-        #expect(state.resume() == .resumeTransfer(7))
-        #expect(state.suspend() == .pause(7))
-    }
-
-    @Test("cancel before the transfer id is known cancels it when adopted")
-    func cancelBeforeAdopt() {
-        var state = TaskState(request: request(), priority: 0.5)
-        _ = state.resume()
-        let hop = state.beginHop(request(), at: Date())
-        #expect(state.cancel() == .none)
-        #expect(state.publicState == .canceling)
-        #expect(state.adopt(transfer: 9, hop: hop) == .cancel(9))
-        #expect(state.cancel() == .none)
-    }
-
-    @Test("cancel of a never-resumed task completes at once; a stale hop is not adopted")
-    func cancelCreated() {
-        var state = TaskState(request: request(), priority: 0.5)
-        #expect(state.cancel() == .completeNow)
-        #expect(state.resume() == .none)
-        var running = TaskState(request: request(), priority: 0.5)
-        _ = running.resume()
-        let first = running.beginHop(request(), at: Date())
-        _ = running.adopt(transfer: 1, hop: first)
-        #expect(running.retireCurrentHop() == 1)
-        let second = running.beginHop(request(), at: Date())
-        #expect(running.retiredHops == [first])
-        #expect(running.adopt(transfer: 5, hop: first) == .none)
-        #expect(running.adopt(transfer: 2, hop: second) == .none)
-        #expect(running.transfer == 2)
-    }
-
-    @Test("backpressure and user suspension combine")
-    func backpressure() {
-        var state = TaskState(request: request(), priority: 0.5)
-        _ = state.resume()
-        let hop = state.beginHop(request(), at: Date())
-        _ = state.adopt(transfer: 3, hop: hop)
-        #expect(state.setBackpressure(true) == .pause(3))
-        #expect(state.suspend() == .none)
-        #expect(state.setBackpressure(false) == .none)
-        #expect(state.resume() == .resumeTransfer(3))
-    }
-
-    @Test("engine tags carry the registry key and the hop")
+@Suite("Internals: transfer identity")
+struct TransferIdentityTests {
+    @Test("engine tags carry the task and the hop, and come back as the same transfer id")
     func tags() {
-        let tag = SessionCore.tag(key: 123_456, hop: 17)
-        #expect(Int(tag >> SessionCore.hopBits) == 123_456)
-        #expect(Int(tag & 0xFFFFF) == 17)
+        let id = TransferID(task: 123_456, hop: 17)
+        let tag = Engine.tag(id)
+        #expect(Int(tag >> Engine.hopBits) == 123_456)
+        #expect(Engine.transferID(tag: tag) == id)
     }
 }
 

@@ -5,8 +5,8 @@ import FoundationNetworking
 #endif
 
 /// The schemes Courier answers, parsed from `WWW-Authenticate` / `Proxy-Authenticate`.
-struct AuthenticationOffer: Sendable, Equatable {
-    enum Scheme: Sendable, Equatable {
+struct AuthenticationOffer: Codable, Sendable, Equatable {
+    enum Scheme: Codable, Sendable, Equatable {
         case basic
         case digest
     }

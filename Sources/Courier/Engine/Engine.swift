@@ -10,20 +10,15 @@ struct EngineConfiguration: Sendable {
     var trustedCertificatesPEM: Data?
 }
 
-/// Why a submit was refused by the engine before any network activity.
-struct EngineSubmitError: Error, Sendable {
-    var error: cr_error_t
-}
-
-/// The Swift owner of one `cr_engine_t`.
+/// The Swift owner of one `cr_engine_t`: the in-process ``TransferBackend``.
 ///
 /// `@unchecked Sendable` because every `cr_*` function used here is documented thread-safe in
 /// `courier_engine.h` (commands are queued to the owning loop), the engine pointer is immutable after `init`,
 /// and destruction happens exactly once in `deinit`, when no other reference can exist.
 final class Engine: @unchecked Sendable {
-    typealias Handler = @Sendable ([EngineEvent]) -> Void
+    typealias Handler = TransferEventHandler
 
-    private let pointer: OpaquePointer
+    fileprivate let pointer: OpaquePointer
     /// The callback context: retained while C may call the callback, released after `cr_engine_destroy`.
     private let router: Unmanaged<EngineEventRouter>
 
@@ -82,71 +77,76 @@ final class Engine: @unchecked Sendable {
         }
     }
 
-    /// Submits one exchange. Returns the transfer id; file descriptors in `spec` pass to the engine on success.
-    func submit(_ spec: TransferSpec) -> Result<UInt64, EngineSubmitError> {
-        var cStrings: [UnsafeMutablePointer<CChar>?] = []
-        defer {
-            for string in cStrings {
-                free(string)
+    // MARK: Transfer identity
+
+    /// Bits of the engine tag that hold the hop number; the task identifier is above them.
+    static let hopBits: UInt64 = 20
+    private static let hopMask: UInt64 = (1 << hopBits) - 1
+
+    static func tag(_ id: TransferID) -> UInt64 {
+        (UInt64(id.task) << hopBits) | (UInt64(id.hop) & hopMask)
+    }
+
+    static func transferID(tag: UInt64) -> TransferID {
+        TransferID(task: Int(tag >> hopBits), hop: Int(tag & hopMask))
+    }
+}
+
+extension Engine: TransferBackend {
+    /// Opens the files `spec` names, then hands the exchange to the engine, which owns the descriptors from then on.
+    func submit(_ spec: TransferSpec, as id: TransferID) -> Result<UInt64, CourierError> {
+        var bodyDescriptor: Int32 = -1
+        var bodyLength: Int64 = 0
+        if case .file(let path) = spec.body {
+            bodyDescriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard bodyDescriptor >= 0 else {
+                let code: CourierError.Code = errno == ENOENT ? .fileDoesNotExist : .cannotOpenFile
+                return .failure(
+                    CourierError(
+                        code,
+                        "cannot open the upload file",
+                        osError: errno,
+                        failingURL: URL(fileURLWithPath: path)
+                    )
+                )
+            }
+            var info = stat()
+            fstat(bodyDescriptor, &info)
+            bodyLength = Int64(info.st_size)
+        }
+        var sinkDescriptor: Int32 = -1
+        if case .file(let path, let append) = spec.sink {
+            sinkDescriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? 0 : O_TRUNC), 0o600)
+            guard sinkDescriptor >= 0 else {
+                let error = CourierError(
+                    .cannotCreateFile,
+                    "cannot open the staging file",
+                    osError: errno,
+                    failingURL: URL(string: spec.url)
+                )
+                Engine.closeIfValid(bodyDescriptor)
+                return .failure(error)
             }
         }
-        func keep(_ string: String) -> UnsafePointer<CChar>? {
-            let copy = strdup(string)
-            cStrings.append(copy)
-            return UnsafePointer(copy)
-        }
-        var request = cr_request_t()
-        request.url = keep(spec.url)
-        request.method = keep(spec.method)
-        request.body_fd = spec.bodyDescriptor
-        request.body_fd_length = spec.bodyDescriptorLength
-        switch spec.sink {
-        case .memory:
-            request.sink = CR_SINK_MEMORY
-            request.sink_fd = -1
-        case .file(let descriptor):
-            request.sink = CR_SINK_FILE
-            request.sink_fd = descriptor
-        case .discard:
-            request.sink = CR_SINK_DISCARD
-            request.sink_fd = -1
-        }
-        request.resume_offset = spec.resumeOffset
-        request.flags = spec.flags
-        switch spec.authentication {
-        case .none:
-            request.auth = CR_AUTH_NONE
-        case .basic(let user, let password):
-            request.auth = CR_AUTH_BASIC
-            request.username = keep(user)
-            request.password = keep(password)
-        case .digest(let user, let password):
-            request.auth = CR_AUTH_DIGEST
-            request.username = keep(user)
-            request.password = keep(password)
-        }
-        request.idle_timeout_ms = spec.idleTimeoutMilliseconds
-        request.total_timeout_ms = spec.totalTimeoutMilliseconds
-        request.priority = spec.priority
-        request.tag = spec.tag
-        let headerPointers: [UnsafePointer<CChar>?] = spec.headers.map { keep($0) }
-        var engineError = CR_OK
-        let transfer: UInt64 = headerPointers.withUnsafeBufferPointer { headers in
-            request.headers = headers.baseAddress
-            request.header_count = headers.count
-            guard let body = spec.body, !body.isEmpty else {
-                return cr_engine_submit(pointer, &request, &engineError)
-            }
-            // Read on demand rather than copied: large bodies in flight cost no second copy.
-            request.body_source = EngineBodySource.retained(body)
-            let transfer = cr_engine_submit(pointer, &request, &engineError)
-            if transfer == 0 {
-                EngineBodySource.releaseUnsubmitted(request.body_source)
-            }
-            return transfer
-        }
-        if transfer == 0 {
-            return .failure(EngineSubmitError(error: engineError == CR_OK ? CR_ERR_INTERNAL : engineError))
+        let (transfer, refusal) = submitRequest(
+            spec,
+            tag: Engine.tag(id),
+            bodyDescriptor: bodyDescriptor,
+            bodyLength: bodyLength,
+            sinkDescriptor: sinkDescriptor
+        )
+        guard transfer != 0 else {
+            Engine.closeIfValid(bodyDescriptor)
+            Engine.closeIfValid(sinkDescriptor)
+            var error = CourierError(
+                engineError: refusal,
+                curlCode: 0,
+                osError: 0,
+                message: nil,
+                url: URL(string: spec.url)
+            )
+            error.message = "the request was refused before submission"
+            return .failure(error)
         }
         return .success(transfer)
     }
@@ -163,18 +163,118 @@ final class Engine: @unchecked Sendable {
         cr_transfer_resume(pointer, transfer)
     }
 
-    enum Decision {
-        case allow
-        case cancel
-        case toFile(descriptor: Int32)
+    @discardableResult
+    func decide(_ transfer: UInt64, _ decision: TransferDecision) -> CourierError? {
+        switch decision {
+        case .allow:
+            cr_transfer_decide(pointer, transfer, CR_DECIDE_ALLOW, -1)
+        case .cancel:
+            cr_transfer_decide(pointer, transfer, CR_DECIDE_CANCEL, -1)
+        case .toFile(let path):
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                let error = CourierError(
+                    .cannotCreateFile,
+                    "cannot create the staging file",
+                    osError: errno,
+                    failingURL: URL(fileURLWithPath: path)
+                )
+                cr_transfer_decide(pointer, transfer, CR_DECIDE_CANCEL, -1)
+                return error
+            }
+            cr_transfer_decide(pointer, transfer, CR_DECIDE_TO_FILE, descriptor)
+        }
+        return nil
     }
 
-    func decide(_ transfer: UInt64, _ decision: Decision) {
-        switch decision {
-        case .allow: cr_transfer_decide(pointer, transfer, CR_DECIDE_ALLOW, -1)
-        case .cancel: cr_transfer_decide(pointer, transfer, CR_DECIDE_CANCEL, -1)
-        case .toFile(let descriptor): cr_transfer_decide(pointer, transfer, CR_DECIDE_TO_FILE, descriptor)
+    private static func closeIfValid(_ descriptor: Int32) {
+        if descriptor >= 0 {
+            close(descriptor)
         }
+    }
+}
+
+extension Engine {
+    /// Turns `spec` into a `cr_request_t` and submits it. Returns the transfer id, or 0 and the engine's refusal.
+    private func submitRequest(
+        _ spec: TransferSpec,
+        tag: UInt64,
+        bodyDescriptor: Int32,
+        bodyLength: Int64,
+        sinkDescriptor: Int32
+    ) -> (UInt64, cr_error_t) {
+        var cStrings: [UnsafeMutablePointer<CChar>?] = []
+        defer {
+            for string in cStrings {
+                free(string)
+            }
+        }
+        func keep(_ string: String) -> UnsafePointer<CChar>? {
+            let copy = strdup(string)
+            cStrings.append(copy)
+            return UnsafePointer(copy)
+        }
+        var request = cr_request_t()
+        request.url = keep(spec.url)
+        request.method = keep(spec.method)
+        request.body_fd = bodyDescriptor
+        request.body_fd_length = bodyLength
+        switch spec.sink {
+        case .memory:
+            request.sink = CR_SINK_MEMORY
+            request.sink_fd = -1
+        case .file:
+            request.sink = CR_SINK_FILE
+            request.sink_fd = sinkDescriptor
+        case .discard:
+            request.sink = CR_SINK_DISCARD
+            request.sink_fd = -1
+        }
+        request.resume_offset = spec.resumeOffset
+        request.flags = Engine.flags(of: spec)
+        switch spec.authentication {
+        case .none:
+            request.auth = CR_AUTH_NONE
+        case .basic(let user, let password):
+            request.auth = CR_AUTH_BASIC
+            request.username = keep(user)
+            request.password = keep(password)
+        case .digest(let user, let password):
+            request.auth = CR_AUTH_DIGEST
+            request.username = keep(user)
+            request.password = keep(password)
+        }
+        request.idle_timeout_ms = spec.idleTimeoutMilliseconds
+        request.total_timeout_ms = spec.totalTimeoutMilliseconds
+        request.priority = spec.priority
+        request.tag = tag
+        let headerPointers: [UnsafePointer<CChar>?] = spec.headers.map { keep($0) }
+        var engineError = CR_OK
+        let transfer: UInt64 = headerPointers.withUnsafeBufferPointer { headers in
+            request.headers = headers.baseAddress
+            request.header_count = headers.count
+            guard case .data(let body) = spec.body, !body.isEmpty else {
+                return cr_engine_submit(pointer, &request, &engineError)
+            }
+            // Read on demand rather than copied: large bodies in flight cost no second copy.
+            request.body_source = EngineBodySource.retained(body)
+            let transfer = cr_engine_submit(pointer, &request, &engineError)
+            if transfer == 0 {
+                EngineBodySource.releaseUnsubmitted(request.body_source)
+            }
+            return transfer
+        }
+        return (transfer, engineError == CR_OK && transfer == 0 ? CR_ERR_INTERNAL : engineError)
+    }
+
+    private static func flags(of spec: TransferSpec) -> UInt32 {
+        var flags: UInt32 = 0
+        if spec.askResponse { flags |= UInt32(CR_FLAG_ASK_RESPONSE) }
+        if spec.holdRedirectAndAuth { flags |= UInt32(CR_FLAG_HOLD_REDIRECT_AND_AUTH) }
+        if spec.noBody { flags |= UInt32(CR_FLAG_NO_BODY) }
+        if spec.decodesContent { flags |= UInt32(CR_FLAG_DECODE) }
+        if spec.http2 { flags |= UInt32(CR_FLAG_HTTP2) }
+        return flags
     }
 
     struct Statistics: Sendable {

@@ -39,11 +39,11 @@ let courierEngineEvents: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer
     }
     let router = Unmanaged<EngineEventRouter>.fromOpaque(context).takeUnretainedValue()
     EngineEventRouter.markLoopThread()
-    var batch: [EngineEvent] = []
+    var batch: [TransferEvent] = []
     if let events, count > 0 {
         batch.reserveCapacity(count)
         for index in 0..<count {
-            batch.append(EngineEvent(taking: events[index]))
+            batch.append(TransferEvent(taking: events[index]))
         }
     }
     router.handler(batch)

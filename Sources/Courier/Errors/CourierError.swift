@@ -6,9 +6,9 @@ public import Foundation
 /// role of `URLError.Code` and keeps `URLError`'s raw values where one exists, so code that switches on
 /// `URLError` ports by renaming. The underlying libcurl code is in ``curlCode`` when the failure came from curl,
 /// and a download that could be resumed carries its ``resumeData``.
-public struct CourierError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
     /// A stable error code, in the spirit of `URLError.Code`.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
         public let rawValue: Int
 
         public init(rawValue: Int) {

@@ -53,7 +53,7 @@ public struct SessionTaskTransactionMetrics: Sendable {
 }
 
 extension SessionTaskTransactionMetrics {
-    init(request: URLRequest, response: URLResponse?, start: Date, engine m: EngineMetrics) {
+    init(request: URLRequest, response: URLResponse?, start: Date, engine m: TransferMetrics) {
         func date(_ microseconds: Int64) -> Date? {
             microseconds >= 0 ? start.addingTimeInterval(TimeInterval(microseconds) / 1_000_000) : nil
         }

@@ -193,29 +193,30 @@ public final class Session: Sendable, CustomStringConvertible {
     }
 
     func makeResumedTask(_ resumeData: Data, sink: TaskSink) -> DownloadTask {
-        var state: TaskState
+        let role = SessionTask.role(kind: .download, sink: sink, core: core)
+        var machine: TaskMachine
         switch ResumeData.decode(resumeData) {
         case .success(let resume):
             var request = URLRequest(url: URL(string: resume.url)!)
             for (name, value) in resume.headers {
                 request.setValue(value, forHTTPHeaderField: name)
             }
-            state = TaskState(request: request, priority: SessionTask.defaultPriority)
-            state.resumeSource = resume
+            machine = TaskMachine(role: role, request: request)
+            machine.resumeSource = resume
             if let original = resume.originalURL.flatMap(URL.init(string:)) {
-                state.originalRequest = URLRequest(url: original)
+                machine.originalRequest = URLRequest(url: original)
             }
         case .failure(let error):
-            state = TaskState(request: nil, priority: SessionTask.defaultPriority)
-            state.resumeSourceError = error
+            machine = TaskMachine(role: role, request: nil)
+            machine.resumeSourceError = error
         }
         return DownloadTask(
             core: core,
             kind: .download,
             identifier: core.makeIdentifier(),
-            request: state.currentRequest,
+            request: machine.currentRequest,
             sink: sink,
-            state: state
+            machine: machine
         )
     }
 

@@ -6,10 +6,10 @@ import Logging
 import FoundationNetworking
 #endif
 
-/// The shared machinery behind a ``Session``: engine, task registry, delegate dispatch.
+/// The shared machinery behind a ``Session``: its transfer backend, task registry, delegate dispatch.
 ///
 /// Tasks hold the core (not the session), so a session the user releases can cancel its tasks and destroy its
-/// engine while tasks are still referenced. The core refers to its session weakly.
+/// backend while tasks are still referenced. The core refers to its session weakly.
 final class SessionCore: Sendable {
     enum Invalidation: Sendable, Equatable {
         case valid
@@ -52,7 +52,7 @@ final class SessionCore: Sendable {
         self.isDownloadDelegate = delegate is any SessionDownloadDelegate
         self.logger = configuration.logger
         self.stagingDirectory = configuration.temporaryDirectory
-            .appendingPathComponent("courier-\(getpid())-\(UUID().uuidString)", isDirectory: true)
+            .appendingPathComponent("courier-session-\(UUID().uuidString)", isDirectory: true)
         let sessionReference = self.sessionReference
         self.dispatcher = DelegateDispatcher(queue: queue) {
             sessionReference.session
@@ -78,10 +78,11 @@ final class SessionCore: Sendable {
         }
     }
 
-    // MARK: Engine
+    // MARK: Backend
 
-    /// The session's engine, created on first use (a session that never runs a task starts no thread).
-    func engine() -> Result<Engine, CourierError> {
+    /// The session's transfer backend (the in-process engine), created on first use: a session that never runs a
+    /// task starts no thread.
+    func backend() -> Result<any TransferBackend, CourierError> {
         engineSlot.withLock { slot in
             switch slot {
             case .running(let engine):
@@ -120,8 +121,8 @@ final class SessionCore: Sendable {
         }
     }
 
-    /// The running engine, if there is one (commands for live transfers).
-    var runningEngine: Engine? {
+    /// The running backend, if there is one (commands for live transfers).
+    var runningBackend: (any TransferBackend)? {
         engineSlot.withLock { slot in
             if case .running(let engine) = slot {
                 return engine
@@ -140,33 +141,20 @@ final class SessionCore: Sendable {
         }
     }
 
-    var engineStatistics: Engine.Statistics? {
-        runningEngine?.statistics
-    }
-
     // MARK: Events
 
-    static let hopBits: UInt64 = 20
-
-    static func tag(key: Int, hop: Int) -> UInt64 {
-        (UInt64(key) << hopBits) | UInt64(hop & 0xFFFFF)
-    }
-
-    /// Handles one engine batch on a loop thread: routes each event to its task, then hands the delegate work
+    /// Handles one backend batch on a backend thread: routes each event to its task, then hands the delegate work
     /// of the whole batch to the dispatcher as one unit.
-    func handle(_ batch: [EngineEvent]) {
+    func handle(_ batch: [TransferEvent]) {
         guard !batch.isEmpty else {
             return
         }
         let tasks: [SessionTask?] = registry.withLock { registry in
-            batch.map { registry.tasks[Int($0.tag >> SessionCore.hopBits)] }
+            batch.map { registry.tasks[$0.id.task] }
         }
         var work = DelegateWork()
         for (event, task) in zip(batch, tasks) {
-            guard let task else {
-                continue
-            }
-            task.handle(event, hop: Int(event.tag & 0xFFFFF), work: &work)
+            task?.send(.event(hop: event.id.hop, event), work: &work)
         }
         dispatcher.enqueue(work)
     }

@@ -5,67 +5,17 @@ import FoundationNetworking
 #endif
 
 extension SessionTask {
-    private struct Final {
-        var response: HTTPURLResponse?
-        var head: ResponseHead?
-        var chunks: [Data]
-        var stagingURL: URL?
-        var hops: [HopRecord]
-        var startDate: Date?
-        var redirectCount: Int
-        var bytesOnDisk: Int64
-        var bodyOffset: Int64
-        var resumeSource: ResumeData?
-        var resumeDataHandler: (@Sendable (Data?) -> Void)?
-        var originalRequest: URLRequest?
-        var currentRequest: URLRequest?
-        var wasStarted: Bool
-    }
-
-    /// Reports the end of the task exactly once: files, resume data, metrics, then the completion, in the
-    /// documented order. Called with no lock held.
-    func finalize(_ outcome: Result<Void, CourierError>, work: inout DelegateWork) {
-        let final = storage.withLock { state -> Final? in
-            guard state.phase != .completed else {
-                return nil
-            }
-            let wasStarted = state.startDate != nil
-            state.phase = .completed
-            state.awaiting = nil
-            let final = Final(
-                response: state.response,
-                head: state.head,
-                chunks: state.bodyChunks,
-                stagingURL: state.stagingURL,
-                hops: state.hops,
-                startDate: state.startDate,
-                redirectCount: state.redirectCount,
-                bytesOnDisk: state.bytesOnDisk,
-                bodyOffset: state.bodyOffset,
-                resumeSource: state.resumeSource,
-                resumeDataHandler: state.resumeDataHandler,
-                originalRequest: state.originalRequest,
-                currentRequest: state.currentRequest,
-                wasStarted: wasStarted
-            )
-            state.bodyChunks = []
-            state.resumeDataHandler = nil
-            return final
-        }
-        guard let final else {
-            return
-        }
-
-        var error: CourierError?
-        if case .failure(let failure) = outcome {
-            error = failure
-        }
+    /// ``TaskAction/finish(_:)``: reports the end of the task (the machine emits it exactly once): files, resume
+    /// data, metrics, then the completion, in the documented order. Called with no lock held.
+    func finalize(_ outcome: TaskOutcome, work: inout DelegateWork) {
+        let final = storage.withLock { $0.takeFinalReport() }
+        var error = outcome.error
         var resumeData: Data?
         var downloadedFile: URL?
         if kind == .download {
             if error == nil {
-                downloadedFile = final.stagingURL
-            } else if let staging = final.stagingURL {
+                downloadedFile = final.staging
+            } else if let staging = final.staging {
                 resumeData = keepForResume(staging: staging, final: final, error: error)
                 if resumeData == nil {
                     try? FileManager.default.removeItem(at: staging)
@@ -86,8 +36,8 @@ extension SessionTask {
         // sees its task among the session's live tasks.
         let becameInvalid = core.unregister(key: registryKey, task: self)
         let downloaded = downloadedFile
-        let metrics = final.wasStarted && core.isTaskDelegate ? makeMetrics(final) : nil
-        let response = final.response
+        let metrics = core.isTaskDelegate ? makeMetrics(final) : nil
+        let response = final.response?.httpResponse
         let reportedError: (any Error)? = error
 
         if let handler = final.resumeDataHandler {
@@ -158,11 +108,7 @@ extension SessionTask {
 
     /// The session went away without invalidation: end the task as cancelled without asking anyone.
     func abandon(work: inout DelegateWork) {
-        storage.withLock { state in
-            state.cancelRequested = true
-            state.retiredHops = []
-        }
-        finalize(.failure(CourierError(.cancelled, "the session was released", failingURL: currentURL)), work: &work)
+        send(.abandon, work: &work)
     }
 
     /// True when the response's body has a content coding other than `identity` (Courier decoded it).
@@ -184,16 +130,16 @@ extension SessionTask {
         return body
     }
 
-    private func makeMetrics(_ final: Final) -> SessionTaskMetrics? {
+    private func makeMetrics(_ final: TaskFinalReport) -> SessionTaskMetrics? {
         guard let start = final.startDate else {
             return nil
         }
         let transactions = final.hops.map { hop in
             SessionTaskTransactionMetrics(
                 request: hop.request,
-                response: hop.response,
+                response: hop.response?.httpResponse,
                 start: hop.start,
-                engine: hop.metrics ?? EngineMetrics()
+                engine: hop.metrics ?? TransferMetrics()
             )
         }
         return SessionTaskMetrics(
@@ -205,7 +151,7 @@ extension SessionTask {
 
     /// Keeps a failed download's partial file in the resume directory and describes it, when a resume is
     /// possible: a GET, a strong validator, byte ranges, and bytes on disk. Returns nil otherwise.
-    private func keepForResume(staging: URL, final: Final, error: CourierError?) -> Data? {
+    private func keepForResume(staging: URL, final: TaskFinalReport, error: CourierError?) -> Data? {
         guard let request = final.currentRequest ?? final.originalRequest, let url = request.url,
             (request.httpMethod ?? "GET").uppercased() == "GET"
         else {
@@ -214,7 +160,7 @@ extension SessionTask {
         var validator: String?
         var expectedLength: Int64?
         var bytesOnDisk = final.bytesOnDisk
-        if let head = final.head, head.status == 200 || head.status == 206 {
+        if let head = final.response?.head, head.status == 200 || head.status == 206 {
             let acceptsRanges =
                 head.status == 206
                 || (head.value("Accept-Ranges")?.lowercased().contains("bytes") ?? false)

@@ -3,9 +3,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension SessionTask {
     /// Checks a request before anything is submitted.
@@ -25,102 +22,87 @@ extension SessionTask {
         return nil
     }
 
-    /// The first `resume()`: register, prepare files, submit the first hop.
-    func start() {
+    /// ``TaskAction/start``: register, check the request, prepare the files; then let the machine submit the first
+    /// hop.
+    func start(work: inout DelegateWork) {
         guard core.register(self, key: registryKey) else {
-            failBeforeSubmit(CourierError(.sessionInvalidated, "the session was invalidated", failingURL: currentURL))
+            let error = CourierError(.sessionInvalidated, "the session was invalidated", failingURL: currentURL)
+            send(.failed(error), work: &work)
             return
         }
-        let now = Date()
-        let deadline = now.addingTimeInterval(core.configuration.timeoutIntervalForResource)
-        let (request, resumeSource, resumeError) = storage.withLock { state in
-            state.startDate = now
-            state.resourceDeadline = deadline
-            return (state.currentRequest, state.resumeSource, state.resumeSourceError)
+        switch prepare() {
+        case .success(let (resumeOffset, staging)):
+            let deadline = Date().addingTimeInterval(core.configuration.timeoutIntervalForResource)
+            send(.started(resumeOffset: resumeOffset, staging: staging, resourceDeadline: deadline), work: &work)
+        case .failure(let error):
+            send(.failed(error), work: &work)
+        }
+    }
+
+    /// Checks what the first hop needs; for a download, makes the staging file or claims the partial file of the
+    /// resume data. Returns the offset to resume from and the staging file.
+    private func prepare() -> Result<(Int64, URL?), CourierError> {
+        let (request, resumeSource, resumeError) = storage.withLock { machine in
+            (machine.currentRequest, machine.resumeSource, machine.resumeSourceError)
         }
         if let resumeError {
-            failBeforeSubmit(resumeError)
-            return
+            return .failure(resumeError)
         }
         if let error = SessionTask.validate(request) {
-            failBeforeSubmit(error)
-            return
-        }
-        guard let request else {
-            return
+            return .failure(error)
         }
         if case .file(let url) = uploadBody {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue
             else {
-                failBeforeSubmit(
+                return .failure(
                     CourierError(.fileDoesNotExist, "the upload file does not exist: \(url.path)", failingURL: url)
                 )
-                return
             }
         }
-        var resumeOffset: Int64 = 0
-        if kind == .download {
-            let prepared: Result<URL, CourierError>
-            if let resumeSource {
-                prepared = claimPartialFile(resumeSource)
-                resumeOffset = resumeSource.bytesOnDisk
-            } else {
-                prepared = core.makeStagingFile()
-            }
-            switch prepared {
-            case .success(let url):
-                storage.withLock { $0.stagingURL = url }
-            case .failure(let error):
-                failBeforeSubmit(error)
-                return
-            }
+        guard kind == .download else {
+            return .success((0, nil))
         }
-        submitHop(request, resumeOffset: resumeOffset, authentication: .none)
+        if let resumeSource {
+            return claimPartialFile(resumeSource).map { (resumeSource.bytesOnDisk, $0) }
+        }
+        return core.makeStagingFile().map { (0, $0) }
     }
 
-    /// Fails a task that never got a transfer (or whose hop could not be submitted).
-    func failBeforeSubmit(_ error: CourierError) {
-        var work = DelegateWork()
-        complete(.failure(error), work: &work)
-        core.dispatcher.enqueue(work)
-    }
-
-    /// Submits one hop for `request` as this task's current hop.
-    func submitHop(_ request: URLRequest, resumeOffset: Int64, authentication: TransferSpec.Authentication) {
-        guard let url = request.url else {
-            failBeforeSubmit(CourierError(.badURL, "the request has no URL"))
-            return
+    /// ``TaskAction/submit(_:)``: hands the hop to the session's backend and tells the machine how it went.
+    func submit(_ plan: HopPlan, work: inout DelegateWork) {
+        let submitted = core.backend().flatMap { backend in
+            transferSpec(for: plan, at: Date()).flatMap { spec in
+                backend.submit(spec, as: TransferID(task: registryKey, hop: plan.hop))
+            }
         }
-        let engine: Engine
-        switch core.engine() {
-        case .success(let running):
-            engine = running
+        switch submitted {
+        case .success(let transfer):
+            send(.submitted(hop: plan.hop, transfer: transfer), work: &work)
+            core.logger?.trace(
+                "submitted",
+                metadata: ["task": "\(taskIdentifier)", "hop": "\(plan.hop)", "transfer": "\(transfer)"]
+            )
         case .failure(let error):
-            failBeforeSubmit(error)
-            return
+            send(.submitFailed(hop: plan.hop, error), work: &work)
+        }
+    }
+
+    /// The backend's description of one hop: the request with the session's headers, cookies, timeouts, body and
+    /// sink.
+    func transferSpec(for plan: HopPlan, at now: Date) -> Result<TransferSpec, CourierError> {
+        let request = plan.request.request
+        guard let url = request.url else {
+            return .failure(CourierError(.badURL, "the request has no URL"))
         }
         let configuration = core.configuration
-        let now = Date()
-        let prepared = storage.withLock { state -> (Float, Date?, URL?, ResumeData?)? in
-            guard state.phase == .running, !state.cancelRequested else {
-                return nil
-            }
-            return (state.priority, state.resourceDeadline, state.stagingURL, state.resumeSource)
-        }
-        guard let (priority, deadline, stagingURL, resumeSource) = prepared else {
-            // Cancelled between hops: report it now.
-            failBeforeSubmit(CourierError(.cancelled, "cancelled", failingURL: url))
-            return
-        }
-
         var spec = TransferSpec(url: SessionTask.engineURL(url))
         spec.method = (request.httpMethod ?? "GET").uppercased()
         // HTTP/2 is offered through ALPN only; on plain http the flag would only make curl wait (PIPEWAIT) for a
         // connection that can never multiplex.
         spec.http2 = configuration.allowsHTTP2 && url.scheme?.lowercased() == "https"
-        spec.authentication = authentication
-        spec.priority = Int32(priority * 1000)
+        spec.authentication = plan.authentication
+        spec.priority = Int32(plan.priority * 1000)
 
         // Timeouts: idle from the configuration or a smaller request timeout; the resource deadline as a total.
         var idle = configuration.timeoutIntervalForRequest
@@ -128,16 +110,50 @@ extension SessionTask {
             idle = request.timeoutInterval
         }
         spec.idleTimeoutMilliseconds = idle > 0 ? Int64((idle * 1000).rounded(.up)) : 0
-        if let deadline {
+        if let deadline = plan.resourceDeadline {
             let remaining = deadline.timeIntervalSince(now)
             guard remaining > 0 else {
-                failBeforeSubmit(CourierError(.timedOut, "the resource timeout expired", failingURL: url))
-                return
+                return .failure(CourierError(.timedOut, "the resource timeout expired", failingURL: url))
             }
             spec.totalTimeoutMilliseconds = max(1, Int64((remaining * 1000).rounded(.up)))
         }
 
-        // Headers: the request's, the session's additional ones, cookies from the jar, If-Range when resuming.
+        spec.headers = headerLines(for: request, url: url, plan: plan)
+        // A range continues the bytes already on disk, which were never encoded (resume data is made only for
+        // an entity without a content coding): decode nothing.
+        spec.decodesContent = plan.resumeOffset == 0
+
+        let sendsBody = spec.method != "GET" && spec.method != "HEAD"
+        if let uploadBody, sendsBody {
+            switch uploadBody {
+            case .data(let data):
+                spec.body = .data(data)
+            case .file(let fileURL):
+                spec.body = .file(path: fileURL.path)
+            }
+        } else if let body = request.httpBody, !body.isEmpty, sendsBody {
+            spec.body = .data(body)
+        }
+        spec.noBody = spec.method == "HEAD"
+
+        if kind == .download {
+            guard let staging = plan.staging else {
+                return .failure(CourierError(.cannotCreateFile, "no staging file", failingURL: url))
+            }
+            spec.sink = .file(path: staging.path, append: plan.resumeOffset > 0)
+            spec.resumeOffset = plan.resumeOffset
+            // A resumed download holds its response so that a 416 "already complete" is not written to the file.
+            spec.askResponse = plan.resumeOffset > 0
+        } else {
+            spec.sink = .memory
+            spec.askResponse = sink.usesDelegateForBody && core.isDataDelegate
+        }
+        return .success(spec)
+    }
+
+    /// The request's headers, then the session's additional ones, the resume headers and `If-Range`, cookies from
+    /// the jar, and a User-Agent; a header with a forbidden character is dropped (and logged).
+    private func headerLines(for request: URLRequest, url: URL, plan: HopPlan) -> [String] {
         var present = Set<String>()
         var lines: [String] = []
         func add(_ name: String, _ value: String) {
@@ -153,21 +169,19 @@ extension SessionTask {
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             add(name, value)
         }
-        for (name, value) in configuration.httpAdditionalHeaders ?? [:] where !present.contains(name.lowercased()) {
+        for (name, value) in core.configuration.httpAdditionalHeaders ?? [:] where !present.contains(name.lowercased()) {
             add(name, value)
         }
-        if let resumeSource, resumeOffset > 0 {
-            for (name, value) in resumeSource.headers where !present.contains(name.lowercased()) {
+        if let resume = plan.resume, plan.resumeOffset > 0 {
+            for (name, value) in resume.headers where !present.contains(name.lowercased()) {
                 add(name, value)
             }
             if !present.contains("if-range") {
-                add("If-Range", resumeSource.validator)
+                add("If-Range", resume.validator)
             }
         }
-        // A range continues the bytes already on disk, which were never encoded (resume data is made only for
-        // an entity without a content coding): ask for the identity coding and decode nothing.
-        spec.decodesContent = resumeOffset == 0
-        if resumeOffset > 0 && !present.contains("accept-encoding") {
+        // A resumed range asks for the identity coding: the bytes on disk were never encoded.
+        if plan.resumeOffset > 0 && !present.contains("accept-encoding") {
             add("Accept-Encoding", "identity")
         }
         if !present.contains("cookie"), let cookie = core.cookieHeader(for: url) {
@@ -176,113 +190,7 @@ extension SessionTask {
         if !present.contains("user-agent") {
             add("User-Agent", "Courier/1")
         }
-        spec.headers = lines
-
-        // Body.
-        var bodyDescriptor: Int32 = -1
-        let method = spec.method
-        let sendsBody = method != "GET" && method != "HEAD"
-        if let uploadBody, sendsBody {
-            switch uploadBody {
-            case .data(let data):
-                spec.body = data
-            case .file(let fileURL):
-                let descriptor = open(fileURL.path, O_RDONLY | O_CLOEXEC)
-                guard descriptor >= 0 else {
-                    let code: CourierError.Code = errno == ENOENT ? .fileDoesNotExist : .cannotOpenFile
-                    failBeforeSubmit(
-                        CourierError(code, "cannot open the upload file", osError: errno, failingURL: fileURL)
-                    )
-                    return
-                }
-                var info = stat()
-                fstat(descriptor, &info)
-                bodyDescriptor = descriptor
-                spec.bodyDescriptor = descriptor
-                spec.bodyDescriptorLength = Int64(info.st_size)
-            }
-        } else if let body = request.httpBody, !body.isEmpty, sendsBody {
-            spec.body = body
-        }
-        if method == "HEAD" {
-            spec.noBody = true
-        }
-
-        // Sink.
-        var sinkDescriptor: Int32 = -1
-        if kind == .download {
-            guard let stagingURL else {
-                closeIfValid(bodyDescriptor)
-                failBeforeSubmit(CourierError(.cannotCreateFile, "no staging file", failingURL: url))
-                return
-            }
-            var flags = O_WRONLY | O_CREAT | O_CLOEXEC
-            if resumeOffset == 0 {
-                flags |= O_TRUNC
-            }
-            let descriptor = open(stagingURL.path, flags, 0o600)
-            guard descriptor >= 0 else {
-                closeIfValid(bodyDescriptor)
-                failBeforeSubmit(
-                    CourierError(.cannotCreateFile, "cannot open the staging file", osError: errno, failingURL: url)
-                )
-                return
-            }
-            sinkDescriptor = descriptor
-            spec.sink = .file(descriptor: descriptor)
-            spec.resumeOffset = resumeOffset
-            // A resumed download holds its response so that a 416 "already complete" is not written to the file.
-            spec.askResponse = resumeOffset > 0
-        } else {
-            spec.sink = .memory
-            spec.askResponse = sink.usesDelegateForBody && core.isDataDelegate
-        }
-
-        let hop = storage.withLock { state -> Int? in
-            guard state.phase == .running, !state.cancelRequested else {
-                return nil
-            }
-            state.authentication = authentication
-            state.requestedResumeOffset = resumeOffset
-            state.bodyOffset = resumeOffset
-            state.received = 0
-            state.reportedReceived = 0
-            state.sent = 0
-            state.reportedSent = 0
-            state.head = nil
-            return state.beginHop(request, at: now)
-        }
-        guard let hop else {
-            closeIfValid(bodyDescriptor)
-            closeIfValid(sinkDescriptor)
-            failBeforeSubmit(CourierError(.cancelled, "cancelled", failingURL: url))
-            return
-        }
-        spec.tag = SessionCore.tag(key: registryKey, hop: hop)
-        switch engine.submit(spec) {
-        case .success(let transfer):
-            let action = storage.withLock { $0.adopt(transfer: transfer, hop: hop) }
-            switch action {
-            case .none: break
-            case .cancel(let transfer): engine.cancel(transfer)
-            case .pause(let transfer): engine.pause(transfer)
-            }
-            core.logger?.trace(
-                "submitted",
-                metadata: ["task": "\(taskIdentifier)", "hop": "\(hop)", "transfer": "\(transfer)"]
-            )
-        case .failure(let failure):
-            closeIfValid(bodyDescriptor)
-            closeIfValid(sinkDescriptor)
-            storage.withLock { state in
-                if state.hop == hop {
-                    state.transfer = 0
-                }
-            }
-            var error = CourierError(engineError: failure.error, curlCode: 0, osError: 0, message: nil, url: url)
-            error.message = "the request was refused before submission"
-            failBeforeSubmit(error)
-        }
+        return lines
     }
 
     /// The URL string for the engine: credentials in the URL are never handed to curl (Courier answers
@@ -296,11 +204,5 @@ extension SessionTask {
         components.user = nil
         components.password = nil
         return components.url?.absoluteString ?? url.absoluteString
-    }
-
-    private func closeIfValid(_ descriptor: Int32) {
-        if descriptor >= 0 {
-            close(descriptor)
-        }
     }
 }

@@ -10,7 +10,7 @@ public import FoundationNetworking
 /// Tasks start ``State-swift.enum/suspended``; ``resume()`` submits them. A task that was never resumed holds
 /// only Swift values. All members are thread-safe.
 ///
-/// `@unchecked Sendable`: every mutable property lives in `TaskState` behind the `storage` mutex; the other stored
+/// `@unchecked Sendable`: every mutable property lives in `TaskMachine` behind the `storage` mutex; the other stored
 /// properties are immutable `Sendable` values.
 public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible {
     /// Where a task is in its life.
@@ -37,11 +37,12 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public let taskIdentifier: Int
     let core: SessionCore
     let kind: Kind
-    /// The key of the task in the session registry (the high bits of engine tags).
+    /// The key of the task in the session registry and in its transfers' ``TransferID``.
     let registryKey: Int
     let sink: TaskSink
     let uploadBody: UploadBody?
-    let storage: LockedValue<TaskState>
+    /// Every decision and every mutable property of the task: one machine behind one lock.
+    let storage: LockedValue<TaskMachine>
 
     init(
         core: SessionCore,
@@ -51,7 +52,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         request: URLRequest?,
         sink: TaskSink,
         uploadBody: UploadBody? = nil,
-        state initial: TaskState? = nil
+        machine initial: TaskMachine? = nil
     ) {
         self.core = core
         self.kind = kind
@@ -59,13 +60,22 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.registryKey = registryKey ?? identifier
         self.sink = sink
         self.uploadBody = uploadBody
-        var initialState = initial ?? TaskState(request: request, priority: SessionTask.defaultPriority)
+        var machine = initial ?? TaskMachine(role: SessionTask.role(kind: kind, sink: sink, core: core), request: request)
         if initial == nil, let uploadBody {
-            initialState.expectedToSend = uploadBody.length
+            machine.expectedToSend = uploadBody.length
         } else if initial == nil, let length = request?.httpBody?.count, length > 0 {
-            initialState.expectedToSend = Int64(length)
+            machine.expectedToSend = Int64(length)
         }
-        self.storage = LockedValue(initialState)
+        self.storage = LockedValue(machine)
+    }
+
+    /// What a task of `kind` reporting to `sink` is, for its machine.
+    static func role(kind: Kind, sink: TaskSink, core: SessionCore) -> TaskMachine.Role {
+        TaskMachine.Role(
+            kind: kind,
+            collectsBody: sink.collectsBody,
+            asksDisposition: kind != .download && sink.usesDelegateForBody && core.isDataDelegate
+        )
     }
 
     // MARK: Public properties
@@ -82,7 +92,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// The final response, once it arrived.
     public var response: URLResponse? {
-        storage.withLock { $0.response }
+        storage.withLock { $0.finalResponse }?.httpResponse
     }
 
     /// An app-defined description, e.g. an identifier that outlives the task.
@@ -149,57 +159,48 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// Starts the task, or continues it after ``suspend()``. Does nothing once it is completing.
     public func resume() {
-        let action = storage.withLock { $0.resume() }
-        switch action {
-        case .none:
-            break
-        case .start:
-            start()
-        case .resumeTransfer(let transfer):
-            core.runningEngine?.resume(transfer)
-        }
+        send(.resume)
     }
 
-    /// Pauses a running task: the engine stops moving its bytes until ``resume()``. Timeouts keep running.
+    /// Pauses a running task: the backend stops moving its bytes until ``resume()``. Timeouts keep running.
     public func suspend() {
-        let action = storage.withLock { $0.suspend() }
-        perform(action)
+        send(.suspend)
     }
 
     /// Cancels the task; it completes with `CourierError.Code.cancelled` (exactly once, as always).
     public func cancel() {
-        let action = storage.withLock { $0.cancel() }
-        switch action {
-        case .none:
-            break
-        case .cancelTransfer(let transfer):
-            core.runningEngine?.cancel(transfer)
-        case .completeNow:
-            var work = DelegateWork()
-            finalize(.failure(CourierError(.cancelled, "cancelled", failingURL: currentURL)), work: &work)
-            core.dispatcher.enqueue(work)
-        }
-    }
-
-    func perform(_ action: TaskState.PauseAction) {
-        switch action {
-        case .none:
-            break
-        case .pause(let transfer):
-            core.runningEngine?.pause(transfer)
-        case .resume(let transfer):
-            core.runningEngine?.resume(transfer)
-        }
+        send(.cancel)
     }
 
     /// Backpressure from `bytes(for:)`: pause or resume the transfer without touching the user's suspension.
     func setBackpressure(paused: Bool) {
-        let action = storage.withLock { $0.setBackpressure(paused) }
-        perform(action)
+        send(.backpressure(paused))
     }
 
     var currentURL: URL? {
-        storage.withLock { $0.currentRequest?.url }
+        storage.withLock { $0.currentURL }
+    }
+
+    // MARK: The machine
+
+    /// Applies `input` to the task's machine under its lock, then carries out the actions with no lock held.
+    /// Delegate calls go to `work`.
+    func send(_ input: TaskInput, work: inout DelegateWork) {
+        var actions: [TaskAction] = []
+        let now = Date()
+        storage.withLock { $0.apply(input, at: now, into: &actions) }
+        if !actions.isEmpty {
+            perform(actions, work: &work)
+        }
+    }
+
+    /// ``send(_:work:)`` from outside an event batch: the delegate work is queued at once.
+    func send(_ input: TaskInput) {
+        var work = DelegateWork()
+        send(input, work: &work)
+        if !work.isEmpty {
+            core.dispatcher.enqueue(work)
+        }
     }
 }
 

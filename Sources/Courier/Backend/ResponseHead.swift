@@ -5,13 +5,20 @@ import FoundationNetworking
 #endif
 
 /// A parsed response head: status line and header fields from the engine's raw header block.
-struct ResponseHead: Sendable {
+struct ResponseHead: Codable, Sendable, Equatable {
     var status: Int
     var httpVersion: String
     /// Header fields with repeated names joined by ", " (`Set-Cookie` is kept apart in ``setCookies``).
     var fields: [String: String]
     /// Each `Set-Cookie` value, in order.
     var setCookies: [String]
+
+    init(status: Int, httpVersion: String = "HTTP/1.1", fields: [String: String] = [:], setCookies: [String] = []) {
+        self.status = status
+        self.httpVersion = httpVersion
+        self.fields = fields
+        self.setCookies = setCookies
+    }
 
     /// Parses curl's raw header block: header lines, CRLF or LF separated. The block may hold more than one
     /// status line (interim responses); the fields after the last one count. Runs on the loop thread for every

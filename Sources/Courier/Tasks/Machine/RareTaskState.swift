@@ -1,11 +1,11 @@
 import Foundation
 
 /// The part of a task's state that most tasks never set: outcomes decided by Courier rather than the engine,
-/// the reported error, and the resume-data plumbing. ``TaskState`` keeps it out of line, so that a task waiting
+/// the reported error, and the resume-data plumbing. ``TaskMachine`` keeps it out of line, so that a task waiting
 /// for a connection slot costs a pointer for all of it (Benchmarks/README.md: 100,000 queued tasks).
 struct RareTaskState: Sendable {
-    var forcedOutcome: Result<Void, CourierError>?
-    var pendingOutcome: Result<Void, CourierError>?
+    var forcedOutcome: TaskOutcome?
+    var pendingOutcome: TaskOutcome?
     var error: CourierError?
     var resumeSource: ResumeData?
     var resumeSourceError: CourierError?

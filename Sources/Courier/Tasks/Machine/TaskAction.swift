@@ -1,0 +1,101 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What a task must do after an input, in order: talk to the backend, ask or tell its delegate, end.
+enum TaskAction: Codable, Sendable, Equatable {
+    /// The first `resume()`: register the task and prepare its files, then answer with ``TaskInput/started`` or
+    /// ``TaskInput/failed(_:)``.
+    case start
+    /// Submit a hop; answer with ``TaskInput/submitted(hop:transfer:)`` or ``TaskInput/submitFailed(hop:_:)``.
+    case submit(HopPlan)
+    case cancelTransfer(UInt64)
+    case pauseTransfer(UInt64)
+    case resumeTransfer(UInt64)
+    /// Answer a held response.
+    case decide(UInt64, TransferDecision)
+    /// The response set cookies: store them (if the configuration keeps cookies).
+    case storeCookies(TaskResponse)
+    /// Ask the delegate (or Courier's default) and feed the answer back.
+    case ask(TaskQuestion)
+    /// Tell the delegate, the completion handler or the stream.
+    case deliver(TaskDelivery)
+    /// `.becomeDownload`: the task ended silently; a download task continues `transfer` into `staging`.
+    case becomeDownload(transfer: UInt64, staging: URL)
+    /// Report the end (exactly once): files, resume data, metrics, then the completion.
+    case finish(TaskOutcome)
+}
+
+/// One hop to submit: the request and what the task decided about it.
+struct HopPlan: Codable, Sendable, Equatable {
+    var hop: Int
+    var request: CodableRequest
+    /// Bytes of the partial file the hop continues (`Range`), 0 for a whole body.
+    var resumeOffset: Int64
+    var authentication: TransferSpec.Authentication
+    var priority: Float
+    var resourceDeadline: Date?
+    /// The staging file of a download.
+    var staging: URL?
+    /// The resume data a resumed hop continues (its headers and validator go on the request).
+    var resume: ResumeData?
+}
+
+/// A response and the URL it answered.
+struct TaskResponse: Codable, Sendable, Equatable {
+    var url: URL
+    var head: ResponseHead
+
+    /// A new `HTTPURLResponse`; built only for those who ask.
+    var httpResponse: HTTPURLResponse? {
+        head.response(for: url)
+    }
+}
+
+/// A question only the delegate can answer (Courier answers by default when there is no delegate to ask).
+enum TaskQuestion: Codable, Sendable, Equatable {
+    /// `willPerformHTTPRedirection`: follow `proposed`, another request, or none.
+    case redirect(hop: Int, response: TaskResponse, proposed: CodableRequest)
+    /// `didReceive challenge`.
+    case challenge(hop: Int, TaskChallenge)
+    /// `didReceive response`: allow, cancel or become a download.
+    case disposition(hop: Int, response: TaskResponse)
+}
+
+/// An authentication challenge Courier can answer (Basic or Digest).
+struct TaskChallenge: Codable, Sendable, Equatable {
+    var offer: AuthenticationOffer
+    /// The URL of the challenged hop.
+    var url: URL
+    var previousFailureCount: Int
+    var response: TaskResponse
+}
+
+/// Something the task tells its delegate, completion handler or stream.
+enum TaskDelivery: Codable, Sendable, Equatable {
+    /// The final response of a data or upload task.
+    case response(TaskResponse)
+    /// Body bytes of a data or upload task that are not collected for a completion handler.
+    case data(Data)
+    /// `didSendBodyData`.
+    case sentBodyData(delta: Int64, total: Int64, expected: Int64)
+    /// `didWriteData` of a download.
+    case wroteData(delta: Int64, total: Int64, expected: Int64)
+    /// `didResumeAtOffset` of a download made from resume data.
+    case resumed(offset: Int64, expectedTotal: Int64)
+}
+
+/// How a task ended.
+enum TaskOutcome: Codable, Sendable, Equatable {
+    case success
+    case failure(CourierError)
+
+    var error: CourierError? {
+        if case .failure(let error) = self {
+            return error
+        }
+        return nil
+    }
+}

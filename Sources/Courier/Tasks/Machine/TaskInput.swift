@@ -1,0 +1,58 @@
+import Foundation
+
+/// Something that happened to a task: a call of the user's, a backend event, an answer from a delegate, or the
+/// result of an action the task carried out. ``TaskMachine/apply(_:at:into:)`` takes one at a time.
+///
+/// Answers and results name the hop they belong to; one that arrives for an earlier hop, or after the task
+/// stopped waiting for it, is ignored.
+enum TaskInput: Codable, Sendable, Equatable {
+    /// `resume()`.
+    case resume
+    /// `suspend()`.
+    case suspend
+    /// `cancel()`, `cancel(byProducingResumeData:)`, `invalidateAndCancel()`.
+    case cancel
+    /// A bounded consumer (`bytes(for:)`) is full (`true`) or has room again.
+    case backpressure(Bool)
+    /// The answer to ``TaskAction/start``: the task is registered and its files are ready; submit the first hop.
+    /// `resumeOffset` is the length of the partial file a resumed download continues.
+    case started(resumeOffset: Int64, staging: URL?, resourceDeadline: Date?)
+    /// The answer to ``TaskAction/start`` when the task cannot start (an invalid request, a missing upload file,
+    /// an invalidated session, unusable resume data).
+    case failed(CourierError)
+    /// The backend accepted the hop's transfer.
+    case submitted(hop: Int, transfer: UInt64)
+    /// The backend refused the hop's transfer.
+    case submitFailed(hop: Int, CourierError)
+    /// An event of one of the task's transfers.
+    case event(hop: Int, TransferEvent)
+    /// The delegate's answer to ``TaskQuestion/redirect(hop:response:proposed:)``: the request to follow, or nil to
+    /// deliver the 3xx as the final response.
+    case redirectAnswered(hop: Int, CodableRequest?)
+    /// The answer to ``TaskQuestion/challenge(hop:_:)``.
+    case challengeAnswered(hop: Int, ChallengeAnswer)
+    /// The answer to ``TaskQuestion/disposition(hop:response:)``.
+    case dispositionAnswered(hop: Int, DispositionAnswer)
+    /// Something the task needed to answer a held response failed (the staging file of `.becomeDownload`).
+    case heldFailed(hop: Int, CourierError)
+    /// The session was released without being invalidated: end as cancelled, asking no one.
+    case abandon
+}
+
+/// How a challenge was answered, once a delegate's disposition and the credential storage were consulted.
+enum ChallengeAnswer: Codable, Sendable, Equatable {
+    /// Retry the hop with this credential.
+    case credential(user: String, password: String)
+    /// No credential: the 401 or 407 becomes the final response.
+    case withoutCredential
+    /// `.cancelAuthenticationChallenge`: the task ends cancelled.
+    case cancel
+}
+
+/// How a held final response of a data task was answered.
+enum DispositionAnswer: Codable, Sendable, Equatable {
+    case allow
+    case cancel
+    /// The rest of the body goes to the staging file at `staging`, for a new download task.
+    case becomeDownload(staging: URL)
+}

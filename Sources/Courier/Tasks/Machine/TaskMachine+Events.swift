@@ -1,0 +1,136 @@
+import Foundation
+
+extension TaskMachine {
+    /// One backend event of hop `eventHop`.
+    mutating func handle(_ event: TransferEvent, hop eventHop: Int, at now: Date, into actions: inout [TaskAction]) {
+        guard eventHop == hop, phase == .running, !retiredHops.contains(eventHop) else {
+            // A retired hop's (or a late) event: only its COMPLETE matters, for the metrics and the end.
+            if case .complete(let completion) = event.payload {
+                retiredHopCompleted(eventHop, completion: completion, into: &actions)
+            }
+            return
+        }
+        adopt(transfer: event.transfer, hop: eventHop, into: &actions)
+        switch event.payload {
+        case .data(let data):
+            received += Int64(data.count)
+        case .progress, .response, .complete:
+            received = max(received, event.progress.received)
+        }
+        if event.progress.expectedToReceive >= 0 {
+            expectedToReceive = event.progress.expectedToReceive
+        }
+        sent = max(sent, event.progress.sent)
+        if event.progress.expectedToSend >= 0 {
+            expectedToSend = event.progress.expectedToSend
+        }
+        switch event.payload {
+        case .response(let held, let resumeOffset, let head):
+            receivedResponse(head, held: held, resumeOffset: resumeOffset, into: &actions)
+        case .data(let data):
+            if role.collectsBody {
+                bodyChunks.append(data)
+            } else {
+                actions.append(.deliver(.data(data)))
+            }
+        case .progress:
+            reportProgress(into: &actions)
+        case .complete(let completion):
+            reportProgress(into: &actions)
+            transferCompleted(completion, at: now, into: &actions)
+        }
+    }
+
+    // MARK: Progress
+
+    /// Coalesced progress: at most one report of each kind per PROGRESS or COMPLETE event.
+    private mutating func reportProgress(into actions: inout [TaskAction]) {
+        let sentDelta = sent - reportedSent
+        let receivedDelta = received - reportedReceived
+        reportedSent = sent
+        reportedReceived = received
+        if sentDelta > 0 {
+            actions.append(.deliver(.sentBodyData(delta: sentDelta, total: sent, expected: expectedToSend)))
+        }
+        if receivedDelta > 0 && role.kind == .download {
+            let expected = expectedToReceive >= 0 ? bodyOffset + expectedToReceive : SessionTask.transferSizeUnknown
+            actions.append(
+                .deliver(.wroteData(delta: receivedDelta, total: bodyOffset + received, expected: expected))
+            )
+        }
+    }
+
+    // MARK: Completion
+
+    private mutating func transferCompleted(
+        _ completion: TransferCompletion,
+        at now: Date,
+        into actions: inout [TaskAction]
+    ) {
+        recordMetrics(completion.metrics, hop: hop)
+        transfer = 0
+        bytesOnDisk = completion.bytesOnDisk
+        let url = currentURL
+        let outcome: TaskOutcome
+        if let forcedOutcome {
+            outcome = forcedOutcome
+        } else if var error = completion.error {
+            if completion.wasCancelled && cancelRequested {
+                error = CourierError(.cancelled, "cancelled")
+            } else if error.code == .timedOut, let resourceDeadline, now >= resourceDeadline {
+                error.message = "the resource timeout expired"
+            }
+            error.failingURL = url
+            outcome = .failure(error)
+        } else {
+            outcome = .success
+        }
+        complete(outcome, into: &actions)
+    }
+
+    private mutating func retiredHopCompleted(
+        _ retired: Int,
+        completion: TransferCompletion,
+        into actions: inout [TaskAction]
+    ) {
+        guard retiredHops.remove(retired) != nil else {
+            return
+        }
+        recordMetrics(completion.metrics, hop: retired)
+        guard retiredHops.isEmpty, let pendingOutcome else {
+            return
+        }
+        self.pendingOutcome = nil
+        finish(pendingOutcome, into: &actions)
+    }
+
+    private mutating func recordMetrics(_ metrics: TransferMetrics, hop number: Int) {
+        if number >= 1 && number <= hops.count {
+            hops[number - 1].metrics = metrics
+        }
+    }
+
+    /// Ends the task with `outcome` once every retired hop reported its COMPLETE (so no backend write to the
+    /// staging file can still be pending and every hop's metrics are in).
+    mutating func complete(_ outcome: TaskOutcome, into actions: inout [TaskAction]) {
+        guard phase != .completed else {
+            return
+        }
+        if retiredHops.isEmpty {
+            finish(outcome, into: &actions)
+        } else {
+            phase = .finishing
+            pendingOutcome = outcome
+        }
+    }
+
+    /// Reports the end: exactly once.
+    mutating func finish(_ outcome: TaskOutcome, into actions: inout [TaskAction]) {
+        guard phase != .completed else {
+            return
+        }
+        phase = .completed
+        awaiting = nil
+        actions.append(.finish(outcome))
+    }
+}

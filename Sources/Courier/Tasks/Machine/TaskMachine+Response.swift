@@ -1,0 +1,285 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The response path: which response is followed, retried, asked about, or delivered (`docs/response-path.md`).
+extension TaskMachine {
+    mutating func receivedResponse(
+        _ head: ResponseHead,
+        held: Bool,
+        resumeOffset: Int64,
+        into actions: inout [TaskAction]
+    ) {
+        guard let url = currentURL else {
+            // Unreachable: every hop has a request with a URL. Never leave a held transfer waiting.
+            failHeld(CourierError(.badServerResponse, "a response to a request without a URL"), into: &actions)
+            return
+        }
+        let response = TaskResponse(url: url, head: head)
+        if !head.setCookies.isEmpty {
+            actions.append(.storeCookies(response))
+        }
+        if !hops.isEmpty {
+            hops[hops.count - 1].response = response
+        }
+        if held {
+            if (300...399).contains(head.status),
+                let target = RedirectPolicy.target(location: head.value("Location"), relativeTo: url)
+            {
+                beginRedirect(to: target, response: response, into: &actions)
+                return
+            }
+            if head.status == 401 || head.status == 407 {
+                beginAuthentication(response: response, into: &actions)
+                return
+            }
+        }
+        deliverFinal(response, held: held, resumeOffset: resumeOffset, into: &actions)
+    }
+
+    // MARK: Redirects
+
+    /// A held 3xx with a usable `Location`: check the limits, build the next request, ask.
+    private mutating func beginRedirect(to target: URL, response: TaskResponse, into actions: inout [TaskAction]) {
+        guard let hopRequest = hops.last?.request, let source = hopRequest.url else {
+            failHeld(CourierError(.badURL, "the redirected request has no URL"), into: &actions)
+            return
+        }
+        if redirectCount >= RedirectPolicy.maximumRedirects {
+            failHeld(
+                CourierError(
+                    .httpTooManyRedirects,
+                    "more than \(RedirectPolicy.maximumRedirects) redirects",
+                    failingURL: target
+                ),
+                into: &actions
+            )
+            return
+        }
+        if let refusal = RedirectPolicy.refusal(from: source, to: target) {
+            failHeld(refusal, into: &actions)
+            return
+        }
+        let proposed = RedirectPolicy.newRequest(from: hopRequest, status: response.head.status, target: target)
+        awaiting = .redirect
+        actions.append(.ask(.redirect(hop: hop, response: response, proposed: CodableRequest(proposed))))
+    }
+
+    /// Follow `request`, or deliver the held 3xx as the final response when it is nil.
+    mutating func redirectAnswered(
+        _ request: URLRequest?,
+        hop number: Int,
+        at now: Date,
+        into actions: inout [TaskAction]
+    ) {
+        guard isAwaiting({ $0 == .redirect }, hop: number), let held = hops.last?.response,
+            let source = hops.last?.request.url
+        else {
+            return
+        }
+        awaiting = nil
+        guard let request else {
+            deliverFinal(held, held: true, resumeOffset: 0, into: &actions)
+            return
+        }
+        redirectCount += 1
+        guard let target = request.url else {
+            failHeld(CourierError(.badURL, "the redirect request has no URL"), into: &actions)
+            return
+        }
+        if let refusal = RedirectPolicy.refusal(from: source, to: target) {
+            failHeld(refusal, into: &actions)
+            return
+        }
+        // A credential answered for the previous hop goes along only to the same origin.
+        let carried = RedirectPolicy.sameOrigin(source, target) ? authentication : .none
+        // Retire the hop before cancelling it, so that its COMPLETE can never pass for the task's end.
+        retireCurrentHop(into: &actions)
+        submitHop(request, resumeOffset: 0, authentication: carried, at: now, into: &actions)
+    }
+
+    // MARK: Authentication
+
+    /// A held 401/407: offer the challenge, unless Courier cannot answer it or a credential already failed.
+    private mutating func beginAuthentication(response: TaskResponse, into actions: inout [TaskAction]) {
+        let headerName = response.head.status == 407 ? "Proxy-Authenticate" : "WWW-Authenticate"
+        let usedCredential = authentication != .none
+        if usedCredential {
+            failedAuthentications += 1
+        }
+        guard !usedCredential, let url = hops.last?.request.url,
+            let offer = AuthenticationOffer.best(in: response.head.value(headerName) ?? "")
+        else {
+            // No scheme Courier speaks, or a retry with a credential failed: the 401/407 is the final response.
+            deliverFinal(response, held: true, resumeOffset: 0, into: &actions)
+            return
+        }
+        awaiting = .authentication(offer.scheme)
+        let challenge = TaskChallenge(
+            offer: offer,
+            url: url,
+            previousFailureCount: failedAuthentications,
+            response: response
+        )
+        actions.append(.ask(.challenge(hop: hop, challenge)))
+    }
+
+    mutating func challengeAnswered(
+        _ answer: ChallengeAnswer,
+        hop number: Int,
+        at now: Date,
+        into actions: inout [TaskAction]
+    ) {
+        guard case .authentication(let scheme)? = awaiting,
+            isAwaiting({ _ in true }, hop: number),
+            let held = hops.last?.response, let request = hops.last?.request
+        else {
+            return
+        }
+        awaiting = nil
+        switch answer {
+        case .cancel:
+            cancelRequested = true
+            failHeld(
+                CourierError(.cancelled, "the authentication challenge was cancelled", failingURL: request.url),
+                into: &actions
+            )
+        case .withoutCredential:
+            deliverFinal(held, held: true, resumeOffset: 0, into: &actions)
+        case .credential(let user, let password):
+            let credential: TransferSpec.Authentication
+            switch scheme {
+            case .basic: credential = .basic(user: user, password: password)
+            case .digest: credential = .digest(user: user, password: password)
+            }
+            let offset = requestedResumeOffset
+            retireCurrentHop(into: &actions)
+            submitHop(request, resumeOffset: offset, authentication: credential, at: now, into: &actions)
+        }
+    }
+
+    // MARK: The final response
+
+    /// The response whose body the task delivers: record it, release a hold or ask about it.
+    mutating func deliverFinal(
+        _ response: TaskResponse,
+        held: Bool,
+        resumeOffset: Int64,
+        into actions: inout [TaskAction]
+    ) {
+        finalResponse = response
+        bodyOffset = resumeOffset
+        awaiting = nil
+        let status = response.head.status
+        if role.kind == .download {
+            if requestedResumeOffset > 0 && status == 416
+                && TaskMachine.rangeIsComplete(response.head, offset: requestedResumeOffset)
+            {
+                // Everything is already on disk: finish with the partial file as the download.
+                forcedOutcome = .success
+                bodyOffset = requestedResumeOffset
+                received = 0
+                actions.append(.decide(transfer, .cancel))
+                return
+            }
+            if held && requestedResumeOffset > 0 && status != 200 && status != 206 {
+                // An error page must not be appended to the partial file: keep the partial and fail (with resume
+                // data, so the caller can try again later).
+                failHeld(
+                    CourierError(
+                        .badServerResponse,
+                        "the server answered \(status) to the resumed request",
+                        failingURL: response.url
+                    ),
+                    into: &actions
+                )
+                return
+            }
+            if held {
+                actions.append(.decide(transfer, .allow))
+            }
+            if resumeSource != nil {
+                let total = expectedToReceive >= 0 ? resumeOffset + expectedToReceive : SessionTask.transferSizeUnknown
+                actions.append(.deliver(.resumed(offset: resumeOffset, expectedTotal: total)))
+            }
+            return
+        }
+        actions.append(.deliver(.response(response)))
+        guard held else {
+            return
+        }
+        if role.asksDisposition {
+            awaiting = .disposition
+            actions.append(.ask(.disposition(hop: hop, response: response)))
+        } else {
+            actions.append(.decide(transfer, .allow))
+        }
+    }
+
+    mutating func dispositionAnswered(_ answer: DispositionAnswer, hop number: Int, into actions: inout [TaskAction]) {
+        guard isAwaiting({ $0 == .disposition }, hop: number) else {
+            return
+        }
+        awaiting = nil
+        switch answer {
+        case .allow:
+            actions.append(.decide(transfer, .allow))
+        case .cancel:
+            cancelRequested = true
+            actions.append(.decide(transfer, .cancel))
+        case .becomeDownload(let staging):
+            // The data task ends silently; ``successorForDownload(staging:)`` continues it.
+            phase = .completed
+            actions.append(.becomeDownload(transfer: transfer, staging: staging))
+        }
+    }
+
+    /// The machine of the download task that continues this data task after `.becomeDownload`.
+    func successorForDownload(staging: URL) -> TaskMachine {
+        var successor = TaskMachine(
+            role: Role(kind: .download, collectsBody: false, asksDisposition: false),
+            request: originalRequest,
+            priority: priority
+        )
+        successor.copyProgress(from: self)
+        successor.staging = staging
+        return successor
+    }
+
+    private mutating func copyProgress(from other: TaskMachine) {
+        phase = .running
+        userSuspended = other.userSuspended
+        backpressurePaused = other.backpressurePaused
+        enginePaused = other.enginePaused
+        hop = other.hop
+        transfer = other.transfer
+        retiredHops = other.retiredHops
+        hops = other.hops
+        currentRequest = other.currentRequest
+        finalResponse = other.finalResponse
+        received = other.received
+        expectedToReceive = other.expectedToReceive
+        sent = other.sent
+        expectedToSend = other.expectedToSend
+        reportedReceived = other.reportedReceived
+        reportedSent = other.reportedSent
+        redirectCount = other.redirectCount
+        authentication = other.authentication
+        failedAuthentications = other.failedAuthentications
+        startDate = other.startDate
+        resourceDeadline = other.resourceDeadline
+        taskDescription = other.taskDescription
+    }
+
+    /// A 416 whose `Content-Range: bytes */N` says the entity is exactly `offset` bytes long.
+    static func rangeIsComplete(_ head: ResponseHead, offset: Int64) -> Bool {
+        guard let range = head.value("Content-Range"), range.lowercased().hasPrefix("bytes */"),
+            let total = Int64(range.dropFirst("bytes */".count).trimmingCharacters(in: .whitespaces))
+        else {
+            return false
+        }
+        return total == offset
+    }
+}

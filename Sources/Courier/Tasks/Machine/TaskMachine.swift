@@ -1,0 +1,380 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Every decision of one task, as a pure state machine: it takes ``TaskInput`` values and appends the
+/// ``TaskAction`` values the task must carry out, in order. It holds no lock, calls no backend and no delegate,
+/// and reads no clock (the time comes with each input), so each transition can be tested without a network.
+///
+/// A ``SessionTask`` keeps one machine behind one lock, applies an input under it, and performs the actions
+/// after releasing it. The rules it encodes are listed in `docs/task-machine.md` and `docs/response-path.md`.
+struct TaskMachine: Sendable {
+    enum Phase: Sendable, Equatable {
+        /// Made, never resumed: only Swift values exist.
+        case created
+        /// A hop is in flight, or is being prepared or submitted.
+        case running
+        /// The outcome is decided; waiting for the COMPLETE of retired hops before reporting it.
+        case finishing
+        /// Reported (or silently ended after `.becomeDownload`).
+        case completed
+    }
+
+    /// A held response waiting for an answer.
+    enum Awaiting: Sendable, Equatable {
+        case redirect
+        case authentication(AuthenticationOffer.Scheme)
+        case disposition
+    }
+
+    /// What the task is and where its body goes; fixed for the machine's life.
+    struct Role: Sendable, Equatable {
+        var kind: SessionTask.Kind
+        /// Body bytes are kept for a completion handler (``TaskMachine/bodyChunks``) rather than delivered.
+        var collectsBody: Bool
+        /// The final response is held until a ``SessionDataDelegate`` answers its disposition.
+        var asksDisposition: Bool
+    }
+
+    let role: Role
+    var phase = Phase.created
+    var userSuspended = false
+    var backpressurePaused = false
+    /// What the backend was last told for the current transfer.
+    var enginePaused = false
+    var cancelRequested = false
+
+    /// The current hop number; 0 before the first submit.
+    var hop = 0
+    /// The backend handle of the current hop; 0 until the submit returns or the hop's first event arrives.
+    var transfer: UInt64 = 0
+    /// Hops abandoned (redirected, retried) whose COMPLETE has not arrived yet.
+    var retiredHops: Set<Int> = []
+    var hops: [HopRecord] = []
+    var awaiting: Awaiting?
+
+    var originalRequest: URLRequest?
+    var currentRequest: URLRequest?
+    /// The response whose body the task delivers, once it arrived.
+    var finalResponse: TaskResponse?
+
+    var received: Int64 = 0
+    var expectedToReceive: Int64 = -1
+    var sent: Int64 = 0
+    var expectedToSend: Int64 = -1
+    var reportedReceived: Int64 = 0
+    var reportedSent: Int64 = 0
+
+    var redirectCount = 0
+    /// The credential sent with the current hop, if any.
+    var authentication: TransferSpec.Authentication = .none
+    var failedAuthentications = 0
+
+    var bodyChunks: [Data] = []
+
+    var startDate: Date?
+    var resourceDeadline: Date?
+
+    var taskDescription: String?
+    var priority: Float
+
+    // Downloads.
+    var staging: URL?
+    /// Where the body of the current response starts in the staging file.
+    var bodyOffset: Int64 = 0
+    /// The offset requested from the server for the current hop.
+    var requestedResumeOffset: Int64 = 0
+    var bytesOnDisk: Int64 = 0
+
+    /// Fields few tasks set, out of line (see ``RareTaskState``).
+    private var rare = OutOfLineRareState()
+
+    init(role: Role, request: URLRequest?, priority: Float = SessionTask.defaultPriority) {
+        self.role = role
+        self.originalRequest = request
+        self.currentRequest = request
+        self.priority = priority
+    }
+
+    /// An outcome decided by the task rather than by the backend (too many redirects, a refused redirect, a
+    /// cancelled challenge, a satisfied 416): reported when the current transfer's COMPLETE arrives.
+    var forcedOutcome: TaskOutcome? {
+        get { rare[\.forcedOutcome] }
+        set { rare[\.forcedOutcome] = newValue }
+    }
+    /// The outcome waiting for retired hops, when the current transfer ended before them.
+    var pendingOutcome: TaskOutcome? {
+        get { rare[\.pendingOutcome] }
+        set { rare[\.pendingOutcome] = newValue }
+    }
+    /// The error the task completed with, once reported.
+    var error: CourierError? {
+        get { rare[\.error] }
+        set { rare[\.error] = newValue }
+    }
+    /// The resume data this task was made from.
+    var resumeSource: ResumeData? {
+        get { rare[\.resumeSource] }
+        set { rare[\.resumeSource] = newValue }
+    }
+    var resumeSourceError: CourierError? {
+        get { rare[\.resumeSourceError] }
+        set { rare[\.resumeSourceError] = newValue }
+    }
+    var resumeDataHandler: (@Sendable (Data?) -> Void)? {
+        get { rare[\.resumeDataHandler] }
+        set { rare[\.resumeDataHandler] = newValue }
+    }
+
+    var wantsEnginePaused: Bool {
+        userSuspended || backpressurePaused
+    }
+
+    var publicState: SessionTask.State {
+        switch phase {
+        case .created:
+            return .suspended
+        case .running:
+            if cancelRequested {
+                return .canceling
+            }
+            return userSuspended ? .suspended : .running
+        case .finishing:
+            return cancelRequested ? .canceling : .running
+        case .completed:
+            return .completed
+        }
+    }
+
+    /// The URL of the hop in flight (or of the request, before the first hop).
+    var currentURL: URL? {
+        hops.last?.request.url ?? currentRequest?.url
+    }
+
+    // MARK: Applying inputs
+
+    /// Applies one input at time `now`; appends what the task must do to `actions`.
+    mutating func apply(_ input: TaskInput, at now: Date, into actions: inout [TaskAction]) {
+        switch input {
+        case .resume:
+            resume(at: now, into: &actions)
+        case .suspend:
+            suspend(into: &actions)
+        case .cancel:
+            cancel(into: &actions)
+        case .backpressure(let paused):
+            setBackpressure(paused, into: &actions)
+        case .started(let resumeOffset, let staging, let deadline):
+            guard phase == .running, hop == 0 else {
+                return
+            }
+            self.staging = staging
+            resourceDeadline = deadline
+            submitHop(currentRequest, resumeOffset: resumeOffset, authentication: .none, at: now, into: &actions)
+        case .failed(let error):
+            complete(.failure(error), into: &actions)
+        case .submitted(let hop, let transfer):
+            adopt(transfer: transfer, hop: hop, into: &actions)
+        case .submitFailed(let hop, let error):
+            guard hop == self.hop, phase == .running else {
+                return
+            }
+            transfer = 0
+            complete(.failure(error), into: &actions)
+        case .event(let hop, let event):
+            handle(event, hop: hop, at: now, into: &actions)
+        case .redirectAnswered(let hop, let request):
+            redirectAnswered(request?.request, hop: hop, at: now, into: &actions)
+        case .challengeAnswered(let hop, let answer):
+            challengeAnswered(answer, hop: hop, at: now, into: &actions)
+        case .dispositionAnswered(let hop, let answer):
+            dispositionAnswered(answer, hop: hop, into: &actions)
+        case .heldFailed(let hop, let error):
+            guard hop == self.hop, phase == .running else {
+                return
+            }
+            failHeld(error, into: &actions)
+        case .abandon:
+            cancelRequested = true
+            retiredHops = []
+            finish(.failure(CourierError(.cancelled, "the session was released", failingURL: currentURL)), into: &actions)
+        }
+    }
+
+    /// Applies one input and returns the actions (tests and one-off callers).
+    mutating func apply(_ input: TaskInput, at now: Date) -> [TaskAction] {
+        var actions: [TaskAction] = []
+        apply(input, at: now, into: &actions)
+        return actions
+    }
+
+    // MARK: Lifecycle
+
+    private mutating func resume(at now: Date, into actions: inout [TaskAction]) {
+        switch phase {
+        case .created:
+            phase = .running
+            startDate = now
+            actions.append(.start)
+        case .running:
+            guard userSuspended else {
+                return
+            }
+            userSuspended = false
+            syncBackendPause(into: &actions)
+        case .finishing, .completed:
+            break
+        }
+    }
+
+    private mutating func suspend(into actions: inout [TaskAction]) {
+        guard phase == .running, !userSuspended else {
+            return
+        }
+        userSuspended = true
+        syncBackendPause(into: &actions)
+    }
+
+    private mutating func setBackpressure(_ paused: Bool, into actions: inout [TaskAction]) {
+        guard phase == .running, backpressurePaused != paused else {
+            return
+        }
+        backpressurePaused = paused
+        syncBackendPause(into: &actions)
+    }
+
+    /// Tells the backend to pause or resume the current transfer when that differs from what it was last told.
+    private mutating func syncBackendPause(into actions: inout [TaskAction]) {
+        guard transfer != 0, !cancelRequested else {
+            return
+        }
+        if wantsEnginePaused && !enginePaused {
+            enginePaused = true
+            actions.append(.pauseTransfer(transfer))
+        } else if !wantsEnginePaused && enginePaused {
+            enginePaused = false
+            actions.append(.resumeTransfer(transfer))
+        }
+    }
+
+    private mutating func cancel(into actions: inout [TaskAction]) {
+        switch phase {
+        case .created:
+            cancelRequested = true
+            finish(.failure(CourierError(.cancelled, "cancelled", failingURL: currentURL)), into: &actions)
+        case .running:
+            guard !cancelRequested else {
+                return
+            }
+            cancelRequested = true
+            awaiting = nil
+            if transfer != 0 {
+                actions.append(.cancelTransfer(transfer))
+            }
+        case .finishing, .completed:
+            break
+        }
+    }
+
+    /// Learns the backend handle of hop `hop` (from the submit's answer or from the hop's first event).
+    mutating func adopt(transfer id: UInt64, hop number: Int, into actions: inout [TaskAction]) {
+        guard number == hop, transfer == 0, phase == .running, !retiredHops.contains(number) else {
+            return
+        }
+        transfer = id
+        if cancelRequested {
+            actions.append(.cancelTransfer(id))
+        } else if wantsEnginePaused {
+            enginePaused = true
+            actions.append(.pauseTransfer(id))
+        }
+    }
+
+    // MARK: Hops
+
+    /// Starts the next hop for `request`, unless the task was cancelled or ran out of time.
+    mutating func submitHop(
+        _ request: URLRequest?,
+        resumeOffset: Int64,
+        authentication: TransferSpec.Authentication,
+        at now: Date,
+        into actions: inout [TaskAction]
+    ) {
+        guard let request, request.url != nil else {
+            complete(.failure(CourierError(.badURL, "the request has no URL")), into: &actions)
+            return
+        }
+        guard !cancelRequested else {
+            complete(.failure(CourierError(.cancelled, "cancelled", failingURL: request.url)), into: &actions)
+            return
+        }
+        if let resourceDeadline, now >= resourceDeadline {
+            complete(
+                .failure(CourierError(.timedOut, "the resource timeout expired", failingURL: request.url)),
+                into: &actions
+            )
+            return
+        }
+        self.authentication = authentication
+        requestedResumeOffset = resumeOffset
+        bodyOffset = resumeOffset
+        received = 0
+        reportedReceived = 0
+        sent = 0
+        reportedSent = 0
+        finalResponse = nil
+        hop += 1
+        transfer = 0
+        enginePaused = false
+        awaiting = nil
+        currentRequest = request
+        hops.append(HopRecord(request: request, start: now))
+        actions.append(
+            .submit(
+                HopPlan(
+                    hop: hop,
+                    request: CodableRequest(request),
+                    resumeOffset: resumeOffset,
+                    authentication: authentication,
+                    priority: priority,
+                    resourceDeadline: resourceDeadline,
+                    staging: staging,
+                    resume: resumeOffset > 0 ? resumeSource : nil
+                )
+            )
+        )
+    }
+
+    /// Abandons the current hop (a followed redirect, an authentication retry): from now on its events are stale,
+    /// and its COMPLETE is awaited before the task may report its end. Its transfer is cancelled.
+    mutating func retireCurrentHop(into actions: inout [TaskAction]) {
+        if hop > 0 {
+            retiredHops.insert(hop)
+        }
+        awaiting = nil
+        if transfer != 0 {
+            actions.append(.cancelTransfer(transfer))
+        }
+        transfer = 0
+    }
+
+    /// True when an answer for `hop` is still awaited as `awaiting`.
+    func isAwaiting(_ expected: (Awaiting) -> Bool, hop number: Int) -> Bool {
+        guard number == hop, phase == .running, !cancelRequested, let awaiting else {
+            return false
+        }
+        return expected(awaiting)
+    }
+
+    /// Ends a task whose held response cannot go on: the backend cancels the transfer and its COMPLETE reports
+    /// `error`.
+    mutating func failHeld(_ error: CourierError, into actions: inout [TaskAction]) {
+        forcedOutcome = .failure(error)
+        awaiting = nil
+        if transfer != 0 {
+            actions.append(.cancelTransfer(transfer))
+        }
+    }
+}
