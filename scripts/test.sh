@@ -2,7 +2,8 @@
 # The test command: install what is missing, check the engine's C sources (warnings; CSupport/tests/run.sh: symbols,
 # smoke under the sanitizers, allocation-failure torture), build everything with the tests, run the Swift test suite
 # (unit, integration, fault-injection, process and stress tests, one test at a time with
-# `swift test --no-parallel`), then the command-line tests of the built `courier` binary (scripts/cli-test.sh),
+# `swift test --no-parallel`), the session tests again over the serialised backend, then the command-line
+# tests of the built `courier` binary (scripts/cli-test.sh),
 # then a scratch package that requires Courier by version (scripts/dependent-check.sh),
 # then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
 # committed fails; allocation counts, not times, so a loaded machine does not change them), then the comparison
@@ -47,6 +48,17 @@ swift test --skip-build --no-parallel "${scratch_args[@]}" || test_status=$?
 if [ "$test_status" -ne 0 ]; then
     log "swift test failed (exit status $test_status)" >&2
     status=$test_status
+fi
+
+# The session and task tests once more, written once and run against another backend: every spec, decision and event
+# crosses the backend seam through its encoding, as it will to courierd (docs/task-machine.md; about 15 s).
+log "swift test --filter CourierTests, serialised backend"
+serialised_status=0
+COURIER_TRANSFER_BACKEND=serialised swift test --skip-build --no-parallel --filter CourierTests "${scratch_args[@]}" \
+    || serialised_status=$?
+if [ "$serialised_status" -ne 0 ]; then
+    log "session tests over the serialised backend failed (exit status $serialised_status)" >&2
+    status=$serialised_status
 fi
 
 cli_status=0

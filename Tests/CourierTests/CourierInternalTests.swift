@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Internals: transfer identity")
+@Suite("Internals: transfer identity and the backend seam")
 struct TransferIdentityTests {
     @Test("engine tags carry the task and the hop, and come back as the same transfer id")
     func tags() {
@@ -16,6 +16,43 @@ struct TransferIdentityTests {
         let tag = Engine.tag(id)
         #expect(Int(tag >> Engine.hopBits) == 123_456)
         #expect(Engine.transferID(tag: tag) == id)
+    }
+
+    /// A value whose encoding drops a field.
+    struct Lossy: Codable, Equatable {
+        var kept: Int
+        var dropped = 0
+        enum CodingKeys: String, CodingKey { case kept }
+    }
+
+    @Test("the serialised backend carries events unchanged and refuses a value its encoding changes")
+    func serialised() throws {
+        let head = ResponseHead(status: 206, fields: ["Content-Range": "bytes 5-9/10"], setCookies: ["a=1"])
+        let events = [
+            TransferEvent(
+                id: TransferID(task: 3, hop: 2),
+                transfer: 41,
+                progress: TransferProgress(received: 5, expectedToReceive: 10, sent: 0, expectedToSend: -1),
+                payload: .response(held: true, resumeOffset: 5, head: head)
+            ),
+            TransferEvent(
+                id: TransferID(task: 3, hop: 2),
+                transfer: 41,
+                progress: TransferProgress(),
+                payload: .data(Data([1, 2, 3]))
+            ),
+            TransferEvent(
+                id: TransferID(task: 3, hop: 2),
+                transfer: 41,
+                progress: TransferProgress(),
+                payload: .complete(
+                    TransferCompletion(error: CourierError(.timedOut, "slow", curlCode: 28), bytesOnDisk: 9)
+                )
+            ),
+        ]
+        #expect(SerialisedBackend.carry(events) == events)
+        #expect(throws: CourierError.self) { try SerialisedBackend.carry(Lossy(kept: 1, dropped: 2)) }
+        #expect(try SerialisedBackend.carry(Lossy(kept: 1)) == Lossy(kept: 1))
     }
 }
 

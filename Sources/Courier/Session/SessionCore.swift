@@ -18,9 +18,9 @@ final class SessionCore: Sendable {
         case invalidated
     }
 
-    private enum EngineSlot {
+    private enum BackendSlot {
         case idle
-        case running(Engine)
+        case running(any TransferBackend)
         case failed(CourierError)
         case closed
     }
@@ -39,7 +39,7 @@ final class SessionCore: Sendable {
     let stagingDirectory: URL
 
     private let delegateSlot: LockedValue<(any SessionDelegate)?>
-    private let engineSlot = LockedValue(EngineSlot.idle)
+    private let backendSlot = LockedValue(BackendSlot.idle)
     private let registry = LockedValue(Registry())
     private let nextIdentifier = LockedValue(1)
     private let sessionReference = SessionReference()
@@ -83,7 +83,7 @@ final class SessionCore: Sendable {
     /// The session's transfer backend (the in-process engine), created on first use: a session that never runs a
     /// task starts no thread.
     func backend() -> Result<any TransferBackend, CourierError> {
-        engineSlot.withLock { slot in
+        backendSlot.withLock { slot in
             switch slot {
             case .running(let engine):
                 return .success(engine)
@@ -102,20 +102,18 @@ final class SessionCore: Sendable {
                     maximumActiveTransfers: configuration.maximumConcurrentTransfers,
                     trustedCertificatesPEM: pem
                 )
-                do {
+                let serialised = SerialisedBackend.isSelected
+                do throws(CourierError) {
                     let engine = try Engine(configuration: engineConfiguration) { [weak self] batch in
-                        self?.handle(batch)
+                        self?.handle(serialised ? SerialisedBackend.carry(batch) : batch)
                     }
-                    slot = .running(engine)
+                    let backend: any TransferBackend = serialised ? SerialisedBackend(engine) : engine
+                    slot = .running(backend)
                     logger?.debug("engine started", metadata: ["loops": "\(configuration.engineLoopCount)"])
-                    return .success(engine)
-                } catch let error as CourierError {
+                    return .success(backend)
+                } catch {
                     slot = .failed(error)
                     return .failure(error)
-                } catch {
-                    let wrapped = CourierError(.unknown, "the transfer engine could not start: \(error)")
-                    slot = .failed(wrapped)
-                    return .failure(wrapped)
                 }
             }
         }
@@ -123,7 +121,7 @@ final class SessionCore: Sendable {
 
     /// The running backend, if there is one (commands for live transfers).
     var runningBackend: (any TransferBackend)? {
-        engineSlot.withLock { slot in
+        backendSlot.withLock { slot in
             if case .running(let engine) = slot {
                 return engine
             }
@@ -131,11 +129,11 @@ final class SessionCore: Sendable {
         }
     }
 
-    private func closeEngine() -> Engine? {
-        engineSlot.withLock { slot in
+    private func closeBackend() -> (any TransferBackend)? {
+        backendSlot.withLock { slot in
             defer { slot = .closed }
-            if case .running(let engine) = slot {
-                return engine
+            if case .running(let backend) = slot {
+                return backend
             }
             return nil
         }
@@ -242,18 +240,18 @@ final class SessionCore: Sendable {
     }
 
     /// Queues `didBecomeInvalidWithError(nil)` after everything already queued, then releases the delegate and
-    /// tears the engine down off the loop threads.
+    /// tears the backend down off the loop threads.
     func appendInvalidation(to work: inout DelegateWork) {
-        let engine = closeEngine()
+        let backend = closeBackend()
         work.append { [self] session in
             if let session, let delegate = self.delegate {
                 delegate.urlSession(session, didBecomeInvalidWithError: nil)
             }
             self.delegateSlot.withLock { $0 = nil }
             self.removeStagingDirectory()
-            if let engine {
+            if let backend {
                 DispatchQueue.global(qos: .utility).async {
-                    withExtendedLifetime(engine) {}
+                    withExtendedLifetime(backend) {}
                 }
             }
         }
@@ -268,10 +266,9 @@ final class SessionCore: Sendable {
             registry.invalidation = .invalidated
             return tasks
         }
-        let engine = closeEngine()
         // Destroying the engine cancels every transfer without COMPLETE events; Engine.deinit defers the
         // destruction when this runs on a loop thread.
-        _ = engine
+        _ = closeBackend()
         var work = DelegateWork()
         for task in tasks {
             task.abandon(work: &work)
