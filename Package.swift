@@ -116,6 +116,11 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(
+            name: "CourierMachineTests",
+            dependencies: ["Courier"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
             name: "CourierTests",
             dependencies: ["Courier", "CourierConcurrency", "CourierTestSupport"],
             swiftSettings: strictSwift

@@ -36,7 +36,8 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         public static let insecureRedirect = Code(rawValue: -3106)
         /// The server sent something that is not valid HTTP, or conflicting lengths.
         public static let badServerResponse = Code(rawValue: -1011)
-        /// An authentication challenge was cancelled by the delegate.
+        /// The user cancelled an authentication. Courier does not report it: a delegate's
+        /// `.cancelAuthenticationChallenge` ends the task with ``cancelled``, as Apple's URLSession does.
         public static let userCancelledAuthentication = Code(rawValue: -1012)
         /// Authentication was required and no credential was available.
         public static let userAuthenticationRequired = Code(rawValue: -1013)

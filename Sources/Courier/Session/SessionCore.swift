@@ -170,6 +170,11 @@ final class SessionCore: Sendable {
         }
     }
 
+    /// The live task registered under `key`.
+    func task(forKey key: Int) -> SessionTask? {
+        registry.withLock { $0.tasks[key] }
+    }
+
     /// Points a registry key at another task (a data task that became a download task).
     func replace(key: Int, with task: SessionTask) {
         registry.withLock { $0.tasks[key] = task }

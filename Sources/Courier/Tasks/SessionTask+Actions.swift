@@ -6,7 +6,7 @@ import FoundationNetworking
 
 extension SessionTask {
     /// Carries out what the machine decided, in order. Called with no lock held.
-    func perform(_ actions: [TaskAction], work: inout DelegateWork) {
+    func perform(_ actions: TaskActions, work: inout DelegateWork) {
         for action in actions {
             switch action {
             case .start:
@@ -28,7 +28,11 @@ extension SessionTask {
             case .deliver(let delivery):
                 deliver(delivery, work: &work)
             case .becomeDownload(let transfer, let staging):
-                becomeDownload(transfer: transfer, staging: staging)
+                continueAsDownload(transfer: transfer, staging: staging)
+            case .forward(let hop, let event):
+                if let successor = core.task(forKey: registryKey), successor !== self {
+                    successor.send(.event(hop: hop, event), work: &work)
+                }
             case .finish(let outcome):
                 finalize(outcome, work: &work)
             }
@@ -115,23 +119,39 @@ extension SessionTask {
 
     // MARK: `.becomeDownload`
 
-    /// The same transfer continues into `staging` as a new ``DownloadTask`` that takes over the registry key; this
-    /// data task has ended silently.
-    private func becomeDownload(transfer: UInt64, staging: URL) {
-        guard let dataTask = self as? DataTask else {
+    /// Answers `.becomeDownload`: under this task's lock, the machine ends the data task and a ``DownloadTask`` with
+    /// the successor machine takes over the registry key, so that an event this machine sees afterwards always
+    /// finds the download task to forward to. (Lock order: task, then registry; nothing takes them the other way.)
+    func handOverToDownload(hop: Int, staging: URL) {
+        var actions = TaskActions()
+        let now = Date()
+        storage.withLock { machine in
+            machine.apply(.dispositionAnswered(hop: hop, .becomeDownload(staging: staging)), at: now, into: &actions)
+            guard machine.handedOver else {
+                return
+            }
+            let downloadTask = DownloadTask(
+                core: core,
+                kind: .download,
+                identifier: core.makeIdentifier(),
+                registryKey: registryKey,
+                request: machine.originalRequest,
+                sink: .delegate,
+                machine: machine.successorForDownload(staging: staging)
+            )
+            core.replace(key: registryKey, with: downloadTask)
+        }
+        var work = DelegateWork()
+        perform(actions, work: &work)
+        core.dispatcher.enqueue(work)
+    }
+
+    /// ``TaskAction/becomeDownload(transfer:staging:)``: tells the delegate, then moves the transfer to the file.
+    private func continueAsDownload(transfer: UInt64, staging: URL) {
+        guard let dataTask = self as? DataTask, let downloadTask = core.task(forKey: registryKey) as? DownloadTask
+        else {
             return
         }
-        let successor = storage.withLock { $0.successorForDownload(staging: staging) }
-        let downloadTask = DownloadTask(
-            core: core,
-            kind: .download,
-            identifier: core.makeIdentifier(),
-            registryKey: registryKey,
-            request: successor.originalRequest,
-            sink: .delegate,
-            machine: successor
-        )
-        core.replace(key: registryKey, with: downloadTask)
         // Queued before the transfer moves on, so that `didBecome` comes before the download's first event.
         var work = DelegateWork()
         work.append { [core] session in
@@ -142,7 +162,8 @@ extension SessionTask {
         }
         core.dispatcher.enqueue(work)
         if let error = core.runningBackend?.decide(transfer, .toFile(path: staging.path)) {
-            downloadTask.send(.heldFailed(hop: successor.hop, error))
+            let hop = downloadTask.storage.withLock { $0.hop }
+            downloadTask.send(.heldFailed(hop: hop, error))
         }
     }
 }

@@ -58,7 +58,8 @@ extension SessionTask {
             authenticationMethod: challenge.offer.authenticationMethod
         )
         guard core.isTaskDelegate, let failureResponse = challenge.response.httpResponse else {
-            send(.challengeAnswered(hop: hop, answer(.performDefaultHandling, nil, space: space, url: url)), work: &work)
+            let answer = answer(.performDefaultHandling, nil, space: space, url: url)
+            send(.challengeAnswered(hop: hop, answer), work: &work)
             return
         }
         let offered = URLAuthenticationChallenge(
@@ -72,7 +73,8 @@ extension SessionTask {
         let once = OnceFlag()
         work.append { [core] session in
             guard let session, let delegate = core.taskDelegate else {
-                self.send(.challengeAnswered(hop: hop, self.answer(.performDefaultHandling, nil, space: space, url: url)))
+                let answer = self.answer(.performDefaultHandling, nil, space: space, url: url)
+                self.send(.challengeAnswered(hop: hop, answer))
                 return
             }
             delegate.urlSession(session, task: self, didReceive: offered) { disposition, credential in
@@ -149,7 +151,7 @@ extension SessionTask {
         case .becomeDownload:
             switch core.makeStagingFile() {
             case .success(let staging):
-                send(.dispositionAnswered(hop: hop, .becomeDownload(staging: staging)))
+                handOverToDownload(hop: hop, staging: staging)
             case .failure(let error):
                 send(.heldFailed(hop: hop, error))
             }

@@ -169,7 +169,8 @@ extension SessionTask {
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             add(name, value)
         }
-        for (name, value) in core.configuration.httpAdditionalHeaders ?? [:] where !present.contains(name.lowercased()) {
+        let additional = core.configuration.httpAdditionalHeaders ?? [:]
+        for (name, value) in additional where !present.contains(name.lowercased()) {
             add(name, value)
         }
         if let resume = plan.resume, plan.resumeOffset > 0 {

@@ -60,7 +60,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.registryKey = registryKey ?? identifier
         self.sink = sink
         self.uploadBody = uploadBody
-        var machine = initial ?? TaskMachine(role: SessionTask.role(kind: kind, sink: sink, core: core), request: request)
+        let role = SessionTask.role(kind: kind, sink: sink, core: core)
+        var machine = initial ?? TaskMachine(role: role, request: request)
         if initial == nil, let uploadBody {
             machine.expectedToSend = uploadBody.length
         } else if initial == nil, let length = request?.httpBody?.count, length > 0 {
@@ -186,7 +187,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// Applies `input` to the task's machine under its lock, then carries out the actions with no lock held.
     /// Delegate calls go to `work`.
     func send(_ input: TaskInput, work: inout DelegateWork) {
-        var actions: [TaskAction] = []
+        var actions = TaskActions()
         let now = Date()
         storage.withLock { $0.apply(input, at: now, into: &actions) }
         if !actions.isEmpty {

@@ -24,6 +24,8 @@ enum TaskAction: Codable, Sendable, Equatable {
     case deliver(TaskDelivery)
     /// `.becomeDownload`: the task ended silently; a download task continues `transfer` into `staging`.
     case becomeDownload(transfer: UInt64, staging: URL)
+    /// An event that reached a data task after `.becomeDownload`: hand it to the download task that took over.
+    case forward(hop: Int, TransferEvent)
     /// Report the end (exactly once): files, resume data, metrics, then the completion.
     case finish(TaskOutcome)
 }

@@ -2,7 +2,12 @@ import Foundation
 
 extension TaskMachine {
     /// One backend event of hop `eventHop`.
-    mutating func handle(_ event: TransferEvent, hop eventHop: Int, at now: Date, into actions: inout [TaskAction]) {
+    mutating func handle(_ event: TransferEvent, hop eventHop: Int, at now: Date, into actions: inout TaskActions) {
+        if handedOver {
+            // Routed here before the registry named the download task: it goes on to the download task.
+            actions.append(.forward(hop: eventHop, event))
+            return
+        }
         guard eventHop == hop, phase == .running, !retiredHops.contains(eventHop) else {
             // A retired hop's (or a late) event: only its COMPLETE matters, for the metrics and the end.
             if case .complete(let completion) = event.payload {
@@ -44,7 +49,7 @@ extension TaskMachine {
     // MARK: Progress
 
     /// Coalesced progress: at most one report of each kind per PROGRESS or COMPLETE event.
-    private mutating func reportProgress(into actions: inout [TaskAction]) {
+    private mutating func reportProgress(into actions: inout TaskActions) {
         let sentDelta = sent - reportedSent
         let receivedDelta = received - reportedReceived
         reportedSent = sent
@@ -65,7 +70,7 @@ extension TaskMachine {
     private mutating func transferCompleted(
         _ completion: TransferCompletion,
         at now: Date,
-        into actions: inout [TaskAction]
+        into actions: inout TaskActions
     ) {
         recordMetrics(completion.metrics, hop: hop)
         transfer = 0
@@ -91,7 +96,7 @@ extension TaskMachine {
     private mutating func retiredHopCompleted(
         _ retired: Int,
         completion: TransferCompletion,
-        into actions: inout [TaskAction]
+        into actions: inout TaskActions
     ) {
         guard retiredHops.remove(retired) != nil else {
             return
@@ -112,7 +117,7 @@ extension TaskMachine {
 
     /// Ends the task with `outcome` once every retired hop reported its COMPLETE (so no backend write to the
     /// staging file can still be pending and every hop's metrics are in).
-    mutating func complete(_ outcome: TaskOutcome, into actions: inout [TaskAction]) {
+    mutating func complete(_ outcome: TaskOutcome, into actions: inout TaskActions) {
         guard phase != .completed else {
             return
         }
@@ -125,7 +130,7 @@ extension TaskMachine {
     }
 
     /// Reports the end: exactly once.
-    mutating func finish(_ outcome: TaskOutcome, into actions: inout [TaskAction]) {
+    mutating func finish(_ outcome: TaskOutcome, into actions: inout TaskActions) {
         guard phase != .completed else {
             return
         }

@@ -10,7 +10,7 @@ extension TaskMachine {
         _ head: ResponseHead,
         held: Bool,
         resumeOffset: Int64,
-        into actions: inout [TaskAction]
+        into actions: inout TaskActions
     ) {
         guard let url = currentURL else {
             // Unreachable: every hop has a request with a URL. Never leave a held transfer waiting.
@@ -23,6 +23,11 @@ extension TaskMachine {
         }
         if !hops.isEmpty {
             hops[hops.count - 1].response = response
+        }
+        guard !cancelRequested else {
+            // The cancel reaches the transfer (or already has): nobody is asked about a response of a task that
+            // is ending, and its COMPLETE reports `cancelled`.
+            return
         }
         if held {
             if (300...399).contains(head.status),
@@ -42,7 +47,7 @@ extension TaskMachine {
     // MARK: Redirects
 
     /// A held 3xx with a usable `Location`: check the limits, build the next request, ask.
-    private mutating func beginRedirect(to target: URL, response: TaskResponse, into actions: inout [TaskAction]) {
+    private mutating func beginRedirect(to target: URL, response: TaskResponse, into actions: inout TaskActions) {
         guard let hopRequest = hops.last?.request, let source = hopRequest.url else {
             failHeld(CourierError(.badURL, "the redirected request has no URL"), into: &actions)
             return
@@ -72,7 +77,7 @@ extension TaskMachine {
         _ request: URLRequest?,
         hop number: Int,
         at now: Date,
-        into actions: inout [TaskAction]
+        into actions: inout TaskActions
     ) {
         guard isAwaiting({ $0 == .redirect }, hop: number), let held = hops.last?.response,
             let source = hops.last?.request.url
@@ -84,7 +89,6 @@ extension TaskMachine {
             deliverFinal(held, held: true, resumeOffset: 0, into: &actions)
             return
         }
-        redirectCount += 1
         guard let target = request.url else {
             failHeld(CourierError(.badURL, "the redirect request has no URL"), into: &actions)
             return
@@ -97,13 +101,17 @@ extension TaskMachine {
         let carried = RedirectPolicy.sameOrigin(source, target) ? authentication : .none
         // Retire the hop before cancelling it, so that its COMPLETE can never pass for the task's end.
         retireCurrentHop(into: &actions)
+        let previousHop = hop
         submitHop(request, resumeOffset: 0, authentication: carried, at: now, into: &actions)
+        if hop > previousHop {
+            redirectCount += 1
+        }
     }
 
     // MARK: Authentication
 
     /// A held 401/407: offer the challenge, unless Courier cannot answer it or a credential already failed.
-    private mutating func beginAuthentication(response: TaskResponse, into actions: inout [TaskAction]) {
+    private mutating func beginAuthentication(response: TaskResponse, into actions: inout TaskActions) {
         let headerName = response.head.status == 407 ? "Proxy-Authenticate" : "WWW-Authenticate"
         let usedCredential = authentication != .none
         if usedCredential {
@@ -130,7 +138,7 @@ extension TaskMachine {
         _ answer: ChallengeAnswer,
         hop number: Int,
         at now: Date,
-        into actions: inout [TaskAction]
+        into actions: inout TaskActions
     ) {
         guard case .authentication(let scheme)? = awaiting,
             isAwaiting({ _ in true }, hop: number),
@@ -167,7 +175,7 @@ extension TaskMachine {
         _ response: TaskResponse,
         held: Bool,
         resumeOffset: Int64,
-        into actions: inout [TaskAction]
+        into actions: inout TaskActions
     ) {
         finalResponse = response
         bodyOffset = resumeOffset
@@ -218,7 +226,7 @@ extension TaskMachine {
         }
     }
 
-    mutating func dispositionAnswered(_ answer: DispositionAnswer, hop number: Int, into actions: inout [TaskAction]) {
+    mutating func dispositionAnswered(_ answer: DispositionAnswer, hop number: Int, into actions: inout TaskActions) {
         guard isAwaiting({ $0 == .disposition }, hop: number) else {
             return
         }
@@ -230,8 +238,10 @@ extension TaskMachine {
             cancelRequested = true
             actions.append(.decide(transfer, .cancel))
         case .becomeDownload(let staging):
-            // The data task ends silently; ``successorForDownload(staging:)`` continues it.
+            // The data task ends silently; ``successorForDownload(staging:)`` continues it, and events that still
+            // reach this machine are forwarded to it.
             phase = .completed
+            handedOver = true
             actions.append(.becomeDownload(transfer: transfer, staging: staging))
         }
     }

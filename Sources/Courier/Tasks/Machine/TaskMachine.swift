@@ -54,6 +54,8 @@ struct TaskMachine: Sendable {
     var retiredHops: Set<Int> = []
     var hops: [HopRecord] = []
     var awaiting: Awaiting?
+    /// `.becomeDownload` moved the transfer to a download task: later events belong to it.
+    var handedOver = false
 
     var originalRequest: URLRequest?
     var currentRequest: URLRequest?
@@ -156,7 +158,7 @@ struct TaskMachine: Sendable {
     // MARK: Applying inputs
 
     /// Applies one input at time `now`; appends what the task must do to `actions`.
-    mutating func apply(_ input: TaskInput, at now: Date, into actions: inout [TaskAction]) {
+    mutating func apply(_ input: TaskInput, at now: Date, into actions: inout TaskActions) {
         switch input {
         case .resume:
             resume(at: now, into: &actions)
@@ -199,20 +201,21 @@ struct TaskMachine: Sendable {
         case .abandon:
             cancelRequested = true
             retiredHops = []
-            finish(.failure(CourierError(.cancelled, "the session was released", failingURL: currentURL)), into: &actions)
+            let error = CourierError(.cancelled, "the session was released", failingURL: currentURL)
+            finish(.failure(error), into: &actions)
         }
     }
 
-    /// Applies one input and returns the actions (tests and one-off callers).
+    /// Applies one input and returns the actions as an array (tests and one-off callers).
     mutating func apply(_ input: TaskInput, at now: Date) -> [TaskAction] {
-        var actions: [TaskAction] = []
+        var actions = TaskActions()
         apply(input, at: now, into: &actions)
-        return actions
+        return Array(actions)
     }
 
     // MARK: Lifecycle
 
-    private mutating func resume(at now: Date, into actions: inout [TaskAction]) {
+    private mutating func resume(at now: Date, into actions: inout TaskActions) {
         switch phase {
         case .created:
             phase = .running
@@ -229,7 +232,7 @@ struct TaskMachine: Sendable {
         }
     }
 
-    private mutating func suspend(into actions: inout [TaskAction]) {
+    private mutating func suspend(into actions: inout TaskActions) {
         guard phase == .running, !userSuspended else {
             return
         }
@@ -237,7 +240,7 @@ struct TaskMachine: Sendable {
         syncBackendPause(into: &actions)
     }
 
-    private mutating func setBackpressure(_ paused: Bool, into actions: inout [TaskAction]) {
+    private mutating func setBackpressure(_ paused: Bool, into actions: inout TaskActions) {
         guard phase == .running, backpressurePaused != paused else {
             return
         }
@@ -246,7 +249,7 @@ struct TaskMachine: Sendable {
     }
 
     /// Tells the backend to pause or resume the current transfer when that differs from what it was last told.
-    private mutating func syncBackendPause(into actions: inout [TaskAction]) {
+    private mutating func syncBackendPause(into actions: inout TaskActions) {
         guard transfer != 0, !cancelRequested else {
             return
         }
@@ -259,7 +262,7 @@ struct TaskMachine: Sendable {
         }
     }
 
-    private mutating func cancel(into actions: inout [TaskAction]) {
+    private mutating func cancel(into actions: inout TaskActions) {
         switch phase {
         case .created:
             cancelRequested = true
@@ -279,7 +282,7 @@ struct TaskMachine: Sendable {
     }
 
     /// Learns the backend handle of hop `hop` (from the submit's answer or from the hop's first event).
-    mutating func adopt(transfer id: UInt64, hop number: Int, into actions: inout [TaskAction]) {
+    mutating func adopt(transfer id: UInt64, hop number: Int, into actions: inout TaskActions) {
         guard number == hop, transfer == 0, phase == .running, !retiredHops.contains(number) else {
             return
         }
@@ -300,7 +303,7 @@ struct TaskMachine: Sendable {
         resumeOffset: Int64,
         authentication: TransferSpec.Authentication,
         at now: Date,
-        into actions: inout [TaskAction]
+        into actions: inout TaskActions
     ) {
         guard let request, request.url != nil else {
             complete(.failure(CourierError(.badURL, "the request has no URL")), into: &actions)
@@ -321,6 +324,7 @@ struct TaskMachine: Sendable {
         requestedResumeOffset = resumeOffset
         bodyOffset = resumeOffset
         received = 0
+        expectedToReceive = -1
         reportedReceived = 0
         sent = 0
         reportedSent = 0
@@ -349,7 +353,7 @@ struct TaskMachine: Sendable {
 
     /// Abandons the current hop (a followed redirect, an authentication retry): from now on its events are stale,
     /// and its COMPLETE is awaited before the task may report its end. Its transfer is cancelled.
-    mutating func retireCurrentHop(into actions: inout [TaskAction]) {
+    mutating func retireCurrentHop(into actions: inout TaskActions) {
         if hop > 0 {
             retiredHops.insert(hop)
         }
@@ -370,7 +374,7 @@ struct TaskMachine: Sendable {
 
     /// Ends a task whose held response cannot go on: the backend cancels the transfer and its COMPLETE reports
     /// `error`.
-    mutating func failHeld(_ error: CourierError, into actions: inout [TaskAction]) {
+    mutating func failHeld(_ error: CourierError, into actions: inout TaskActions) {
         forcedOutcome = .failure(error)
         awaiting = nil
         if transfer != 0 {
