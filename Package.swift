@@ -116,6 +116,12 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(
+            name: "CourierDaemonTests",
+            dependencies: ["Courier"],
+            exclude: ["Corpus"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
             name: "CourierMachineTests",
             dependencies: ["Courier"],
             swiftSettings: strictSwift

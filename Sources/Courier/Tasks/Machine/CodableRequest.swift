@@ -1,17 +1,17 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+package import FoundationNetworking
 #endif
 
 /// A `URLRequest` that can be encoded: what a task machine's inputs and actions carry.
 ///
 /// Encodes what a transfer is made of (URL, method, header fields, body, timeout); a decoded request has the
 /// defaults of `URLRequest` for everything else (cache policy, cellular access), which Courier does not use.
-struct CodableRequest: Codable, Sendable, Equatable {
-    var request: URLRequest
+package struct CodableRequest: Codable, Sendable, Equatable {
+    package var request: URLRequest
 
-    init(_ request: URLRequest) {
+    package init(_ request: URLRequest) {
         self.request = request
     }
 
@@ -19,7 +19,7 @@ struct CodableRequest: Codable, Sendable, Equatable {
         case url, method, headers, body, timeout
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let url = try container.decode(URL.self, forKey: .url)
         var request = URLRequest(url: url)
@@ -32,7 +32,7 @@ struct CodableRequest: Codable, Sendable, Equatable {
         self.request = request
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         guard let url = request.url else {
             throw EncodingError.invalidValue(

@@ -1,0 +1,260 @@
+package import Foundation
+
+/// The bodies of the messages of `docs/ipc.md`, each encoded as a JSON object.
+extension IPCMessage {
+    /// The app introduces itself (its first frame on a connection).
+    package struct Hello: Codable, Sendable, Equatable {
+        package var app: String
+        package var pid: Int32
+        /// The argv that relaunches the app in the background; nil when it cannot be relaunched.
+        package var launchCommand: [String]?
+
+        package init(app: String, pid: Int32, launchCommand: [String]? = nil) {
+            self.app = app
+            self.pid = pid
+            self.launchCommand = launchCommand
+        }
+    }
+
+    package struct Welcome: Codable, Sendable, Equatable {
+        package var daemonVersion: String
+        package var protocolVersion: UInt16
+
+        package init(daemonVersion: String, protocolVersion: UInt16 = IPCFrame.currentVersion) {
+            self.daemonVersion = daemonVersion
+            self.protocolVersion = protocolVersion
+        }
+    }
+
+    /// A background session's configuration, as far as the daemon uses it.
+    package struct OpenSession: Codable, Sendable, Equatable {
+        package var request: UInt64
+        package var identifier: String
+        package var sendsLaunchEvents: Bool
+        package var isDiscretionary: Bool
+        package var allowsExpensiveNetworkAccess: Bool
+        package var resourceTimeout: Double
+        package var requestTimeout: Double
+        package var additionalHeaders: [String: String]
+
+        package init(
+            request: UInt64,
+            identifier: String,
+            sendsLaunchEvents: Bool = true,
+            isDiscretionary: Bool = false,
+            allowsExpensiveNetworkAccess: Bool = true,
+            resourceTimeout: Double = 7 * 24 * 3600,
+            requestTimeout: Double = 60,
+            additionalHeaders: [String: String] = [:]
+        ) {
+            self.request = request
+            self.identifier = identifier
+            self.sendsLaunchEvents = sendsLaunchEvents
+            self.isDiscretionary = isDiscretionary
+            self.allowsExpensiveNetworkAccess = allowsExpensiveNetworkAccess
+            self.resourceTimeout = resourceTimeout
+            self.requestTimeout = requestTimeout
+            self.additionalHeaders = additionalHeaders
+        }
+    }
+
+    /// One background task: downloads, and uploads from a file (background sessions make no data tasks).
+    package struct BackgroundTask: Codable, Sendable, Equatable {
+        package enum Kind: String, Codable, Sendable {
+            case download
+            case upload
+        }
+
+        package var identifier: Int
+        package var kind: Kind
+        package var request: CodableRequest
+        package var uploadFile: String?
+        package var resumeData: Data?
+        package var taskDescription: String?
+        package var priority: Float
+
+        package init(
+            identifier: Int,
+            kind: Kind,
+            request: CodableRequest,
+            uploadFile: String? = nil,
+            resumeData: Data? = nil,
+            taskDescription: String? = nil,
+            priority: Float = 0.5
+        ) {
+            self.identifier = identifier
+            self.kind = kind
+            self.request = request
+            self.uploadFile = uploadFile
+            self.resumeData = resumeData
+            self.taskDescription = taskDescription
+            self.priority = priority
+        }
+    }
+
+    /// Answered once the task is in the journal.
+    package struct CreateTask: Codable, Sendable, Equatable {
+        package var request: UInt64
+        package var session: String
+        package var task: BackgroundTask
+
+        package init(request: UInt64, session: String, task: BackgroundTask) {
+            self.request = request
+            self.session = session
+            self.task = task
+        }
+    }
+
+    package struct Command: Codable, Sendable, Equatable {
+        package enum Verb: String, Codable, Sendable {
+            case resume
+            case suspend
+            case cancel
+            case cancelProducingResumeData
+        }
+
+        package var request: UInt64
+        package var session: String
+        package var task: Int
+        package var verb: Verb
+
+        package init(request: UInt64, session: String, task: Int, verb: Verb) {
+            self.request = request
+            self.session = session
+            self.task = task
+            self.verb = verb
+        }
+    }
+
+    package struct ListTasks: Codable, Sendable, Equatable {
+        package var request: UInt64
+        package var session: String
+
+        package init(request: UInt64, session: String) {
+            self.request = request
+            self.session = session
+        }
+    }
+
+    /// The app's delegate has seen every event of `session` up to sequence number `through`.
+    package struct Acknowledge: Codable, Sendable, Equatable {
+        package var session: String
+        package var through: UInt64
+
+        package init(session: String, through: UInt64) {
+            self.session = session
+            self.through = through
+        }
+    }
+
+    package struct CloseSession: Codable, Sendable, Equatable {
+        package var request: UInt64
+        package var session: String
+        /// `invalidateAndCancel()`: cancel the session's tasks too.
+        package var cancelTasks: Bool
+
+        package init(request: UInt64, session: String, cancelTasks: Bool) {
+            self.request = request
+            self.session = session
+            self.cancelTasks = cancelTasks
+        }
+    }
+
+    /// What the daemon knows of one task (`getAllTasks`, `courier tasks`).
+    package struct TaskSnapshot: Codable, Sendable, Equatable {
+        package var identifier: Int
+        package var taskDescription: String?
+        /// ``SessionTask/State`` as its raw value.
+        package var state: Int
+        package var countOfBytesReceived: Int64
+        package var countOfBytesExpectedToReceive: Int64
+        package var countOfBytesSent: Int64
+        package var countOfBytesExpectedToSend: Int64
+        /// Why the task is not moving bytes (waiting for power, an unmetered network, a retry), if it is not.
+        package var waitingReason: String?
+
+        package init(
+            identifier: Int,
+            taskDescription: String? = nil,
+            state: Int,
+            countOfBytesReceived: Int64 = 0,
+            countOfBytesExpectedToReceive: Int64 = -1,
+            countOfBytesSent: Int64 = 0,
+            countOfBytesExpectedToSend: Int64 = -1,
+            waitingReason: String? = nil
+        ) {
+            self.identifier = identifier
+            self.taskDescription = taskDescription
+            self.state = state
+            self.countOfBytesReceived = countOfBytesReceived
+            self.countOfBytesExpectedToReceive = countOfBytesExpectedToReceive
+            self.countOfBytesSent = countOfBytesSent
+            self.countOfBytesExpectedToSend = countOfBytesExpectedToSend
+            self.waitingReason = waitingReason
+        }
+    }
+
+    package struct Reply: Codable, Sendable, Equatable {
+        package enum Result: Codable, Sendable, Equatable {
+            case sessionOpened(nextTaskIdentifier: Int)
+            case taskCreated
+            case done
+            case tasks([TaskSnapshot])
+        }
+
+        package var request: UInt64
+        package var result: Result
+
+        package init(request: UInt64, result: Result) {
+            self.request = request
+            self.result = result
+        }
+    }
+
+    package struct Failure: Codable, Sendable, Equatable {
+        /// The request refused; nil for a failure of the connection itself.
+        package var request: UInt64?
+        package var error: CourierError
+
+        package init(request: UInt64?, error: CourierError) {
+            self.request = request
+            self.error = error
+        }
+    }
+
+    /// A task event the app's delegate must hear, as journaled by the daemon.
+    package enum BackgroundEvent: Codable, Sendable, Equatable {
+        case wroteData(delta: Int64, total: Int64, expected: Int64)
+        case sentBodyData(delta: Int64, total: Int64, expected: Int64)
+        case resumed(offset: Int64, expectedTotal: Int64)
+        /// The file is the app's until its delegate returns; the daemon deletes it after the acknowledgement.
+        case finishedDownloading(path: String)
+        case completed(error: CourierError?)
+    }
+
+    package struct SequencedEvent: Codable, Sendable, Equatable {
+        /// Increasing per session, never reused.
+        package var sequence: UInt64
+        package var task: Int
+        package var event: BackgroundEvent
+
+        package init(sequence: UInt64, task: Int, event: BackgroundEvent) {
+            self.sequence = sequence
+            self.task = task
+            self.event = event
+        }
+    }
+
+    package struct Events: Codable, Sendable, Equatable {
+        package var session: String
+        package var events: [SequencedEvent]
+        /// True when this frame holds the last pending event (`urlSessionDidFinishEvents` follows it).
+        package var finished: Bool
+
+        package init(session: String, events: [SequencedEvent], finished: Bool) {
+            self.session = session
+            self.events = events
+            self.finished = finished
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One message of every kind, as the daemon and the library exchange them.
+enum SampleMessages {
+    static var all: [IPCMessage] {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:8080/episode/42")!)
+        request.httpMethod = "PUT"
+        request.setValue("audio/mpeg", forHTTPHeaderField: "Content-Type")
+        request.timeoutInterval = 30
+        let snapshot = IPCMessage.TaskSnapshot(
+            identifier: 3,
+            taskDescription: "episode-42",
+            state: SessionTask.State.running.rawValue,
+            countOfBytesReceived: 10,
+            countOfBytesExpectedToReceive: 100,
+            waitingReason: "waiting for an unmetered network"
+        )
+        return [
+            .hello(.init(app: "com.example.podcasts", pid: 4242, launchCommand: ["/usr/bin/podcasts", "-b"])),
+            .welcome(.init(daemonVersion: "1.0")),
+            .openSession(.init(request: 1, identifier: "com.example.podcasts.bg", isDiscretionary: true)),
+            .createTask(
+                .init(
+                    request: 2,
+                    session: "com.example.podcasts.bg",
+                    task: .init(
+                        identifier: 3,
+                        kind: .upload,
+                        request: CodableRequest(request),
+                        uploadFile: "/tmp/x",
+                        resumeData: Data([1, 2]),
+                        taskDescription: "episode-42"
+                    )
+                )
+            ),
+            .command(.init(request: 3, session: "s", task: 3, verb: .cancelProducingResumeData)),
+            .listTasks(.init(request: 4, session: "s")),
+            .acknowledge(.init(session: "s", through: 17)),
+            .closeSession(.init(request: 5, session: "s", cancelTasks: true)),
+            .reply(.init(request: 1, result: .sessionOpened(nextTaskIdentifier: 4))),
+            .reply(.init(request: 2, result: .taskCreated)),
+            .reply(.init(request: 3, result: .done)),
+            .reply(.init(request: 4, result: .tasks([snapshot]))),
+            .failure(.init(request: 6, error: CourierError(.backgroundSessionInUse, "in use"))),
+            .failure(.init(request: nil, error: CourierError(.unknown, "bad frame"))),
+            .events(
+                .init(
+                    session: "s",
+                    events: [
+                        .init(sequence: 1, task: 3, event: .wroteData(delta: 10, total: 10, expected: 100)),
+                        .init(sequence: 2, task: 3, event: .sentBodyData(delta: 5, total: 5, expected: 5)),
+                        .init(sequence: 3, task: 3, event: .resumed(offset: 10, expectedTotal: 100)),
+                        .init(sequence: 4, task: 3, event: .finishedDownloading(path: "/tmp/f")),
+                        .init(sequence: 5, task: 3, event: .completed(error: nil)),
+                        .init(sequence: 6, task: 4, event: .completed(error: CourierError(.timedOut, "slow"))),
+                    ],
+                    finished: true
+                )
+            ),
+        ]
+    }
+
+    static var stream: Data {
+        var bytes = Data()
+        for message in all {
+            bytes.append(try! message.frame().encoded)
+        }
+        return bytes
+    }
+}
+
+@Suite("IPC framing")
+struct IPCFramingTests {
+    func decodeAll(_ bytes: Data, pieces: Int) throws(IPCError) -> [IPCMessage] {
+        var decoder = IPCFrameDecoder()
+        var messages: [IPCMessage] = []
+        let size = max(1, bytes.count / pieces)
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            let end = min(offset + size, bytes.endIndex)
+            for frame in try decoder.feed(bytes[offset..<end]) {
+                messages.append(try IPCMessage(frame: frame))
+            }
+            offset = end
+        }
+        try decoder.finish()
+        return messages
+    }
+
+    @Test("every message kind survives its frame, whole or cut in pieces of any size", arguments: [1, 3, 50, 10_000])
+    func roundTrip(pieces: Int) throws {
+        let messages = try decodeAll(SampleMessages.stream, pieces: pieces)
+        #expect(messages == SampleMessages.all)
+        #expect(Set(messages.map(\.kind)) == Set(IPCMessage.Kind.allCases))
+    }
+
+    @Test("one byte at a time")
+    func byteByByte() throws {
+        let stream = SampleMessages.stream
+        #expect(try decodeAll(stream, pieces: stream.count) == SampleMessages.all)
+    }
+
+    @Test("the header is big-endian length, version, type")
+    func header() throws {
+        let frame = try IPCMessage.acknowledge(.init(session: "s", through: 1)).frame()
+        let bytes = [UInt8](frame.encoded)
+        let length = frame.payload.count
+        #expect(bytes[0..<8] == [0, 0, UInt8(length >> 8), UInt8(length & 0xFF), 0, 1, 0, 7])
+        #expect(String(decoding: frame.payload, as: UTF8.self) == #"{"session":"s","through":1}"#)
+    }
+
+    @Test("an oversized frame is refused from its header, before its payload arrives")
+    func oversized() {
+        var decoder = IPCFrameDecoder(maximumPayloadLength: 100)
+        let header = Data([0, 0, 0, 101, 0, 1, 0, 1])
+        #expect(throws: IPCError.oversized(length: 101, limit: 100)) { try decoder.feed(header) }
+        // Spent: the same error again, whatever comes next.
+        #expect(throws: IPCError.oversized(length: 101, limit: 100)) { try decoder.feed(Data([1])) }
+        #expect(throws: IPCError.oversized(length: 101, limit: 100)) { try decoder.finish() }
+    }
+
+    @Test("another version and an unknown type are refused from the header")
+    func versionAndType() {
+        var decoder = IPCFrameDecoder()
+        #expect(throws: IPCError.unsupportedVersion(2)) { try decoder.feed(Data([0, 0, 0, 2, 0, 2, 0, 1])) }
+        var second = IPCFrameDecoder()
+        #expect(throws: IPCError.unknownType(12)) { try second.feed(Data([0, 0, 0, 2, 0, 1, 0, 12])) }
+    }
+
+    @Test("a connection that ends inside a frame is truncated; between frames it is fine")
+    func truncated() throws {
+        let frame = try IPCMessage.listTasks(.init(request: 1, session: "s")).frame().encoded
+        var decoder = IPCFrameDecoder()
+        #expect(try decoder.feed(frame + frame.prefix(3)).count == 1)
+        #expect(throws: IPCError.truncated(bufferedBytes: 3)) { try decoder.finish() }
+        var clean = IPCFrameDecoder()
+        #expect(try clean.feed(frame).count == 1)
+        try clean.finish()
+        #expect(clean.bufferedByteCount == 0)
+    }
+
+    @Test("a payload that is not its type's body is malformed, with the reason")
+    func malformed() throws {
+        let wrongBody = IPCFrame(type: IPCMessage.Kind.acknowledge.rawValue, payload: Data(#"{"session":1}"#.utf8))
+        do {
+            _ = try IPCMessage(frame: wrongBody)
+            Issue.record("decoded a malformed body")
+        } catch {
+            guard case .malformedPayload(let type, let reason) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(type == 7)
+            #expect(reason.contains("session"))
+        }
+    }
+}
