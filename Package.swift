@@ -2,8 +2,8 @@
 import PackageDescription
 
 // Courier: URLSession-style sessions over a libcurl + libuv transfer core (CSupport).
-// System packages: libuv1-dev and libcurl4-openssl-dev; for the test server's encoders zlib1g-dev, libbrotli-dev
-// and libzstd-dev (all installed by scripts/bootstrap.sh).
+// System packages: libuv1-dev and libcurl4-openssl-dev; libsqlite3-dev for courierd's journal; for the test
+// server's encoders zlib1g-dev, libbrotli-dev and libzstd-dev (all installed by scripts/bootstrap.sh).
 
 let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // libcurl and libuv, found through pkg-config; a missing one gets SwiftPM's hint to install the package.
@@ -51,6 +52,17 @@ let package = Package(
                 "CourierConcurrency",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The background transfer service's own parts (courierd): the journal (SQLite through GRDB; the system's
+        // libsqlite3-dev). Not part of the Courier product: a library user builds none of it.
+        .target(
+            name: "CourierDaemon",
+            dependencies: [
+                "Courier",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),
@@ -117,7 +129,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierDaemonTests",
-            dependencies: ["Courier"],
+            dependencies: ["Courier", "CourierDaemon", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Corpus"],
             swiftSettings: strictSwift
         ),

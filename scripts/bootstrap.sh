@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages Courier builds against, only when they are missing:
 #   libuv1-dev libcurl4-openssl-dev pkg-config   (the C engine in CSupport/)
+#   libsqlite3-dev                               (courierd's journal, through GRDB: Sources/CourierDaemon)
 #   zlib1g-dev libbrotli-dev libzstd-dev         (the test server's content encoders, Tests/CTestCompression)
 #   gcc make                                     (the engine's C checks: CSupport/tests/run.sh)
 #   python3  (only when there is no python3 on PATH: the demo and the CLI tests serve files with it)
@@ -9,7 +10,7 @@
 # sudo when not root and sudo is available. Debian 12 (bookworm) or a derivative.
 set -euo pipefail
 
-packages=(libuv1-dev libcurl4-openssl-dev pkg-config zlib1g-dev libbrotli-dev libzstd-dev gcc make "$@")
+packages=(libuv1-dev libcurl4-openssl-dev pkg-config libsqlite3-dev zlib1g-dev libbrotli-dev libzstd-dev gcc make "$@")
 
 missing=()
 for package in "${packages[@]}"; do

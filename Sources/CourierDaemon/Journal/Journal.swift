@@ -1,0 +1,176 @@
+import Courier
+package import Foundation
+import GRDB
+package import Logging
+
+/// courierd's durable record of background sessions, their tasks and the events their apps have not yet
+/// acknowledged: one SQLite database in WAL mode, written with `synchronous = FULL`, so that a write that returned is
+/// on disk (a task is durable before `resume()` returns).
+///
+/// Thread-safe: every call runs on GRDB's serial writer. A journal that cannot be used (corrupt, torn, written by a
+/// newer courierd) is moved aside with a log line and a fresh one is started: the daemon always starts.
+package final class Journal: Sendable {
+    /// The version of the schema this build writes; the migrations are named `v1`, `v2`, …
+    package static let schemaVersion = 1
+
+    private let database: DatabaseQueue
+    package let url: URL
+
+    /// Why the previous journal file was set aside at open, if it was.
+    package let recovery: JournalRecovery?
+
+    /// Opens (or creates) the journal at `url`. Never fails for the journal's own content: an unusable file is moved
+    /// to `<name>.<reason>-<timestamp>` beside it and a new journal begins; it fails only when the directory cannot
+    /// hold a database at all.
+    package init(at url: URL, logger: Logger? = nil) throws(JournalError) {
+        self.url = url
+        do {
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(),
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+        } catch {
+            throw JournalError.cannotOpen(path: url.path, reason: "\(error)")
+        }
+        var recovery: JournalRecovery?
+        do {
+            database = try Journal.openChecked(at: url)
+        } catch let problem as JournalRecovery.Reason {
+            let moved = Journal.setAside(url, reason: problem)
+            recovery = JournalRecovery(reason: problem, movedTo: moved)
+            logger?.error(
+                "journal unusable; starting a new one",
+                metadata: ["path": "\(url.path)", "reason": "\(problem)", "kept": "\(moved?.path ?? "nothing")"]
+            )
+            do {
+                database = try Journal.openChecked(at: url)
+            } catch {
+                throw JournalError.cannotOpen(path: url.path, reason: "\(error)")
+            }
+        } catch {
+            throw JournalError.cannotOpen(path: url.path, reason: "\(error)")
+        }
+        self.recovery = recovery
+    }
+
+    // MARK: Opening
+
+    private static func openChecked(at url: URL) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        let queue: DatabaseQueue
+        do {
+            queue = try DatabaseQueue(path: url.path, configuration: configuration)
+        } catch let error as DatabaseError where error.isCorruption {
+            throw JournalRecovery.Reason.corrupt("\(error.message ?? "\(error)")")
+        }
+        do {
+            try queue.read { db in
+                let check = try String.fetchOne(db, sql: "PRAGMA quick_check") ?? "no answer"
+                guard check == "ok" else {
+                    throw JournalRecovery.Reason.corrupt("quick_check: \(check)")
+                }
+            }
+            let migrator = Journal.migrator
+            let superseded = try queue.read { db in try migrator.hasBeenSuperseded(db) }
+            guard !superseded else {
+                let applied = try queue.read { db in try migrator.appliedIdentifiers(db) }
+                throw JournalRecovery.Reason.newerSchema(applied.sorted().joined(separator: ","))
+            }
+            try migrator.migrate(queue)
+        } catch let error as DatabaseError where error.isCorruption {
+            throw JournalRecovery.Reason.corrupt("\(error.message ?? "\(error)")")
+        }
+        return queue
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "session") { table in
+                table.primaryKey("identifier", .text)
+                table.column("app", .text).notNull()
+                table.column("configuration", .blob).notNull()
+                table.column("nextSequence", .integer).notNull().defaults(to: 1)
+                table.column("nextTaskIdentifier", .integer).notNull().defaults(to: 1)
+            }
+            try db.create(table: "task") { table in
+                table.column("session", .text).notNull().references("session", onDelete: .cascade)
+                table.column("identifier", .integer).notNull()
+                table.column("spec", .blob).notNull()
+                table.column("state", .text).notNull()
+                table.column("bytesOnDisk", .integer).notNull().defaults(to: 0)
+                table.column("expectedLength", .integer).notNull().defaults(to: -1)
+                table.column("validator", .text)
+                table.column("checkpointedAt", .double)
+                table.primaryKey(["session", "identifier"])
+            }
+            try db.create(table: "event") { table in
+                table.column("session", .text).notNull().references("session", onDelete: .cascade)
+                table.column("sequence", .integer).notNull()
+                table.column("task", .integer).notNull()
+                table.column("body", .blob).notNull()
+                table.primaryKey(["session", "sequence"])
+            }
+        }
+        return migrator
+    }
+
+    /// Moves an unusable journal (and its WAL and shared-memory files) aside; returns where, or nil when nothing
+    /// could be kept.
+    private static func setAside(_ url: URL, reason: JournalRecovery.Reason) -> URL? {
+        let stamp = Int(Date().timeIntervalSince1970)
+        let destination = url.appendingPathExtension("\(reason.tag)-\(stamp)")
+        let fileManager = FileManager.default
+        var kept: URL?
+        if (try? fileManager.moveItem(at: url, to: destination)) != nil {
+            kept = destination
+        } else {
+            try? fileManager.removeItem(at: url)
+        }
+        for suffix in ["-wal", "-shm"] {
+            let sidecar = URL(fileURLWithPath: url.path + suffix)
+            let keptSidecar = URL(fileURLWithPath: destination.path + suffix)
+            if (try? fileManager.moveItem(at: sidecar, to: keptSidecar)) == nil {
+                try? fileManager.removeItem(at: sidecar)
+            }
+        }
+        return kept
+    }
+
+    // MARK: Inspection
+
+    /// The SQLite journal mode in force (`wal`).
+    package func journalMode() throws(JournalError) -> String {
+        try read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    }
+
+    func read<Value>(_ body: (Database) throws -> Value) throws(JournalError) -> Value {
+        do {
+            return try database.read(body)
+        } catch {
+            throw JournalError.failed("\(error)")
+        }
+    }
+
+    func write<Value>(_ body: (Database) throws -> Value) throws(JournalError) -> Value {
+        do {
+            return try database.write(body)
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError.failed("\(error)")
+        }
+    }
+}
+
+extension DatabaseError {
+    /// SQLite says the file is not a database, or is damaged.
+    fileprivate var isCorruption: Bool {
+        resultCode == .SQLITE_CORRUPT || resultCode == .SQLITE_NOTADB
+    }
+}

@@ -1,0 +1,219 @@
+import Courier
+import CourierDaemon
+import Foundation
+import GRDB
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The journal on real files: durability across reopening, event sequences and acknowledgements, and the files a
+/// daemon may find at start (corrupt, torn, written by a newer courierd).
+@Suite("courierd journal")
+struct JournalTests {
+    /// A fresh directory for one test's journal, removed by `cleanup`.
+    struct Place {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("courier-journal-tests-\(UUID().uuidString)", isDirectory: true)
+        var url: URL { directory.appendingPathComponent("journal.sqlite") }
+
+        func cleanup() {
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        func leftovers() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+        }
+    }
+
+    static let session = IPCMessage.OpenSession(request: 1, identifier: "com.example.podcasts.bg")
+
+    static func task(_ identifier: Int, description: String = "episode") -> IPCMessage.BackgroundTask {
+        let request = URLRequest(url: URL(string: "http://127.0.0.1:8080/episode/\(identifier)")!)
+        return IPCMessage.BackgroundTask(
+            identifier: identifier,
+            kind: .download,
+            request: CodableRequest(request),
+            taskDescription: description
+        )
+    }
+
+    @Test("WAL mode; a journaled task and its checkpoint are there after reopening")
+    func durable() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        do {
+            let journal = try Journal(at: place.url)
+            #expect(try journal.journalMode() == "wal")
+            #expect(try journal.openSession(Self.session, app: "com.example.podcasts") == 1)
+            try journal.insertTask(Self.task(1), session: Self.session.identifier)
+            try journal.insertTask(Self.task(7), session: Self.session.identifier)
+            let date = Date(timeIntervalSince1970: 1_800_000_000)
+            try journal.checkpoint(
+                session: Self.session.identifier,
+                task: 7,
+                bytesOnDisk: 4096,
+                expectedLength: 10_000,
+                validator: "\"v1\"",
+                at: date
+            )
+            try journal.setState(.running, session: Self.session.identifier, task: 7)
+            #expect(journal.recovery == nil)
+        }
+        let reopened = try Journal(at: place.url)
+        #expect(reopened.recovery == nil)
+        let tasks = try reopened.tasks(session: Self.session.identifier)
+        #expect(tasks.map(\.identifier) == [1, 7])
+        #expect(tasks[0].spec == Self.task(1))
+        #expect(tasks[0].state == .waiting)
+        #expect(tasks[1].state == .running)
+        #expect(tasks[1].bytesOnDisk == 4096)
+        #expect(tasks[1].expectedLength == 10_000)
+        #expect(tasks[1].validator == "\"v1\"")
+        #expect(tasks[1].checkpointedAt == Date(timeIntervalSince1970: 1_800_000_000))
+        // The next identifier is past every journaled task.
+        #expect(try reopened.openSession(Self.session, app: "com.example.podcasts") == 8)
+        #expect(try reopened.sessions().map(\.identifier) == [Self.session.identifier])
+    }
+
+    @Test("typed errors: an unknown session, a duplicate task, an unknown task")
+    func refusals() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        let journal = try Journal(at: place.url)
+        #expect(throws: JournalError.unknownSession("nope")) { try journal.insertTask(Self.task(1), session: "nope") }
+        _ = try journal.openSession(Self.session, app: "app")
+        try journal.insertTask(Self.task(1), session: Self.session.identifier)
+        #expect(throws: JournalError.duplicateTask(session: Self.session.identifier, task: 1)) {
+            try journal.insertTask(Self.task(1), session: Self.session.identifier)
+        }
+        #expect(throws: JournalError.unknownTask(session: Self.session.identifier, task: 2)) {
+            try journal.setState(.running, session: Self.session.identifier, task: 2)
+        }
+        #expect(throws: JournalError.unknownSession("nope")) {
+            try journal.appendEvent(.completed(error: nil), task: 1, session: "nope")
+        }
+    }
+
+    @Test("events are numbered per session, survive reopening until acknowledged, and never reuse a number")
+    func events() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        let other = IPCMessage.OpenSession(request: 2, identifier: "other")
+        do {
+            let journal = try Journal(at: place.url)
+            _ = try journal.openSession(Self.session, app: "app")
+            _ = try journal.openSession(other, app: "app")
+            let first = try journal.appendEvent(
+                .wroteData(delta: 10, total: 10, expected: 100),
+                task: 1,
+                session: Self.session.identifier
+            )
+            let second = try journal.appendEvent(
+                .finishedDownloading(path: "/tmp/x"),
+                task: 1,
+                session: Self.session.identifier
+            )
+            let elsewhere = try journal.appendEvent(.completed(error: nil), task: 3, session: other.identifier)
+            #expect([first.sequence, second.sequence, elsewhere.sequence] == [1, 2, 1])
+        }
+        let journal = try Journal(at: place.url)
+        let pending = try journal.pendingEvents(session: Self.session.identifier)
+        #expect(pending.map(\.sequence) == [1, 2])
+        #expect(pending[1].event == .finishedDownloading(path: "/tmp/x"))
+        // A client that dies after delivering #1 acknowledged only it: #2 comes again.
+        #expect(try journal.acknowledge(session: Self.session.identifier, through: 1) == 1)
+        #expect(try journal.pendingEvents(session: Self.session.identifier).map(\.sequence) == [2])
+        let third = try journal.appendEvent(
+            .completed(error: CourierError(.timedOut, "slow")),
+            task: 1,
+            session: Self.session.identifier
+        )
+        #expect(third.sequence == 3)
+        #expect(try journal.acknowledge(session: Self.session.identifier, through: 3) == 2)
+        #expect(try journal.pendingEvents(session: Self.session.identifier).isEmpty)
+        #expect(try journal.pendingEvents(session: other.identifier).count == 1)
+        try journal.removeSession(other.identifier)
+        #expect(try journal.pendingEvents(session: other.identifier).isEmpty)
+        #expect(try journal.sessions().map(\.identifier) == [Self.session.identifier])
+    }
+
+    @Test("a file that is not a database: set aside with a log line, a new journal starts")
+    func corrupt() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        try FileManager.default.createDirectory(at: place.directory, withIntermediateDirectories: true)
+        try Data(repeating: 0x5A, count: 8192).write(to: place.url)
+        let journal = try Journal(at: place.url)
+        guard case .corrupt? = journal.recovery?.reason else {
+            Issue.record("expected a corrupt recovery, got \(String(describing: journal.recovery))")
+            return
+        }
+        #expect(journal.recovery?.movedTo?.lastPathComponent.hasPrefix("journal.sqlite.corrupt-") == true)
+        #expect(try journal.sessions().isEmpty)
+        _ = try journal.openSession(Self.session, app: "app")
+        #expect(place.leftovers().contains { $0.hasPrefix("journal.sqlite.corrupt-") })
+    }
+
+    @Test("a torn journal (cut short, or a page overwritten mid-file) is set aside, never trusted", arguments: [
+        "cut", "overwritten",
+    ])
+    func torn(damage: String) throws {
+        let place = Place()
+        defer { place.cleanup() }
+        do {
+            let journal = try Journal(at: place.url)
+            _ = try journal.openSession(Self.session, app: "app")
+            let description = String(repeating: "x", count: 200)
+            for identifier in 1...200 {
+                try journal.insertTask(Self.task(identifier, description: description), session: Self.session.identifier)
+            }
+        }
+        // Closing the last connection folded the WAL into the main file; damage it.
+        let handle = try FileHandle(forUpdating: place.url)
+        let size = try handle.seekToEnd()
+        if damage == "cut" {
+            try handle.truncate(atOffset: size / 2)
+        } else {
+            try handle.seek(toOffset: size / 2)
+            try handle.write(contentsOf: Data(repeating: 0xFF, count: 4096))
+        }
+        try handle.close()
+        let journal = try Journal(at: place.url)
+        guard case .corrupt? = journal.recovery?.reason else {
+            Issue.record("expected a corrupt recovery, got \(String(describing: journal.recovery))")
+            return
+        }
+        #expect(try journal.tasks(session: Self.session.identifier).isEmpty)
+        #expect(place.leftovers().contains { $0.hasPrefix("journal.sqlite.corrupt-") })
+    }
+
+    @Test("a journal written by a newer courierd is set aside (kept for it), and a new one starts")
+    func newerSchema() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        do {
+            let journal = try Journal(at: place.url)
+            _ = try journal.openSession(Self.session, app: "app")
+        }
+        // What a newer build's migrator leaves behind.
+        try SQLiteShell.execute("INSERT INTO grdb_migrations (identifier) VALUES ('v2')", on: place.url)
+        let journal = try Journal(at: place.url)
+        guard case .newerSchema(let migrations)? = journal.recovery?.reason else {
+            Issue.record("expected a newer-schema recovery, got \(String(describing: journal.recovery))")
+            return
+        }
+        #expect(migrations == "v1,v2")
+        #expect(journal.recovery?.movedTo?.lastPathComponent.hasPrefix("journal.sqlite.newer-") == true)
+        #expect(try journal.sessions().isEmpty)
+    }
+}
+
+/// Writes to a journal file behind the journal's back, as another build or a damaged disk would.
+enum SQLiteShell {
+    static func execute(_ sql: String, on url: URL) throws {
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in try db.execute(sql: sql) }
+    }
+}
