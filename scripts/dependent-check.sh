@@ -3,8 +3,8 @@
 #   - clones this repository's committed HEAD into a temporary folder and tags it 1.0.0;
 #   - makes a scratch package that depends on it by file:// URL and `from: "1.0.0"` and uses the Courier product;
 #   - builds it (SwiftPM refuses a package required by version whose targets use unsafe flags), checks that none
-#     of the test-only dependencies (NIO, TLS, certificates) was built, and runs it: a real download from a local
-#     server, compared byte for byte.
+#     of the test-only dependencies (NIO, TLS, certificates) nor courierd's parts (GRDB, CourierDaemon) was built,
+#     and runs it: a real download from a local server, compared byte for byte.
 # Exit status 0 when all of that holds. Only committed work is checked (the clone has no uncommitted changes).
 set -euo pipefail
 
@@ -58,9 +58,9 @@ SOURCE
 log "swift build of a package that requires Courier 1.0.0 by URL"
 swift build --package-path "$work/Dependent"
 built="$(swift build --package-path "$work/Dependent" --show-bin-path)"
-for module in NIOCore NIOSSL NIOHTTP2 X509 Crypto CourierTestSupport; do
+for module in NIOCore NIOSSL NIOHTTP2 X509 Crypto CourierTestSupport GRDB CourierDaemon; do
     if [ -e "$built/$module.build" ] || [ -e "$built/Modules/$module.swiftmodule" ]; then
-        echo "dependent-check: the test-only module $module was built for a user of the Courier product" >&2
+        echo "dependent-check: $module (test-only, or courierd's) was built for a user of the Courier product" >&2
         exit 1
     fi
 done
@@ -72,4 +72,4 @@ if ! cmp -s "$work/files/payload.bin" "$work/received.bin"; then
     echo "dependent-check: the downloaded file differs from the served one" >&2
     exit 1
 fi
-log "ok: built as a versioned dependency, no test-only module built, a 3 MB download intact"
+log "ok: built as a versioned dependency, no test-only or courierd module built, a 3 MB download intact"
