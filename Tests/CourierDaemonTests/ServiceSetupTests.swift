@@ -1,0 +1,185 @@
+import CourierDaemon
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// courierd's footing on a real file system and real sockets: where it lives, that only one runs, and who may talk
+/// to it.
+@Suite("courierd paths, lock and peers")
+struct ServiceSetupTests {
+    static func temporaryDirectory() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("courier-service-\(UUID().uuidString)")
+    }
+
+    static let isRoot = getuid() == 0
+
+    @Test("XDG variables place the socket and the journal; unset or relative ones fall back")
+    func resolve() {
+        let set = DaemonPaths.resolve(
+            environment: ["XDG_RUNTIME_DIR": "/run/user/1000", "XDG_STATE_HOME": "/home/a/.state"],
+            uid: 1000,
+            home: "/home/a"
+        )
+        #expect(set.socket.path == "/run/user/1000/courier/courierd.sock")
+        #expect(set.lockFile.path == "/run/user/1000/courier/courierd.lock")
+        #expect(set.journal.path == "/home/a/.state/courier/journal.sqlite")
+        let unset = DaemonPaths.resolve(environment: [:], uid: 1000, home: "/home/a")
+        #expect(unset.socket.path == "/tmp/courier-1000/courierd.sock")
+        #expect(unset.journal.path == "/home/a/.local/state/courier/journal.sqlite")
+        let relative = DaemonPaths.resolve(
+            environment: ["XDG_RUNTIME_DIR": "run", "XDG_STATE_HOME": "state"],
+            uid: 7,
+            home: "/h"
+        )
+        #expect(relative == DaemonPaths.resolve(environment: [:], uid: 7, home: "/h"))
+    }
+
+    @Test("prepare makes both directories 0700 and accepts them again")
+    func prepare() throws {
+        let root = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let paths = DaemonPaths(
+            runtimeDirectory: root.appendingPathComponent("run/courier"),
+            stateDirectory: root.appendingPathComponent("state/courier")
+        )
+        try paths.prepare()
+        try paths.prepare()
+        for directory in [paths.runtimeDirectory, paths.stateDirectory] {
+            let mode = try FileManager.default.attributesOfItem(atPath: directory.path)[.posixPermissions] as? Int
+            #expect(mode == 0o700)
+        }
+    }
+
+    @Test("a directory others can enter, a file, or a symlink in its place is refused")
+    func unsafe() throws {
+        let root = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let open = root.appendingPathComponent("open")
+        try FileManager.default.createDirectory(at: open, withIntermediateDirectories: true)
+        chmod(open.path, 0o755)
+        let state = root.appendingPathComponent("state")
+        let refusal = DaemonSetupError.unsafeDirectory(path: open.path, reason: "mode 755 lets others in (0700 expected)")
+        #expect(throws: refusal) {
+            try DaemonPaths(runtimeDirectory: open, stateDirectory: state).prepare()
+        }
+        let link = root.appendingPathComponent("link")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: state)
+        #expect(throws: DaemonSetupError.unsafeDirectory(path: link.path, reason: "not a directory")) {
+            try DaemonPaths(runtimeDirectory: link, stateDirectory: state).prepare()
+        }
+    }
+
+    @Test("a directory owned by another user is refused", .enabled(if: ServiceSetupTests.isRoot))
+    func foreignOwner() throws {
+        let root = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let foreign = root.appendingPathComponent("foreign")
+        try FileManager.default.createDirectory(at: foreign, withIntermediateDirectories: true)
+        chmod(foreign.path, 0o700)
+        chown(foreign.path, 65534, 65534)
+        #expect(throws: DaemonSetupError.unsafeDirectory(path: foreign.path, reason: "owned by uid 65534, not 0")) {
+            try DaemonPaths(runtimeDirectory: foreign, stateDirectory: root.appendingPathComponent("s")).prepare()
+        }
+    }
+
+    @Test("one lock holder at a time; the lock is free again once its holder is gone")
+    func lock() throws {
+        let root = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let path = root.appendingPathComponent("courierd.lock").path
+        var first: InstanceLock? = try InstanceLock(path: path)
+        #expect(throws: DaemonSetupError.alreadyRunning(lockFile: path)) { try InstanceLock(path: path) }
+        #expect(first != nil)
+        first = nil
+        _ = try InstanceLock(path: path)
+    }
+
+    @Test("the kernel names the peer of a socket: this process over a socket pair")
+    func samePeer() throws {
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer {
+            close(pair[0])
+            close(pair[1])
+        }
+        let peer = try #require(PeerCredentials.of(socket: pair[0]))
+        #expect(peer == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
+        #expect(peer.isAdmitted(byDaemonOf: getuid()))
+        #expect(PeerCredentials.of(socket: -1) == nil)
+    }
+
+    @Test("a client running as another uid is seen as that uid and refused", .enabled(if: ServiceSetupTests.isRoot))
+    func otherUser() throws {
+        let root = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        chmod(root.path, 0o755)
+        let path = root.appendingPathComponent("s.sock").path
+        let listener = try UnixListener(path: path)
+        defer { listener.close() }
+        chmod(path, 0o777)
+        let client = try spawn([
+            "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+            "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.recv(1)", path,
+        ])
+        let connection = try listener.accept()
+        defer { close(connection) }
+        let peer = try #require(PeerCredentials.of(socket: connection))
+        #expect(peer.uid == 65534)
+        #expect(peer.pid == client)
+        #expect(!peer.isAdmitted(byDaemonOf: getuid()))
+        close(connection)
+        var status: Int32 = 0
+        waitpid(client, &status, 0)
+    }
+}
+
+/// A listening Unix socket for the tests.
+struct UnixListener {
+    let descriptor: Int32
+
+    init(path: String) throws {
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(descriptor, 4) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+
+    func accept() throws -> Int32 {
+        let connection = Glibc.accept(descriptor, nil, nil)
+        guard connection >= 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        return connection
+    }
+
+    func close() {
+        _ = Glibc.close(descriptor)
+    }
+}
+
+/// Starts `argv` (no shell) and returns its pid.
+func spawn(_ argv: [String]) throws -> pid_t {
+    var pid: pid_t = 0
+    var arguments = argv.map { strdup($0) } + [nil]
+    defer { arguments.forEach { free($0) } }
+    let result = posix_spawn(&pid, argv[0], nil, nil, &arguments, environ)
+    guard result == 0 else {
+        throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO)
+    }
+    return pid
+}
