@@ -148,6 +148,7 @@ let package = Package(
             dependencies: [
                 "CourierConcurrency",
                 "CourierLifecycle",
+                "CourierTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -25,8 +25,6 @@ bash scripts/bootstrap.sh
 
 # Leaks of the toolchain's XCTest runner only; every leak in Courier's code still fails the run.
 export LSAN_OPTIONS="suppressions=$repo_root/scripts/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-# Likewise one bug of Foundation.Process (see the file).
-export ASAN_OPTIONS="suppressions=$repo_root/scripts/asan-suppressions.txt${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 
 log "swift test --sanitize=$sanitizer --scratch-path $scratch"
 status=0

@@ -39,9 +39,10 @@ fi
 log "swift build --build-tests"
 swift build --build-tests "${scratch_args[@]}"
 
-# One test at a time: Foundation's Process.run (findMaximumOpenFromProcSelfFD) reads past its buffer when
-# the process has over ~1,300 descriptors open, and crashes. The stress and many-connection tests hold that
-# many while, in a parallel run, other tests start curl or the lifecycle probe. Serial, the suite takes ~45 s.
+# One test at a time. The first reason is gone: Foundation's Process.run read past its buffer with over ~1,300
+# descriptors open, and the test helpers now spawn through ChildProcess (posix_spawn). Still serial, because the
+# stress and many-connection tests hold that many descriptors and count the test server's connections; a parallel
+# run has not been measured since. Serial, the suite takes about a minute.
 log "swift test --no-parallel"
 test_status=0
 swift test --skip-build --no-parallel "${scratch_args[@]}" || test_status=$?

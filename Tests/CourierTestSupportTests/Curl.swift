@@ -54,39 +54,19 @@ enum Curl {
     }
 
     /// Runs curl with `arguments` (after `-q`, no proxy, quiet with errors), waiting without blocking a thread.
+    /// Started with ``ChildProcess`` (not Foundation's `Process`, which leaks in Swift 6.3.1), in this process's
+    /// environment, standard input `/dev/null`. A curl killed by a signal reports 128 + the signal as its
+    /// `exitCode`, as a shell would.
     static func run(_ arguments: [String]) async throws -> Output {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("courier-curl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let stdoutURL = directory.appendingPathComponent("stdout")
-        let stderrURL = directory.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        let stdoutHandle = try FileHandle(forWritingTo: stdoutURL)
-        let stderrHandle = try FileHandle(forWritingTo: stderrURL)
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-q", "--silent", "--show-error", "--noproxy", "*"] + arguments
-        process.standardOutput = stdoutHandle
-        process.standardError = stderrHandle
-        process.standardInput = FileHandle.nullDevice
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            process.terminationHandler = { _ in continuation.resume() }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        try stdoutHandle.close()
-        try stderrHandle.close()
+        let completed = try await ChildProcess.run(
+            "/usr/bin/curl",
+            arguments: ["-q", "--silent", "--show-error", "--noproxy", "*"] + arguments,
+            environment: ProcessInfo.processInfo.environment
+        )
         return Output(
-            exitCode: process.terminationStatus,
-            stdout: try fileContents(stdoutURL),
-            stderr: String(decoding: try fileContents(stderrURL), as: UTF8.self)
+            exitCode: completed.termination.shellStatus,
+            stdout: completed.standardOutput,
+            stderr: String(decoding: completed.standardError, as: UTF8.self)
         )
     }
 
@@ -146,23 +126,17 @@ enum Curl {
 
 /// Small shell helpers for independent checks.
 enum Shell {
-    /// Runs `executable` with `arguments` and returns its standard output as text.
+    /// Runs `executable` with `arguments` and returns its standard output as text; `input` (if any) is its standard
+    /// input. Blocks the calling thread (bounded: the child is killed after 60 s, and this throws).
     static func output(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        let stdin = Pipe()
-        process.standardInput = stdin
-        try process.run()
-        if let input {
-            stdin.fileHandleForWriting.write(input)
-        }
-        try stdin.fileHandleForWriting.close()
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let completed = try ChildProcess.run(
+            executable,
+            arguments: arguments,
+            environment: ProcessInfo.processInfo.environment,
+            standardInput: .bytes(input ?? Data()),
+            timeout: .seconds(60)
+        )
+        return String(decoding: completed.standardOutput, as: UTF8.self)
     }
 
     /// The lower-case hex SHA-256 of `data`, by `sha256sum`.

@@ -1,12 +1,14 @@
+import CourierTestSupport
 import Foundation
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A running `LifecycleProbe` (Tests/Fixtures/LifecycleProbe), started with Foundation `Process`,
-/// whose stdout and stderr lines are collected as they arrive so that a test can wait for one.
-/// Every wait is bounded by a timeout and fails with what the probe printed so far.
+/// A running `LifecycleProbe` (Tests/Fixtures/LifecycleProbe), started as a ``ChildProcess`` (not
+/// Foundation's `Process`, which leaks in Swift 6.3.1), whose stdout and stderr lines are collected as
+/// they arrive so that a test can wait for one. Every wait is bounded by a timeout and fails with what
+/// the probe printed so far.
 final class ProbeProcess: Sendable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -63,30 +65,15 @@ final class ProbeProcess: Sendable {
                 }
             }
         }
-
-        /// Waits until the pipe is closed (the writer exited) or `deadline` passes.
-        func waitForClose(until deadline: Date) {
-            self.condition.lock()
-            defer { self.condition.unlock() }
-            while !self.closed && self.condition.wait(until: deadline) {}
-        }
     }
 
-    /// `@unchecked Sendable`: Foundation's `Process` is documented thread-safe for the calls used
-    /// here (reading `processIdentifier`, `isRunning`, `terminationStatus` and `terminationReason`
-    /// after launch); it is created and launched before this box is shared.
-    private struct ProcessBox: @unchecked Sendable {
-        let process: Process
-    }
-
-    let stdout = Lines()
-    let stderr = Lines()
-    private let box: ProcessBox
-    private let exited = DispatchSemaphore(value: 0)
+    let stdout: Lines
+    let stderr: Lines
+    private let child: ChildProcess
     private let arguments: [String]
 
     var pid: pid_t {
-        self.box.process.processIdentifier
+        self.child.pid
     }
 
     /// Finds the probe next to the test bundle (the build products directory), or fails with how
@@ -123,53 +110,38 @@ final class ProbeProcess: Sendable {
     }
 
     /// Starts the probe with `arguments`, plus `environment` on top of this process's environment.
+    /// Its stdout and stderr are read on threads of their own (ChildProcess's), into `stdout` and `stderr`.
     init(_ arguments: [String], environment extra: [String: String] = [:]) throws {
-        let process = Process()
-        process.executableURL = try Self.probeURL()
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["COURIER_BACKGROUND_LAUNCH"] = nil
         environment.merge(extra) { $1 }
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        self.box = ProcessBox(process: process)
+        let stdout = Lines()
+        let stderr = Lines()
+        self.stdout = stdout
+        self.stderr = stderr
         self.arguments = arguments
-
-        let exited = self.exited
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        // Blocking reads on a thread of their own per pipe: `read` returning 0 is a reliable end
-        // of file, which `readabilityHandler` does not always report.
-        Self.startReading(out.fileHandleForReading, into: self.stdout)
-        Self.startReading(err.fileHandleForReading, into: self.stderr)
-    }
-
-    private static func startReading(_ handle: FileHandle, into lines: Lines) {
-        let thread = Thread {
-            while true {
-                let data = handle.availableData
-                lines.append(data)
-                if data.isEmpty { return }
-            }
-        }
-        thread.start()
+        self.child = try ChildProcess(
+            try Self.probeURL().path,
+            arguments: arguments,
+            environment: environment,
+            standardInput: .nullDevice,
+            standardOutput: .stream { stdout.append($0) },
+            standardError: .stream { stderr.append($0) }
+        )
     }
 
     deinit {
         // Leave nothing behind: a probe still running (or stopped) is killed.
-        if self.box.process.isRunning {
-            kill(self.pid, SIGKILL)
-            kill(self.pid, SIGCONT)
-            _ = self.exited.wait(timeout: .now() + 5)
+        if self.child.termination == nil {
+            self.child.send(SIGKILL)
+            self.child.send(SIGCONT)
+            _ = self.child.wait(timeout: .seconds(5))
         }
     }
 
+    /// Sends `signal` to the probe (nothing once it has been reaped).
     func send(_ signal: Int32) {
-        kill(self.pid, signal)
+        self.child.send(signal)
     }
 
     /// Waits for a stdout line equal to `line` (or starting with it, if `prefix`), at index
@@ -190,21 +162,18 @@ final class ProbeProcess: Sendable {
         return index
     }
 
-    /// Waits for the process to exit; returns its exit status (failing if it died of a signal).
+    /// Waits for the process to exit, and for the readers to take in everything it wrote; returns its
+    /// exit status (failing if it died of a signal).
     func waitForExit(timeout: Duration = .seconds(10)) throws -> Int32 {
-        guard self.exited.wait(timeout: .now() + timeout.timeInterval) == .success else {
+        guard let termination = self.child.wait(timeout: timeout) else {
             throw Failure(description: "probe \(self.arguments) did not exit in time\n\(self.transcript)")
         }
-        self.exited.signal()  // let later waits (and deinit) see it too
-        // Let the readers take in what the process wrote before it exited.
-        self.stdout.waitForClose(until: Date() + 5)
-        self.stderr.waitForClose(until: Date() + 5)
-        guard self.box.process.terminationReason == .exit else {
-            throw Failure(
-                description: "probe died of signal \(self.box.process.terminationStatus)\n\(self.transcript)"
-            )
+        switch termination {
+        case .exited(let status):
+            return status
+        case .signalled:
+            throw Failure(description: "probe died of \(termination)\n\(self.transcript)")
         }
-        return self.box.process.terminationStatus
     }
 
     /// The process state letter from `/proc/PID/stat` ('R', 'S', 'T' for stopped, …), or nil once gone.
