@@ -7,8 +7,8 @@ import FoundationNetworking
 extension SessionTask {
     /// Carries out what the machine decided, in order. Called with no lock held.
     func perform(_ actions: TaskActions, work: inout DelegateWork) {
-        for action in actions {
-            switch action {
+        actions.forEach { action in
+            switch copy action {
             case .start:
                 start(work: &work)
             case .submit(let plan):
@@ -84,36 +84,40 @@ extension SessionTask {
                 )
             }
         case .wroteData(let delta, let total, let expected):
-            guard case .delegate = sink, core.isDownloadDelegate, let downloadTask = self as? DownloadTask else {
-                return
-            }
-            work.append { [core] session in
-                guard let session, let delegate = core.delegate as? any SessionDownloadDelegate else {
-                    return
-                }
+            appendDownloadDelegateCall(to: &work) { session, delegate, task in
                 delegate.urlSession(
                     session,
-                    downloadTask: downloadTask,
+                    downloadTask: task,
                     didWriteData: delta,
                     totalBytesWritten: total,
                     totalBytesExpectedToWrite: expected
                 )
             }
         case .resumed(let offset, let expectedTotal):
-            guard case .delegate = sink, core.isDownloadDelegate, let downloadTask = self as? DownloadTask else {
-                return
-            }
-            work.append { [core] session in
-                guard let session, let delegate = core.delegate as? any SessionDownloadDelegate else {
-                    return
-                }
+            appendDownloadDelegateCall(to: &work) { session, delegate, task in
                 delegate.urlSession(
                     session,
-                    downloadTask: downloadTask,
+                    downloadTask: task,
                     didResumeAtOffset: offset,
                     expectedTotalBytes: expectedTotal
                 )
             }
+        }
+    }
+
+    /// Queues `call` for the session's download delegate, when this is a download task reporting to it.
+    private func appendDownloadDelegateCall(
+        to work: inout DelegateWork,
+        _ call: @escaping @Sendable (Session, any SessionDownloadDelegate, DownloadTask) -> Void
+    ) {
+        guard case .delegate = sink, core.isDownloadDelegate, let downloadTask = self as? DownloadTask else {
+            return
+        }
+        work.append { [core] session in
+            guard let session, let delegate = core.delegate as? any SessionDownloadDelegate else {
+                return
+            }
+            call(session, delegate, downloadTask)
         }
     }
 

@@ -3,7 +3,7 @@
 /// Most inputs produce none, one or two actions; those are kept inline, so applying an input allocates nothing on
 /// the hot path (one array per input cost 4 allocations per small request). A third action and later ones go to an
 /// array.
-struct TaskActions: Sequence, Sendable {
+struct TaskActions: Sendable {
     private var first: TaskAction?
     private var second: TaskAction?
     private var more: [TaskAction] = []
@@ -24,25 +24,25 @@ struct TaskActions: Sequence, Sendable {
         }
     }
 
-    func makeIterator() -> Iterator {
-        Iterator(actions: self)
+    /// Calls `body` with each action in order, without copying the list.
+    func forEach(_ body: (borrowing TaskAction) -> Void) {
+        guard let first else {
+            return
+        }
+        body(first)
+        guard let second else {
+            return
+        }
+        body(second)
+        for action in more {
+            body(action)
+        }
     }
 
-    struct Iterator: IteratorProtocol {
-        fileprivate let actions: TaskActions
-        private var index = 0
-
-        fileprivate init(actions: TaskActions) {
-            self.actions = actions
-        }
-
-        mutating func next() -> TaskAction? {
-            defer { index += 1 }
-            switch index {
-            case 0: return actions.first
-            case 1: return actions.second
-            default: return index - 2 < actions.more.count ? actions.more[index - 2] : nil
-            }
-        }
+    /// The actions as an array (tests).
+    var elements: [TaskAction] {
+        var elements: [TaskAction] = []
+        forEach { elements.append(copy $0) }
+        return elements
     }
 }

@@ -210,7 +210,7 @@ struct TaskMachine: Sendable {
     mutating func apply(_ input: TaskInput, at now: Date) -> [TaskAction] {
         var actions = TaskActions()
         apply(input, at: now, into: &actions)
-        return Array(actions)
+        return actions.elements
     }
 
     // MARK: Lifecycle
@@ -305,7 +305,7 @@ struct TaskMachine: Sendable {
         at now: Date,
         into actions: inout TaskActions
     ) {
-        guard let request, request.url != nil else {
+        guard let request else {
             complete(.failure(CourierError(.badURL, "the request has no URL")), into: &actions)
             return
         }
