@@ -57,15 +57,22 @@ struct DownloadTaskTests {
         }
     }
 
-    @Test("async download(for:) hands over a file the caller owns")
+    @Test("async download(for:) hands over a file the caller owns, in the configuration's temporary directory")
     func asyncDownload() async throws {
         try await withServer { server in
-            let session = Session(configuration: testConfiguration())
+            var configuration = testConfiguration()
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("courier-own-temporary-\(UUID().uuidString)", isDirectory: true)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            configuration.temporaryDirectory = directory
+            let session = Session(configuration: configuration)
             defer { session.invalidateAndCancel() }
             let (file, response) = try await session.download(for: URLRequest(url: server.url("/bytes/70000?seed=9")))
             defer { try? FileManager.default.removeItem(at: file) }
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try Data(contentsOf: file) == TestServer.bytes(count: 70000, seed: 9))
+            #expect(file.deletingLastPathComponent().standardizedFileURL.path == directory.standardizedFileURL.path)
         }
     }
 

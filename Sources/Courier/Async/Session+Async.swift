@@ -31,8 +31,8 @@ extension Session {
         }
     }
 
-    /// Downloads `request` to a file. The returned file is the caller's: it is in the temporary directory and
-    /// nothing deletes it.
+    /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's
+    /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it.
     public func download(for request: URLRequest) async throws -> (URL, URLResponse) {
         try await runDownloadTask { sink in
             DownloadTask(
@@ -114,6 +114,7 @@ extension Session {
         _ make: (TaskSink) -> DownloadTask
     ) async throws -> (URL, URLResponse) {
         let box = ContinuationBox<(URL, URLResponse)>()
+        let temporaryDirectory = configuration.temporaryDirectory
         let task = make(
             .inlineDownload { location, response, error in
                 if let error {
@@ -124,8 +125,9 @@ extension Session {
                     box.resume(throwing: CourierError(.badServerResponse, "no response"))
                     return
                 }
-                // The staging file is deleted after this handler: move it to a location the caller owns.
-                let destination = FileManager.default.temporaryDirectory
+                // The staging file is deleted after this handler: move it to a location the caller owns, in the
+                // configuration's temporary directory (the same file system as the staging file: a rename).
+                let destination = temporaryDirectory
                     .appendingPathComponent("courier-download-\(UUID().uuidString).tmp")
                 do {
                     try FileManager.default.moveItem(at: location, to: destination)
