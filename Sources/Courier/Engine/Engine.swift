@@ -276,22 +276,4 @@ extension Engine {
         if spec.http2 { flags |= UInt32(CR_FLAG_HTTP2) }
         return flags
     }
-
-    struct Statistics: Sendable {
-        var queued: Int64
-        var active: Int64
-        var completed: Int64
-        var openHandles: Int64
-    }
-
-    var statistics: Statistics {
-        var stats = cr_engine_stats_t()
-        cr_engine_stats(pointer, &stats)
-        return Statistics(
-            queued: stats.queued,
-            active: stats.active,
-            completed: stats.completed,
-            openHandles: stats.open_handles
-        )
-    }
 }

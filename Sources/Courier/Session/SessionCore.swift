@@ -85,8 +85,8 @@ final class SessionCore: Sendable {
     func backend() -> Result<any TransferBackend, CourierError> {
         backendSlot.withLock { slot in
             switch slot {
-            case .running(let engine):
-                return .success(engine)
+            case .running(let backend):
+                return .success(backend)
             case .failed(let error):
                 return .failure(error)
             case .closed:
@@ -122,8 +122,8 @@ final class SessionCore: Sendable {
     /// The running backend, if there is one (commands for live transfers).
     var runningBackend: (any TransferBackend)? {
         backendSlot.withLock { slot in
-            if case .running(let engine) = slot {
-                return engine
+            if case .running(let backend) = slot {
+                return backend
             }
             return nil
         }

@@ -47,12 +47,39 @@ struct HopPlan: Codable, Sendable, Equatable {
 
 /// A response and the URL it answered.
 struct TaskResponse: Codable, Sendable, Equatable {
-    var url: URL
-    var head: ResponseHead
+    let url: URL
+    let head: ResponseHead
+    /// The `HTTPURLResponse`, built once when the response arrives and shared by everyone who asks (the delegate,
+    /// the completion handler, `task.response`, the metrics): one object per response, as before the machine. Not
+    /// part of the encoding or of equality; a decoded response builds its own.
+    let httpResponse: HTTPURLResponse?
 
-    /// A new `HTTPURLResponse`; built only for those who ask.
-    var httpResponse: HTTPURLResponse? {
-        head.response(for: url)
+    init(url: URL, head: ResponseHead) {
+        self.url = url
+        self.head = head
+        self.httpResponse = head.response(for: url)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, head
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            url: try container.decode(URL.self, forKey: .url),
+            head: try container.decode(ResponseHead.self, forKey: .head)
+        )
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(url, forKey: .url)
+        try container.encode(head, forKey: .head)
+    }
+
+    static func == (lhs: TaskResponse, rhs: TaskResponse) -> Bool {
+        lhs.url == rhs.url && lhs.head == rhs.head
     }
 }
 
