@@ -60,7 +60,8 @@ struct IPCCorpusTests {
                 #expect(error == nil, "\(name) in reads of \(pieceSize): \(error.map(String.init(describing:)) ?? "")")
                 #expect(!messages.isEmpty)
             } else {
-                #expect(error.map(Self.caseName) == expected, "\(name) in reads of \(pieceSize): \(String(describing: error))")
+                let said = String(describing: error)
+                #expect(error.map(Self.caseName) == expected, "\(name) in reads of \(pieceSize): \(said)")
             }
         }
     }

@@ -167,7 +167,8 @@ struct JournalTests {
             _ = try journal.openSession(Self.session, app: "app")
             let description = String(repeating: "x", count: 200)
             for identifier in 1...200 {
-                try journal.insertTask(Self.task(identifier, description: description), session: Self.session.identifier)
+                let task = Self.task(identifier, description: description)
+                try journal.insertTask(task, session: Self.session.identifier)
             }
         }
         // Closing the last connection folded the WAL into the main file; damage it.

@@ -61,7 +61,8 @@ struct ServiceSetupTests {
         try FileManager.default.createDirectory(at: open, withIntermediateDirectories: true)
         chmod(open.path, 0o755)
         let state = root.appendingPathComponent("state")
-        let refusal = DaemonSetupError.unsafeDirectory(path: open.path, reason: "mode 755 lets others in (0700 expected)")
+        let reason = "mode 755 lets others in (0700 expected)"
+        let refusal = DaemonSetupError.unsafeDirectory(path: open.path, reason: reason)
         #expect(throws: refusal) {
             try DaemonPaths(runtimeDirectory: open, stateDirectory: state).prepare()
         }
