@@ -1,0 +1,42 @@
+/// What the machine offers right now that discretionary transfers care about (background-behaviours.md #7).
+package struct TransferConditions: Sendable, Equatable {
+    /// Mains power, or a machine with no battery at all (a server, a VM).
+    package var onExternalPower: Bool
+    /// The network is metered (a phone's hotspot, a capped link): expensive.
+    package var networkIsMetered: Bool
+
+    package init(onExternalPower: Bool, networkIsMetered: Bool) {
+        self.onExternalPower = onExternalPower
+        self.networkIsMetered = networkIsMetered
+    }
+}
+
+/// What one background task asks of the conditions before it may move bytes.
+package struct TransferRequirements: Sendable, Equatable {
+    /// `isDiscretionary`, or a task created while its app was in the background: waits for external power and an
+    /// unmetered network.
+    package var isDiscretionary: Bool
+    /// `allowsExpensiveNetworkAccess`: when false, the task waits on a metered network.
+    package var allowsExpensiveNetworkAccess: Bool
+
+    package init(isDiscretionary: Bool, allowsExpensiveNetworkAccess: Bool) {
+        self.isDiscretionary = isDiscretionary
+        self.allowsExpensiveNetworkAccess = allowsExpensiveNetworkAccess
+    }
+
+    /// Why the task must wait under `conditions` (shown by `courier tasks`), or nil when it may run.
+    package func waitingReason(under conditions: TransferConditions) -> String? {
+        var reasons: [String] = []
+        if isDiscretionary && !conditions.onExternalPower {
+            reasons.append("external power")
+        }
+        if conditions.networkIsMetered && (isDiscretionary || !allowsExpensiveNetworkAccess) {
+            reasons.append("an unmetered network")
+        }
+        guard !reasons.isEmpty else {
+            return nil
+        }
+        let cause = isDiscretionary ? "discretionary" : "expensive network access not allowed"
+        return "waiting for \(reasons.joined(separator: " and ")) (\(cause))"
+    }
+}
