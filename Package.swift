@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .executable(name: "courier", targets: ["courier"]),
+        .executable(name: "courierd", targets: ["courierd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -61,6 +62,7 @@ let package = Package(
             name: "CourierDaemon",
             dependencies: [
                 "Courier",
+                "CourierConcurrency",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -84,6 +86,16 @@ let package = Package(
                 "Courier",
                 "CourierConcurrency",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The per-user background transfer service (docs/ipc.md).
+        .executableTarget(
+            name: "courierd",
+            dependencies: [
+                "CourierDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),

@@ -47,7 +47,7 @@ enum SampleMessages {
             .reply(.init(request: 1, result: .sessionOpened(nextTaskIdentifier: 4))),
             .reply(.init(request: 2, result: .taskCreated)),
             .reply(.init(request: 3, result: .done)),
-            .reply(.init(request: 4, result: .tasks([snapshot]))),
+            .reply(.init(request: 4, result: .tasks(snapshots: [snapshot]))),
             .failure(.init(request: 6, error: CourierError(.backgroundSessionInUse, "in use"))),
             .failure(.init(request: nil, error: CourierError(.unknown, "bad frame"))),
             .events(

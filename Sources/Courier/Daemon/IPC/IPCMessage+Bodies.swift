@@ -199,7 +199,7 @@ extension IPCMessage {
             case sessionOpened(nextTaskIdentifier: Int)
             case taskCreated
             case done
-            case tasks([TaskSnapshot])
+            case tasks(snapshots: [TaskSnapshot])
         }
 
         package var request: UInt64

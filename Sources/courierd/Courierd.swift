@@ -1,0 +1,67 @@
+import ArgumentParser
+import CourierDaemon
+import Dispatch
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// courierd: the per-user background transfer service (docs/ipc.md; issue 13 builds it in steps).
+@main
+struct Courierd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "courierd",
+        abstract: "Courier's background transfer service: one per user, on a Unix socket.",
+        discussion: """
+            Runs in the foreground until SIGTERM or SIGINT; systemd --user runs it as it is (see \
+            docs/daemon.md). The socket and the lock live in $XDG_RUNTIME_DIR/courier (or /tmp/courier-<uid>), \
+            the journal in $XDG_STATE_HOME/courier (or ~/.local/state/courier); both directories are made 0700 and \
+            refused when anyone else can enter them. Only the user running courierd may connect. A second courierd \
+            of the same user exits with status 3. This build serves sessions, task listings and event \
+            acknowledgements from its journal; it does not run transfers yet.
+            """,
+        version: DaemonServer.version
+    )
+
+    @Option(help: "The directory of the socket and the lock (default: $XDG_RUNTIME_DIR/courier)")
+    var runtimeDirectory: String?
+
+    @Option(help: "The directory of the journal (default: $XDG_STATE_HOME/courier)")
+    var stateDirectory: String?
+
+    func run() throws {
+        var logger = Logger(label: "courierd") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .info
+        var paths = DaemonPaths.current
+        if let runtimeDirectory {
+            paths.runtimeDirectory = URL(fileURLWithPath: runtimeDirectory)
+        }
+        if let stateDirectory {
+            paths.stateDirectory = URL(fileURLWithPath: stateDirectory)
+        }
+        let server: DaemonServer
+        do {
+            server = try DaemonServer(paths: paths, logger: logger)
+        } catch .alreadyRunning(let lockFile) {
+            logger.notice("another courierd is running", metadata: ["lock": "\(lockFile)"])
+            throw ExitCode(3)
+        } catch {
+            logger.critical("cannot start", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGTERM, SIGINT] {
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { server.stop() }
+            source.resume()
+            sources.append(source)
+        }
+        server.run()
+        withExtendedLifetime(sources) {}
+    }
+}
