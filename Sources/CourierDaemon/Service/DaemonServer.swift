@@ -93,14 +93,15 @@ package final class DaemonServer: @unchecked Sendable {
 
     /// Stops accepting, closes every connection and removes the socket. The lock goes with this object.
     package func stop() {
-        let connections = state.withLock { state -> [Connection] in
+        // Under the lock: a connection closes its descriptor under the same lock, so no descriptor shut down here
+        // can have been closed and reused meanwhile.
+        state.withLock { state in
             state.stopping = true
-            return Array(state.connections.values)
+            for connection in state.connections.values {
+                connection.shutDown()
+            }
         }
         shutdown(listener, Int32(SHUT_RDWR))
-        for connection in connections {
-            connection.shutDown()
-        }
         unlink(paths.socket.path)
         logger.info("stopped")
     }
@@ -167,9 +168,9 @@ package final class DaemonServer: @unchecked Sendable {
             for session in held {
                 state.sessionOwners[session] = nil
             }
+            close(connection.descriptor)
             return held
         }
-        close(connection.descriptor)
         logger.info(
             "connection closed",
             metadata: [
