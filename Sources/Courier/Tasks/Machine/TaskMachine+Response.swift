@@ -79,7 +79,7 @@ extension TaskMachine {
         at now: Date,
         into actions: inout TaskActions
     ) {
-        guard isAwaiting({ $0 == .redirect }, hop: number), let held = hops.last?.response,
+        guard awaitedAnswer(hop: number) == .redirect, let held = hops.last?.response,
             let source = hops.last?.request.url
         else {
             return
@@ -140,8 +140,7 @@ extension TaskMachine {
         at now: Date,
         into actions: inout TaskActions
     ) {
-        guard case .authentication(let scheme)? = awaiting,
-            isAwaiting({ _ in true }, hop: number),
+        guard case .authentication(let scheme)? = awaitedAnswer(hop: number),
             let held = hops.last?.response, let request = hops.last?.request
         else {
             return
@@ -227,7 +226,7 @@ extension TaskMachine {
     }
 
     mutating func dispositionAnswered(_ answer: DispositionAnswer, hop number: Int, into actions: inout TaskActions) {
-        guard isAwaiting({ $0 == .disposition }, hop: number) else {
+        guard awaitedAnswer(hop: number) == .disposition else {
             return
         }
         awaiting = nil
@@ -246,41 +245,16 @@ extension TaskMachine {
         }
     }
 
-    /// The machine of the download task that continues this data task after `.becomeDownload`.
+    /// The machine of the download task that continues this data task after `.becomeDownload`: the same hops,
+    /// transfer and counters, now a running download into `staging`, with no body collected.
     func successorForDownload(staging: URL) -> TaskMachine {
-        var successor = TaskMachine(
-            role: Role(kind: .download, collectsBody: false, asksDisposition: false),
-            request: originalRequest,
-            priority: priority
-        )
-        successor.copyProgress(from: self)
+        var successor = self
+        successor.role = Role(kind: .download, collectsBody: false, asksDisposition: false)
+        successor.phase = .running
+        successor.handedOver = false
         successor.staging = staging
+        successor.bodyChunks = []
         return successor
-    }
-
-    private mutating func copyProgress(from other: TaskMachine) {
-        phase = .running
-        userSuspended = other.userSuspended
-        backpressurePaused = other.backpressurePaused
-        enginePaused = other.enginePaused
-        hop = other.hop
-        transfer = other.transfer
-        retiredHops = other.retiredHops
-        hops = other.hops
-        currentRequest = other.currentRequest
-        finalResponse = other.finalResponse
-        received = other.received
-        expectedToReceive = other.expectedToReceive
-        sent = other.sent
-        expectedToSend = other.expectedToSend
-        reportedReceived = other.reportedReceived
-        reportedSent = other.reportedSent
-        redirectCount = other.redirectCount
-        authentication = other.authentication
-        failedAuthentications = other.failedAuthentications
-        startDate = other.startDate
-        resourceDeadline = other.resourceDeadline
-        taskDescription = other.taskDescription
     }
 
     /// A 416 whose `Content-Range: bytes */N` says the entity is exactly `offset` bytes long.

@@ -29,7 +29,8 @@ struct TaskMachine: Sendable {
         case disposition
     }
 
-    /// What the task is and where its body goes; fixed for the machine's life.
+    /// What the task is and where its body goes; changes only in the successor of a data task that became a
+    /// download.
     struct Role: Sendable, Equatable {
         var kind: SessionTask.Kind
         /// Body bytes are kept for a completion handler (``TaskMachine/bodyChunks``) rather than delivered.
@@ -38,7 +39,7 @@ struct TaskMachine: Sendable {
         var asksDisposition: Bool
     }
 
-    let role: Role
+    var role: Role
     var phase = Phase.created
     var userSuspended = false
     var backpressurePaused = false
@@ -150,9 +151,9 @@ struct TaskMachine: Sendable {
         }
     }
 
-    /// The URL of the hop in flight (or of the request, before the first hop).
+    /// The URL of the hop in flight (or of the request, before the first hop): `currentRequest` is the last hop's.
     var currentURL: URL? {
-        hops.last?.request.url ?? currentRequest?.url
+        currentRequest?.url
     }
 
     // MARK: Applying inputs
@@ -364,12 +365,13 @@ struct TaskMachine: Sendable {
         transfer = 0
     }
 
-    /// True when an answer for `hop` is still awaited as `awaiting`.
-    func isAwaiting(_ expected: (Awaiting) -> Bool, hop number: Int) -> Bool {
-        guard number == hop, phase == .running, !cancelRequested, let awaiting else {
-            return false
+    /// The answer still awaited for hop `number`; nil when an answer for it would come too late (another hop, a
+    /// cancel, the end) or when nothing is awaited.
+    func awaitedAnswer(hop number: Int) -> Awaiting? {
+        guard number == hop, phase == .running, !cancelRequested else {
+            return nil
         }
-        return expected(awaiting)
+        return awaiting
     }
 
     /// Ends a task whose held response cannot go on: the backend cancels the transfer and its COMPLETE reports
