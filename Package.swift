@@ -140,7 +140,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierDaemonTests",
-            dependencies: ["Courier", "CourierDaemon", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "Courier", "CourierDaemon", "CourierTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             exclude: ["Corpus"],
             swiftSettings: strictSwift
         ),

@@ -1,5 +1,6 @@
 import Courier
 import CourierDaemon
+import CourierTestSupport
 import Foundation
 import Testing
 
@@ -14,13 +15,13 @@ import Glibc
 /// frames, one daemon per user, and a clean stop on SIGTERM.
 @Suite("courierd process", .serialized)
 struct DaemonProcessTests {
-    /// A courierd running on fresh directories; `stop()` sends SIGTERM and returns its exit status.
+    /// A courierd running on fresh directories; `stop()` sends SIGTERM and returns how it ended.
     final class Daemon {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("courierd-\(UUID().uuidString)")
         var runtime: URL { root.appendingPathComponent("run") }
         var state: URL { root.appendingPathComponent("state") }
         var socket: String { runtime.appendingPathComponent("courierd.sock").path }
-        private(set) var pid: pid_t = 0
+        private var child: ChildProcess?
 
         static func executable() throws -> String {
             let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
@@ -31,12 +32,18 @@ struct DaemonProcessTests {
             return candidate
         }
 
-        func arguments() throws -> [String] {
-            [try Daemon.executable(), "--runtime-directory", runtime.path, "--state-directory", state.path]
+        /// A courierd process on this daemon's directories; its log goes to the test's standard error.
+        func launch() throws -> ChildProcess {
+            try ChildProcess(
+                try Daemon.executable(),
+                arguments: ["--runtime-directory", runtime.path, "--state-directory", state.path],
+                environment: ProcessInfo.processInfo.environment,
+                standardError: .inherit
+            )
         }
 
         func start() throws {
-            pid = try spawn(try arguments())
+            child = try launch()
             let deadline = Date().addingTimeInterval(10)
             while UnixSocket.connect(to: socket).map({ close($0) }) == nil {
                 guard Date() < deadline else {
@@ -46,12 +53,16 @@ struct DaemonProcessTests {
             }
         }
 
-        func stop() -> Int32 {
-            kill(pid, SIGTERM)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+        /// Sends SIGTERM and waits for the end; the directories stay for the test to look at.
+        func stop() -> ChildProcess.Termination? {
+            child?.send(SIGTERM)
+            return child?.wait(timeout: .seconds(10))
+        }
+
+        /// Stops the daemon if it still runs, and removes its directories.
+        func cleanup() {
+            _ = stop()
             try? FileManager.default.removeItem(at: root)
-            return status
         }
     }
 
@@ -98,6 +109,7 @@ struct DaemonProcessTests {
     @Test("hello, a session, its tasks; transfers refused until the daemon runs them; SIGTERM stops it cleanly")
     func conversation() throws {
         let daemon = Daemon()
+        defer { daemon.cleanup() }
         try daemon.start()
         var client = try Client(daemon.socket)
         try client.send(.hello(.init(app: "com.example.podcasts", pid: getpid())))
@@ -132,8 +144,7 @@ struct DaemonProcessTests {
         client.close()
         second.close()
 
-        let status = daemon.stop()
-        #expect(status & 0x7f == 0 && (status >> 8) & 0xff == 0, "courierd exited with status \(status)")
+        #expect(daemon.stop() == .exited(0))
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
     }
 
@@ -150,7 +161,7 @@ struct DaemonProcessTests {
     func hostileFrames(bytes: [UInt8]) throws {
         let daemon = Daemon()
         try daemon.start()
-        defer { _ = daemon.stop() }
+        defer { daemon.cleanup() }
         var hostile = try Client(daemon.socket)
         hostile.sendRaw(bytes)
         var sawEnd = false
@@ -176,12 +187,8 @@ struct DaemonProcessTests {
     func oneDaemon() throws {
         let daemon = Daemon()
         try daemon.start()
-        defer { _ = daemon.stop() }
-        let second = try spawn(try daemon.arguments())
-        var status: Int32 = 0
-        waitpid(second, &status, 0)
-        #expect(status & 0x7f == 0)
-        #expect((status >> 8) & 0xff == 3)
+        defer { daemon.cleanup() }
+        #expect(try daemon.launch().wait(timeout: .seconds(10)) == .exited(3))
         var client = try Client(daemon.socket)
         try client.send(.hello(.init(app: "a", pid: getpid())))
         #expect(try client.receive() == .welcome(.init(daemonVersion: DaemonServer.version)))

@@ -1,4 +1,5 @@
 import CourierDaemon
+import CourierTestSupport
 import Foundation
 import Testing
 
@@ -120,67 +121,24 @@ struct ServiceSetupTests {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         chmod(root.path, 0o755)
         let path = root.appendingPathComponent("s.sock").path
-        let listener = try UnixListener(path: path)
-        defer { listener.close() }
+        let listener = try UnixSocket.listen(at: path)
+        defer { close(listener) }
         chmod(path, 0o777)
-        let client = try spawn([
-            "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
-            "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.recv(1)", path,
-        ])
-        let connection = try listener.accept()
-        defer { close(connection) }
+        let client = try ChildProcess(
+            "/usr/bin/setpriv",
+            arguments: [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.recv(1)", path,
+            ],
+            environment: ProcessInfo.processInfo.environment
+        )
+        let connection = accept(listener, nil, nil)
+        try #require(connection >= 0)
         let peer = try #require(PeerCredentials.of(socket: connection))
         #expect(peer.uid == 65534)
-        #expect(peer.pid == client)
+        #expect(peer.pid == client.pid)
         #expect(!peer.isAdmitted(byDaemonOf: getuid()))
         close(connection)
-        var status: Int32 = 0
-        waitpid(client, &status, 0)
+        #expect(client.wait(timeout: .seconds(10)) == .exited(0))
     }
-}
-
-/// A listening Unix socket for the tests.
-struct UnixListener {
-    let descriptor: Int32
-
-    init(path: String) throws {
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(descriptor, 4) == 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-    }
-
-    func accept() throws -> Int32 {
-        let connection = Glibc.accept(descriptor, nil, nil)
-        guard connection >= 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-        return connection
-    }
-
-    func close() {
-        _ = Glibc.close(descriptor)
-    }
-}
-
-/// Starts `argv` (no shell) and returns its pid.
-func spawn(_ argv: [String]) throws -> pid_t {
-    var pid: pid_t = 0
-    var arguments = argv.map { strdup($0) } + [nil]
-    defer { arguments.forEach { free($0) } }
-    let result = posix_spawn(&pid, argv[0], nil, nil, &arguments, environ)
-    guard result == 0 else {
-        throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO)
-    }
-    return pid
 }

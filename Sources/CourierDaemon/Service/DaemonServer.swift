@@ -50,7 +50,8 @@ package final class DaemonServer: @unchecked Sendable {
         logger.info("listening", metadata: ["socket": "\(paths.socket.path)", "journal": "\(paths.journal.path)"])
     }
 
-    /// Accepts connections until ``stop()``; each gets a reader thread of its own.
+    /// Accepts connections until ``stop()``; each gets a reader thread of its own. Removes the socket before it
+    /// returns (on the caller's thread, so the process cannot exit before it is gone).
     package func run() {
         while true {
             // accept4 is hidden by Glibc's module map (it needs _GNU_SOURCE): accept, then close-on-exec.
@@ -89,9 +90,12 @@ package final class DaemonServer: @unchecked Sendable {
                 self.serve(connection)
             }
         }
+        unlink(paths.socket.path)
+        logger.info("stopped")
     }
 
-    /// Stops accepting, closes every connection and removes the socket. The lock goes with this object.
+    /// Stops accepting and closes every connection; ``run()`` then removes the socket and returns. The lock goes with
+    /// this object.
     package func stop() {
         // Under the lock: a connection closes its descriptor under the same lock, so no descriptor shut down here
         // can have been closed and reused meanwhile.
@@ -102,8 +106,6 @@ package final class DaemonServer: @unchecked Sendable {
             }
         }
         shutdown(listener, Int32(SHUT_RDWR))
-        unlink(paths.socket.path)
-        logger.info("stopped")
     }
 
     deinit {
