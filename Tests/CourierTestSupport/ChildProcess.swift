@@ -308,15 +308,7 @@ public final class ChildProcess: Sendable {
         environment: [String: String],
         standardInput: Input = .nullDevice
     ) async throws -> Completed {
-        let collector = Collector()
-        let child = try ChildProcess(
-            executable,
-            arguments: arguments,
-            environment: environment,
-            standardInput: standardInput,
-            standardOutput: .stream { chunk in collector.standardOutput.withLock { $0.append(chunk) } },
-            standardError: .stream { chunk in collector.standardError.withLock { $0.append(chunk) } }
-        )
+        let (child, collector) = try collecting(executable, arguments, environment, standardInput)
         let termination = await child.wait()
         return collector.completed(termination)
     }
@@ -331,6 +323,22 @@ public final class ChildProcess: Sendable {
         standardInput: Input = .nullDevice,
         timeout: Duration
     ) throws -> Completed {
+        let (child, collector) = try collecting(executable, arguments, environment, standardInput)
+        guard let termination = child.wait(timeout: timeout) else {
+            child.send(SIGKILL)
+            _ = child.wait(timeout: .seconds(5))
+            throw TimedOut(executable: executable, arguments: arguments, timeout: timeout)
+        }
+        return collector.completed(termination)
+    }
+
+    /// A child whose standard output and standard error go to a ``Collector`` (the two `run`s).
+    private static func collecting(
+        _ executable: String,
+        _ arguments: [String],
+        _ environment: [String: String],
+        _ standardInput: Input
+    ) throws -> (ChildProcess, Collector) {
         let collector = Collector()
         let child = try ChildProcess(
             executable,
@@ -340,12 +348,7 @@ public final class ChildProcess: Sendable {
             standardOutput: .stream { chunk in collector.standardOutput.withLock { $0.append(chunk) } },
             standardError: .stream { chunk in collector.standardError.withLock { $0.append(chunk) } }
         )
-        guard let termination = child.wait(timeout: timeout) else {
-            child.send(SIGKILL)
-            _ = child.wait(timeout: .seconds(5))
-            throw TimedOut(executable: executable, arguments: arguments, timeout: timeout)
-        }
-        return collector.completed(termination)
+        return (child, collector)
     }
 
     /// A child that ``run(_:arguments:environment:standardInput:timeout:)`` gave up on.
@@ -484,7 +487,7 @@ extension ChildProcess {
 
 /// The output of a ``ChildProcess/run(_:arguments:environment:standardInput:)`` call, appended to by the reader
 /// threads and read once the child has finished.
-private final class Collector: Sendable {
+fileprivate final class Collector: Sendable {
     let standardOutput = LockedValue(Data())
     let standardError = LockedValue(Data())
 
