@@ -60,11 +60,14 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.registryKey = registryKey ?? identifier
         self.sink = sink
         self.uploadBody = uploadBody
-        let role = SessionTask.role(kind: kind, sink: sink, core: core)
-        var machine = initial ?? TaskMachine(role: role, request: request)
-        if initial == nil, let uploadBody {
+        if let initial {
+            self.storage = LockedValue(initial)
+            return
+        }
+        var machine = TaskMachine(role: SessionTask.role(kind: kind, sink: sink, core: core), request: request)
+        if let uploadBody {
             machine.expectedToSend = uploadBody.length
-        } else if initial == nil, let length = request?.httpBody?.count, length > 0 {
+        } else if let length = request?.httpBody?.count, length > 0 {
             machine.expectedToSend = Int64(length)
         }
         self.storage = LockedValue(machine)
