@@ -65,8 +65,8 @@ package final class DaemonServer: @unchecked Sendable {
                 }
                 break
             }
-            guard let peer = PeerCredentials.of(socket: descriptor), peer.isAdmitted(byDaemonOf: uid) else {
-                let who = PeerCredentials.of(socket: descriptor)
+            let who = PeerCredentials.of(socket: descriptor)
+            guard let peer = who, peer.isAdmitted(byDaemonOf: uid) else {
                 logger.warning(
                     "refused a connection from another user",
                     metadata: ["uid": "\(who.map { String($0.uid) } ?? "unknown")", "pid": "\(who?.pid ?? 0)"]
