@@ -19,8 +19,9 @@ struct Courierd: ParsableCommand {
             docs/daemon.md). The socket and the lock live in $XDG_RUNTIME_DIR/courier (or /tmp/courier-<uid>), \
             the journal in $XDG_STATE_HOME/courier (or ~/.local/state/courier); both directories are made 0700 and \
             refused when anyone else can enter them. Only the user running courierd may connect. A second courierd \
-            of the same user exits with status 3. This build serves sessions, task listings and event \
-            acknowledgements from its journal; it does not run transfers yet.
+            of the same user exits with status 3. Background tasks are journaled before the app hears they \
+            started; downloads resume from their bytes on disk after any interruption, this daemon's own crash \
+            included; network failures are retried with a doubling delay until the session's resource timeout.
             """,
         version: DaemonServer.version
     )
@@ -30,6 +31,12 @@ struct Courierd: ParsableCommand {
 
     @Option(help: "The directory of the journal (default: $XDG_STATE_HOME/courier)")
     var stateDirectory: String?
+
+    @Option(help: "Seconds before the first retry of a transfer that failed on the network; later ones double")
+    var retryDelay: Double = 30
+
+    @Option(help: "Seconds between a waiting task's looks at the power supply and the network")
+    var conditionPoll: Double = 10
 
     func run() throws {
         var logger = Logger(label: "courierd") { StreamLogHandler.standardError(label: $0) }
@@ -43,7 +50,10 @@ struct Courierd: ParsableCommand {
         }
         let server: DaemonServer
         do {
-            server = try DaemonServer(paths: paths, logger: logger)
+            var settings = TransferSettings()
+            settings.retryPolicy = RetryPolicy(initialDelay: retryDelay)
+            settings.conditionPollInterval = conditionPoll
+            server = try DaemonServer(paths: paths, logger: logger, settings: settings)
         } catch .alreadyRunning(let lockFile) {
             logger.notice("another courierd is running", metadata: ["lock": "\(lockFile)"])
             throw ExitCode(3)

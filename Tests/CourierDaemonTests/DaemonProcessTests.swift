@@ -15,98 +15,9 @@ import Glibc
 /// frames, one daemon per user, and a clean stop on SIGTERM.
 @Suite("courierd process", .serialized)
 struct DaemonProcessTests {
-    /// A courierd running on fresh directories; `stop()` sends SIGTERM and returns how it ended.
-    final class Daemon {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("courierd-\(UUID().uuidString)")
-        var runtime: URL { root.appendingPathComponent("run") }
-        var state: URL { root.appendingPathComponent("state") }
-        var socket: String { runtime.appendingPathComponent("courierd.sock").path }
-        private var child: ChildProcess?
-
-        static func executable() throws -> String {
-            let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            let candidate = directory.appendingPathComponent("courierd").path
-            guard FileManager.default.isExecutableFile(atPath: candidate) else {
-                throw POSIXError(.ENOENT)
-            }
-            return candidate
-        }
-
-        /// A courierd process on this daemon's directories; its log goes to the test's standard error.
-        func launch() throws -> ChildProcess {
-            try ChildProcess(
-                try Daemon.executable(),
-                arguments: ["--runtime-directory", runtime.path, "--state-directory", state.path],
-                environment: ProcessInfo.processInfo.environment,
-                standardError: .inherit
-            )
-        }
-
-        func start() throws {
-            child = try launch()
-            let deadline = Date().addingTimeInterval(10)
-            while UnixSocket.connect(to: socket).map({ close($0) }) == nil {
-                guard Date() < deadline else {
-                    throw POSIXError(.ETIMEDOUT)
-                }
-                usleep(20_000)
-            }
-        }
-
-        /// Sends SIGTERM and waits for the end; the directories stay for the test to look at.
-        func stop() -> ChildProcess.Termination? {
-            child?.send(SIGTERM)
-            return child?.wait(timeout: .seconds(10))
-        }
-
-        /// Stops the daemon if it still runs, and removes its directories.
-        func cleanup() {
-            _ = stop()
-            try? FileManager.default.removeItem(at: root)
-        }
-    }
-
-    /// A client connection speaking frames.
-    struct Client {
-        let descriptor: Int32
-        var decoder = IPCFrameDecoder()
-
-        init(_ path: String) throws {
-            guard let descriptor = UnixSocket.connect(to: path) else {
-                throw POSIXError(.ECONNREFUSED)
-            }
-            self.descriptor = descriptor
-        }
-
-        func send(_ message: IPCMessage) throws {
-            #expect(UnixSocket.write(try message.frame().encoded, to: descriptor))
-        }
-
-        func sendRaw(_ bytes: [UInt8]) {
-            #expect(UnixSocket.write(Data(bytes), to: descriptor))
-        }
-
-        /// The next message, or nil when the daemon closed the connection.
-        mutating func receive() throws -> IPCMessage? {
-            while true {
-                let bytes = UnixSocket.read(from: descriptor)
-                if bytes.isEmpty {
-                    return nil
-                }
-                if let frame = try decoder.feed(bytes).first {
-                    return try IPCMessage(frame: frame)
-                }
-            }
-        }
-
-        func close() {
-            _ = Glibc.close(descriptor)
-        }
-    }
-
     static let open = IPCMessage.openSession(.init(request: 1, identifier: "com.example.podcasts.bg"))
 
-    @Test("hello, a session, its tasks; transfers refused until the daemon runs them; SIGTERM stops it cleanly")
+    @Test("hello, a session, its tasks; tasks that break the background rules refused; SIGTERM stops it cleanly")
     func conversation() throws {
         let daemon = Daemon()
         defer { daemon.cleanup() }
@@ -118,18 +29,31 @@ struct DaemonProcessTests {
         #expect(try client.receive() == .reply(.init(request: 1, result: .sessionOpened(nextTaskIdentifier: 1))))
         try client.send(.listTasks(.init(request: 2, session: "com.example.podcasts.bg")))
         #expect(try client.receive() == .reply(.init(request: 2, result: .tasks(snapshots: []))))
-        let task = IPCMessage.BackgroundTask(
+        // Background rules: HTTP(S) only; uploads from a file that exists.
+        let ftp = IPCMessage.BackgroundTask(
             identifier: 1,
             kind: .download,
-            request: CodableRequest(URLRequest(url: URL(string: "http://127.0.0.1:9/x")!))
+            request: CodableRequest(URLRequest(url: URL(string: "ftp://127.0.0.1/x")!))
         )
-        try client.send(.createTask(.init(request: 3, session: "com.example.podcasts.bg", task: task)))
+        try client.send(.createTask(.init(request: 3, session: "com.example.podcasts.bg", task: ftp)))
         guard case .failure(let failure)? = try client.receive() else {
-            Issue.record("createTask was not refused")
+            Issue.record("an ftp task was not refused")
             return
         }
         #expect(failure.request == 3)
-        #expect(failure.error.code == .unsupportedInBackgroundSession)
+        #expect(failure.error.code == .unsupportedURL)
+        var upload = ftp
+        upload.kind = .upload
+        upload.request = CodableRequest(URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!))
+        upload.uploadFile = daemon.root.appendingPathComponent("missing").path
+        try client.send(.createTask(.init(request: 4, session: "com.example.podcasts.bg", task: upload)))
+        guard case .failure(let missing)? = try client.receive() else {
+            Issue.record("an upload of a missing file was not refused")
+            return
+        }
+        #expect(missing.error.code == .fileDoesNotExist)
+        try client.send(.listTasks(.init(request: 5, session: "com.example.podcasts.bg")))
+        #expect(try client.receive() == .reply(.init(request: 5, result: .tasks(snapshots: []))))
 
         // One live session per identifier: a second client is refused while the first holds it.
         var second = try Client(daemon.socket)

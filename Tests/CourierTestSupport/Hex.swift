@@ -1,3 +1,6 @@
+import Crypto
+public import Foundation
+
 /// Lower-case hexadecimal.
 enum Hex {
     static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
@@ -8,5 +11,12 @@ enum Hex {
             output.append(digits[Int(byte & 0x0F)])
         }
         return String(decoding: output, as: UTF8.self)
+    }
+}
+
+extension TestServer {
+    /// The lower-case hex SHA-256 of `data`, as `/upload` answers it.
+    public static func sha256Hex(_ data: Data) -> String {
+        Hex.encode(SHA256.hash(data: data))
     }
 }

@@ -152,77 +152,13 @@ extension SessionTask {
     /// Keeps a failed download's partial file in the resume directory and describes it, when a resume is
     /// possible: a GET, a strong validator, byte ranges, and bytes on disk. Returns nil otherwise.
     private func keepForResume(staging: URL, final: TaskFinalReport, error: CourierError?) -> Data? {
-        guard let request = final.currentRequest ?? final.originalRequest, let url = request.url,
-            (request.httpMethod ?? "GET").uppercased() == "GET"
-        else {
-            return nil
-        }
-        var validator: String?
-        var expectedLength: Int64?
-        var bytesOnDisk = final.bytesOnDisk
-        if let head = final.response?.head, head.status == 200 || head.status == 206 {
-            let acceptsRanges =
-                head.status == 206
-                || (head.value("Accept-Ranges")?.lowercased().contains("bytes") ?? false)
-            // The file holds decoded bytes; a range of the encoded entity could not be appended to them.
-            guard acceptsRanges, !SessionTask.hasContentCoding(head) else {
-                return nil
-            }
-            validator = ResumeData.strongValidator(
-                etag: head.value("ETag"),
-                lastModified: head.value("Last-Modified"),
-                date: head.value("Date")
-            )
-            if head.status == 206, let range = head.value("Content-Range"), let slash = range.lastIndex(of: "/") {
-                expectedLength = Int64(range[range.index(after: slash)...].trimmingCharacters(in: .whitespaces))
-            } else if let length = head.value("Content-Length").flatMap({ Int64($0) }) {
-                expectedLength = length
-            }
-        } else if let source = final.resumeSource {
-            // Failed before a 200/206 body arrived (no response, or an error status that was not written): the
-            // partial file is as it was.
-            validator = source.validator
-            expectedLength = source.expectedLength
-            bytesOnDisk = max(bytesOnDisk, source.bytesOnDisk)
-        }
-        guard let validator, bytesOnDisk >= 0 else {
-            return nil
-        }
-        let directory = core.configuration.resumeDataDirectory
-        let name = "courier-\(UUID().uuidString).partial"
-        let destination = directory.appendingPathComponent(name)
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try FileManager.default.moveItem(at: staging, to: destination)
-            // Only the contiguous prefix counts; anything past it is dropped.
-            if let handle = try? FileHandle(forWritingTo: destination) {
-                try? handle.truncate(atOffset: UInt64(bytesOnDisk))
-                try? handle.close()
-            }
-        } catch {
-            return nil
-        }
-        var headers: [String: String] = [:]
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
-            let lower = name.lowercased()
-            // A resumed range always asks for the identity coding (SessionTask+Submit), whatever the first
-            // request asked: its Accept-Encoding is not kept.
-            let dropped = ["range", "if-range", "cookie", "authorization", "proxy-authorization", "accept-encoding"]
-            if !dropped.contains(lower) {
-                headers[name] = value
-            }
-        }
-        let resume = ResumeData(
-            format: ResumeData.currentFormat,
-            url: url.absoluteString,
-            originalURL: final.originalRequest?.url?.absoluteString,
-            method: "GET",
-            headers: headers,
-            file: name,
-            bytesOnDisk: bytesOnDisk,
-            validator: validator,
-            expectedLength: expectedLength
+        let description = ResumeData.describing(
+            request: final.currentRequest ?? final.originalRequest,
+            originalRequest: final.originalRequest,
+            response: final.response?.head,
+            resumeSource: final.resumeSource,
+            bytesOnDisk: final.bytesOnDisk
         )
-        return resume.encoded()
+        return description?.keeping(staging, in: core.configuration.resumeDataDirectory)?.encoded()
     }
 }

@@ -34,6 +34,21 @@ extension Journal {
         }
     }
 
+    /// Every journaled session's configuration as its app last opened it, and the app.
+    package func sessionConfigurations() throws(JournalError) -> [(configuration: IPCMessage.OpenSession, app: String)] {
+        let rows = try read { db in
+            try Row.fetchAll(db, sql: "SELECT app, configuration FROM session ORDER BY identifier")
+        }
+        var sessions: [(configuration: IPCMessage.OpenSession, app: String)] = []
+        for row in rows {
+            let configuration: Data = row["configuration"]
+            sessions.append(
+                (configuration: try Journal.decode(IPCMessage.OpenSession.self, from: configuration), app: row["app"])
+            )
+        }
+        return sessions
+    }
+
     /// Forgets a session with its tasks and events.
     package func removeSession(_ identifier: String) throws(JournalError) {
         try write { db in
@@ -46,7 +61,11 @@ extension Journal {
     // MARK: Tasks
 
     /// Journals a new task; when this returns, the task survives a crash of the daemon or of the machine.
-    package func insertTask(_ task: IPCMessage.BackgroundTask, session: String) throws(JournalError) {
+    package func insertTask(
+        _ task: IPCMessage.BackgroundTask,
+        session: String,
+        at date: Date = Date()
+    ) throws(JournalError) {
         let spec = try Journal.encode(task)
         try write { db in
             try Journal.requireSession(session, in: db)
@@ -59,8 +78,10 @@ extension Journal {
                 throw JournalError.duplicateTask(session: session, task: task.identifier)
             }
             try db.execute(
-                sql: "INSERT INTO task (session, identifier, spec, state) VALUES (?, ?, ?, ?)",
-                arguments: [session, task.identifier, spec, JournaledTask.State.waiting.rawValue]
+                sql: "INSERT INTO task (session, identifier, spec, state, createdAt) VALUES (?, ?, ?, ?, ?)",
+                arguments: [
+                    session, task.identifier, spec, JournaledTask.State.waiting.rawValue, date.timeIntervalSince1970,
+                ]
             )
             try db.execute(
                 sql: "UPDATE session SET nextTaskIdentifier = max(nextTaskIdentifier, ?) WHERE identifier = ?",
@@ -69,21 +90,36 @@ extension Journal {
         }
     }
 
-    /// Records how far a download got: after a crash it resumes from `bytesOnDisk` with `validator`.
+    /// Records how far a transfer got, and journals `progress` (a coalesced `wroteData` / `sentBodyData`) for the
+    /// app in the same transaction. After a crash a download resumes from the checkpoint's partial file.
+    @discardableResult
     package func checkpoint(
+        _ checkpoint: TransferCheckpoint,
         session: String,
         task: Int,
-        bytesOnDisk: Int64,
-        expectedLength: Int64,
-        validator: String?,
-        at date: Date
-    ) throws(JournalError) {
-        try updateTask(
-            session: session,
-            task: task,
-            sql: "bytesOnDisk = ?, expectedLength = ?, validator = ?, checkpointedAt = ?",
-            arguments: [bytesOnDisk, expectedLength, validator, date.timeIntervalSince1970]
-        )
+        progress: IPCMessage.BackgroundEvent? = nil
+    ) throws(JournalError) -> IPCMessage.SequencedEvent? {
+        let encoded = try Journal.encode(checkpoint)
+        let body = try progress.map { event throws(JournalError) in try Journal.encode(event) }
+        return try write { db in
+            try Journal.update(
+                db,
+                session: session,
+                task: task,
+                sql: """
+                    checkpoint = ?, bytesOnDisk = ?, expectedLength = ?, validator = ?, checkpointedAt = ?,
+                    bytesSent = ?, expectedToSend = ?
+                    """,
+                arguments: [
+                    encoded, checkpoint.received, checkpoint.expectedToReceive, checkpoint.partial?.validator,
+                    checkpoint.at.timeIntervalSince1970, checkpoint.sent, checkpoint.expectedToSend,
+                ]
+            )
+            guard let progress, let body else {
+                return nil
+            }
+            return try Journal.append(progress, body: body, file: nil, task: task, session: session, in: db)
+        }
     }
 
     package func setState(_ state: JournaledTask.State, session: String, task: Int) throws(JournalError) {
@@ -109,6 +145,9 @@ extension Journal {
                 throw JournalError.unreadable("task state \"\(stateName)\"")
             }
             let checkpointed: Double? = row["checkpointedAt"]
+            let checkpoint: Data? = row["checkpoint"]
+            let retryAt: Double? = row["retryAt"]
+            let createdAt: Double = row["createdAt"]
             tasks.append(
                 JournaledTask(
                     session: session,
@@ -117,7 +156,15 @@ extension Journal {
                     bytesOnDisk: row["bytesOnDisk"],
                     expectedLength: row["expectedLength"],
                     validator: row["validator"],
-                    checkpointedAt: checkpointed.map(Date.init(timeIntervalSince1970:))
+                    checkpointedAt: checkpointed.map(Date.init(timeIntervalSince1970:)),
+                    checkpoint: try checkpoint.map { data throws(JournalError) in
+                        try Journal.decode(TransferCheckpoint.self, from: data)
+                    },
+                    bytesSent: row["bytesSent"],
+                    expectedToSend: row["expectedToSend"],
+                    attempts: row["attempts"],
+                    retryAt: retryAt.map(Date.init(timeIntervalSince1970:)),
+                    createdAt: Date(timeIntervalSince1970: createdAt)
                 )
             )
         }
@@ -127,30 +174,42 @@ extension Journal {
     // MARK: Events
 
     /// Journals an event for the session's app with the session's next sequence number; it stays until the app
-    /// acknowledges it.
+    /// acknowledges it. `file` is a file the event hands over, deleted with the event's acknowledgement.
     package func appendEvent(
         _ event: IPCMessage.BackgroundEvent,
         task: Int,
-        session: String
+        session: String,
+        file: String? = nil
     ) throws(JournalError) -> IPCMessage.SequencedEvent {
         let body = try Journal.encode(event)
-        let sequence: Int64 = try write { db in
-            try Journal.requireSession(session, in: db)
-            let sequence = try Int64.fetchOne(
-                db,
-                sql: "SELECT nextSequence FROM session WHERE identifier = ?",
-                arguments: [session]
-            ) ?? 1
-            try db.execute(
-                sql: "INSERT INTO event (session, sequence, task, body) VALUES (?, ?, ?, ?)",
-                arguments: [session, sequence, task, body]
-            )
-            try db.execute(
-                sql: "UPDATE session SET nextSequence = ? WHERE identifier = ?",
-                arguments: [sequence + 1, session]
-            )
-            return sequence
+        return try write { db in
+            try Journal.append(event, body: body, file: file, task: task, session: session, in: db)
         }
+    }
+
+    /// Appends one event inside a transaction.
+    static func append(
+        _ event: IPCMessage.BackgroundEvent,
+        body: Data,
+        file: String?,
+        task: Int,
+        session: String,
+        in db: Database
+    ) throws -> IPCMessage.SequencedEvent {
+        try Journal.requireSession(session, in: db)
+        let sequence = try Int64.fetchOne(
+            db,
+            sql: "SELECT nextSequence FROM session WHERE identifier = ?",
+            arguments: [session]
+        ) ?? 1
+        try db.execute(
+            sql: "INSERT INTO event (session, sequence, task, body, file) VALUES (?, ?, ?, ?, ?)",
+            arguments: [session, sequence, task, body, file]
+        )
+        try db.execute(
+            sql: "UPDATE session SET nextSequence = ? WHERE identifier = ?",
+            arguments: [sequence + 1, session]
+        )
         return IPCMessage.SequencedEvent(sequence: UInt64(sequence), task: task, event: event)
     }
 
@@ -178,34 +237,32 @@ extension Journal {
         return events
     }
 
-    /// The app has delivered every event up to `through`: they are deleted. Returns how many were.
-    @discardableResult
-    package func acknowledge(session: String, through: UInt64) throws(JournalError) -> Int {
-        try write { db in
-            try db.execute(
-                sql: "DELETE FROM event WHERE session = ? AND sequence <= ?",
-                arguments: [session, Int64(clamping: through)]
-            )
-            return db.changesCount
-        }
-    }
-
     // MARK: Helpers
 
-    private func updateTask(
+    func updateTask(
         session: String,
         task: Int,
         sql assignments: String,
         arguments: StatementArguments
     ) throws(JournalError) {
         try write { db in
-            try db.execute(
-                sql: "UPDATE task SET \(assignments) WHERE session = ? AND identifier = ?",
-                arguments: arguments + [session, task]
-            )
-            guard db.changesCount == 1 else {
-                throw JournalError.unknownTask(session: session, task: task)
-            }
+            try Journal.update(db, session: session, task: task, sql: assignments, arguments: arguments)
+        }
+    }
+
+    static func update(
+        _ db: Database,
+        session: String,
+        task: Int,
+        sql assignments: String,
+        arguments: StatementArguments
+    ) throws {
+        try db.execute(
+            sql: "UPDATE task SET \(assignments) WHERE session = ? AND identifier = ?",
+            arguments: arguments + [session, task]
+        )
+        guard db.changesCount == 1 else {
+            throw JournalError.unknownTask(session: session, task: task)
         }
     }
 

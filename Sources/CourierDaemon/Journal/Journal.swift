@@ -11,7 +11,7 @@ package import Logging
 /// newer courierd) is moved aside with a log line and a fresh one is started: the daemon always starts.
 package final class Journal: Sendable {
     /// The version of the schema this build writes; the migrations are named `v1`, `v2`, …
-    package static let schemaVersion = 1
+    package static let schemaVersion = 2
 
     private let database: DatabaseQueue
     package let url: URL
@@ -115,6 +115,23 @@ package final class Journal: Sendable {
                 table.column("task", .integer).notNull()
                 table.column("body", .blob).notNull()
                 table.primaryKey(["session", "sequence"])
+            }
+        }
+        migrator.registerMigration("v2") { db in
+            try db.alter(table: "task") { table in
+                // A TransferCheckpoint (JSON): the partial file and how to resume it after a crash.
+                table.add(column: "checkpoint", .blob)
+                table.add(column: "bytesSent", .integer).notNull().defaults(to: 0)
+                table.add(column: "expectedToSend", .integer).notNull().defaults(to: -1)
+                // Failed attempts so far, and when the next one may start (a retry's backoff).
+                table.add(column: "attempts", .integer).notNull().defaults(to: 0)
+                table.add(column: "retryAt", .double)
+                // When the task was journaled: its resource timeout counts from here.
+                table.add(column: "createdAt", .double).notNull().defaults(to: 0)
+            }
+            try db.alter(table: "event") { table in
+                // A file the event hands to the app (finishedDownloading), deleted once the event is acknowledged.
+                table.add(column: "file", .text)
             }
         }
         return migrator

@@ -5,7 +5,7 @@ package import Foundation
 package struct JournaledTask: Sendable, Equatable {
     /// Where a journaled task is in its life.
     package enum State: String, Sendable, Codable {
-        /// Accepted, not started (waiting for its turn, for conditions, or for a retry).
+        /// Accepted, not moving bytes: waiting for its turn, for conditions, or for a retry (``retryAt``).
         case waiting
         case running
         case suspended
@@ -22,6 +22,16 @@ package struct JournaledTask: Sendable, Equatable {
     /// The strong validator (ETag or Last-Modified) a resumed range must match.
     package var validator: String?
     package var checkpointedAt: Date?
+    /// The last checkpoint, with the partial file a download resumes from after a crash.
+    package var checkpoint: TransferCheckpoint?
+    package var bytesSent: Int64 = 0
+    package var expectedToSend: Int64 = -1
+    /// Failed attempts so far.
+    package var attempts: Int = 0
+    /// When a task waiting after a failure may try again.
+    package var retryAt: Date?
+    /// When the task was journaled; its resource timeout counts from here.
+    package var createdAt: Date = Date(timeIntervalSince1970: 0)
 
     package var identifier: Int { spec.identifier }
 }

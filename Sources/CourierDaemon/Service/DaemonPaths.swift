@@ -16,6 +16,15 @@ package struct DaemonPaths: Sendable, Equatable {
     /// Held (`flock`) by the running daemon: two racing starters yield one daemon.
     package var lockFile: URL { runtimeDirectory.appendingPathComponent("courierd.lock") }
     package var journal: URL { stateDirectory.appendingPathComponent("journal.sqlite") }
+    /// Transfers write here (a `courier-session-*` directory per session run); leftovers of an earlier run are
+    /// adopted or deleted at start.
+    package var staging: URL { stateDirectory.appendingPathComponent("staging", isDirectory: true) }
+    /// Partial downloads kept between attempts (a session's `resumeDataDirectory`).
+    package var partials: URL { stateDirectory.appendingPathComponent("partial", isDirectory: true) }
+    /// Finished downloads, until their app acknowledged `finishedDownloading`.
+    package var downloads: URL { stateDirectory.appendingPathComponent("downloads", isDirectory: true) }
+    /// The daemon's copies of upload bodies, until their task ends.
+    package var uploads: URL { stateDirectory.appendingPathComponent("uploads", isDirectory: true) }
 
     package init(runtimeDirectory: URL, stateDirectory: URL) {
         self.runtimeDirectory = runtimeDirectory

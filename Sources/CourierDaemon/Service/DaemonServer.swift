@@ -10,9 +10,8 @@ import Glibc
 /// courierd's front door: the socket under the runtime directory, one reader thread per connection, the peer check
 /// before the first byte is read, and the IPC conversation of `docs/ipc.md` over the journal.
 ///
-/// Sessions, task listings and event acknowledgement are served from the journal. Transfers are not run by this
-/// build yet: `createTask` and `command` are refused with `unsupportedInBackgroundSession`, so no task is accepted
-/// that nothing would run.
+/// Each background session has a ``BackgroundSessionRunner`` that runs its transfers; the runners of the sessions in
+/// the journal start with the daemon and take up the tasks an earlier run left.
 ///
 /// `@unchecked Sendable`: `listener` is written once in `init`; everything that changes is in `state`, a lock.
 package final class DaemonServer: @unchecked Sendable {
@@ -23,6 +22,8 @@ package final class DaemonServer: @unchecked Sendable {
         var connections: [Int32: Connection] = [:]
         /// Which connection holds each open session (one live session per identifier).
         var sessionOwners: [String: Int32] = [:]
+        /// The runner of every journaled session, by identifier.
+        var runners: [String: BackgroundSessionRunner] = [:]
     }
 
     private let paths: DaemonPaths
@@ -31,11 +32,17 @@ package final class DaemonServer: @unchecked Sendable {
     private let uid: uid_t
     private let listener: Int32
     private let instance: InstanceLock
+    private let settings: TransferSettings
     private let state = LockedValue(State())
 
     /// Prepares the directories, takes the one-per-user lock, opens the journal and listens. Throws
     /// ``DaemonSetupError/alreadyRunning(lockFile:)`` when another courierd holds the lock.
-    package init(paths: DaemonPaths, logger: Logger, uid: uid_t = getuid()) throws(DaemonSetupError) {
+    package init(
+        paths: DaemonPaths,
+        logger: Logger,
+        settings: TransferSettings = TransferSettings(),
+        uid: uid_t = getuid()
+    ) throws(DaemonSetupError) {
         try paths.prepare(uid: uid)
         instance = try InstanceLock(path: paths.lockFile.path)
         do {
@@ -46,8 +53,50 @@ package final class DaemonServer: @unchecked Sendable {
         listener = try UnixSocket.listen(at: paths.socket.path)
         self.paths = paths
         self.logger = logger
+        self.settings = settings
         self.uid = uid
+        restoreSessions()
         logger.info("listening", metadata: ["socket": "\(paths.socket.path)", "journal": "\(paths.journal.path)"])
+    }
+
+    /// Starts a runner for every journaled session and hands it the session's tasks; then deletes what the earlier
+    /// run left in the staging directory (partial files were adopted by then).
+    private func restoreSessions() {
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: paths.staging.path)) ?? []
+        do {
+            for (configuration, _) in try journal.sessionConfigurations() {
+                let runner = makeRunner(configuration)
+                runner.restore(try journal.tasks(session: configuration.identifier))
+            }
+        } catch {
+            logger.error("journaled sessions not restored", metadata: ["error": "\(error)"])
+        }
+        for name in leftovers {
+            try? FileManager.default.removeItem(at: paths.staging.appendingPathComponent(name))
+        }
+    }
+
+    @discardableResult
+    private func makeRunner(_ configuration: IPCMessage.OpenSession) -> BackgroundSessionRunner {
+        state.withLock { state in
+            if let runner = state.runners[configuration.identifier] {
+                runner.update(configuration)
+                return runner
+            }
+            let runner = BackgroundSessionRunner(
+                configuration: configuration,
+                journal: journal,
+                paths: paths,
+                settings: settings,
+                logger: logger
+            )
+            state.runners[configuration.identifier] = runner
+            return runner
+        }
+    }
+
+    private func runner(_ session: String) -> BackgroundSessionRunner? {
+        state.withLock { $0.runners[session] }
     }
 
     /// Accepts connections until ``stop()``; each gets a reader thread of its own. Removes the socket before it
@@ -91,6 +140,9 @@ package final class DaemonServer: @unchecked Sendable {
             }
         }
         unlink(paths.socket.path)
+        for runner in state.withLock({ Array($0.runners.values) }) {
+            runner.stop()
+        }
         logger.info("stopped")
     }
 
@@ -169,6 +221,7 @@ package final class DaemonServer: @unchecked Sendable {
             let held = state.sessionOwners.filter { $0.value == connection.descriptor }.map(\.key)
             for session in held {
                 state.sessionOwners[session] = nil
+                state.runners[session]?.detach(owner: connection.descriptor)
             }
             close(connection.descriptor)
             return held
@@ -199,32 +252,26 @@ package final class DaemonServer: @unchecked Sendable {
             openSession(open, app: app, on: connection)
         case .listTasks(let list):
             reply(list.request, on: connection) { () throws(JournalError) in
-                .tasks(snapshots: try journal.tasks(session: list.session).map(DaemonServer.snapshot))
+                if let runner = runner(list.session) {
+                    return .tasks(snapshots: try runner.snapshots())
+                }
+                return .tasks(snapshots: [])
             }
         case .acknowledge(let acknowledgement):
-            do {
-                try journal.acknowledge(session: acknowledgement.session, through: acknowledgement.through)
-            } catch {
-                logger.error("acknowledgement not journaled", metadata: ["error": "\(error)"])
-            }
+            acknowledge(acknowledgement)
         case .closeSession(let close):
-            state.withLock { state in
-                if state.sessionOwners[close.session] == connection.descriptor {
-                    state.sessionOwners[close.session] = nil
-                }
-            }
-            reply(close.request, on: connection) { () throws(JournalError) in
-                if close.cancelTasks {
-                    for task in try journal.tasks(session: close.session) {
-                        try journal.removeTask(session: close.session, task: task.identifier)
-                    }
-                }
-                return .done
-            }
+            closeSession(close, on: connection)
         case .createTask(let create):
-            refuseTransfers(create.request, on: connection)
+            createTask(create, on: connection)
         case .command(let command):
-            refuseTransfers(command.request, on: connection)
+            guard let runner = ownedRunner(command.session, request: command.request, on: connection) else {
+                break
+            }
+            if let error = runner.perform(command.verb, task: command.task) {
+                _ = connection.send(.failure(.init(request: command.request, error: error)))
+            } else {
+                _ = connection.send(.reply(.init(request: command.request, result: .done)))
+            }
         case .welcome, .reply, .failure, .events:
             return "a \(message.kind) message is the daemon's to send"
         }
@@ -233,7 +280,10 @@ package final class DaemonServer: @unchecked Sendable {
 
     private func openSession(_ open: IPCMessage.OpenSession, app: String, on connection: Connection) {
         let taken = state.withLock { state -> Bool in
-            if let owner = state.sessionOwners[open.identifier], owner != connection.descriptor {
+            // A holder whose peer hung up (an app killed a moment ago, its connection not yet reaped) holds nothing.
+            if let owner = state.sessionOwners[open.identifier], owner != connection.descriptor,
+                !UnixSocket.peerHungUp(owner)
+            {
                 return true
             }
             state.sessionOwners[open.identifier] = connection.descriptor
@@ -250,18 +300,91 @@ package final class DaemonServer: @unchecked Sendable {
         reply(open.request, on: connection) { () throws(JournalError) in
             .sessionOpened(nextTaskIdentifier: try journal.openSession(open, app: app))
         }
-        // Events the app has not acknowledged (it died, or was not running): delivered again, in order.
-        if let pending = try? journal.pendingEvents(session: open.identifier), !pending.isEmpty {
-            _ = connection.send(.events(.init(session: open.identifier, events: pending, finished: true)))
+        // Events the app has not acknowledged (it died, or was not running) are delivered again, in order; new ones
+        // follow as they happen.
+        makeRunner(open).attach(owner: connection.descriptor) { events in
+            connection.send(.events(events))
         }
     }
 
-    private func refuseTransfers(_ request: UInt64, on connection: Connection) {
-        let error = CourierError(
-            .unsupportedInBackgroundSession,
-            "this courierd (\(DaemonServer.version)) does not run background transfers yet"
+    /// The runner of a session this connection opened, or nil after a failure was sent.
+    private func ownedRunner(
+        _ session: String,
+        request: UInt64,
+        on connection: Connection
+    ) -> BackgroundSessionRunner? {
+        let runner = state.withLock { state in
+            state.sessionOwners[session] == connection.descriptor ? state.runners[session] : nil
+        }
+        if runner == nil {
+            let error = CourierError(.sessionInvalidated, "the background session \(session) is not open on this connection")
+            _ = connection.send(.failure(.init(request: request, error: error)))
+        }
+        return runner
+    }
+
+    /// Journals the task, answers, then starts it: when the app's `resume()` returns, the task is durable.
+    private func createTask(_ create: IPCMessage.CreateTask, on connection: Connection) {
+        guard let runner = ownedRunner(create.session, request: create.request, on: connection) else {
+            return
+        }
+        let admitted: IPCMessage.BackgroundTask
+        switch BackgroundTaskAdmission.admit(create.task, uploadsDirectory: paths.uploads) {
+        case .success(let task):
+            admitted = task
+        case .failure(let error):
+            _ = connection.send(.failure(.init(request: create.request, error: error)))
+            return
+        }
+        let now = Date()
+        do {
+            try journal.insertTask(admitted, session: create.session, at: now)
+        } catch {
+            if let copy = admitted.uploadFile, admitted.kind == .upload {
+                try? FileManager.default.removeItem(atPath: copy)
+            }
+            let code: CourierError.Code = if case .duplicateTask = error { .unsupportedInBackgroundSession } else { .unknown }
+            _ = connection.send(.failure(.init(request: create.request, error: CourierError(code, "\(error)"))))
+            return
+        }
+        _ = connection.send(.reply(.init(request: create.request, result: .taskCreated)))
+        runner.add(
+            JournaledTask(
+                session: create.session,
+                spec: admitted,
+                state: .waiting,
+                bytesOnDisk: 0,
+                expectedLength: -1,
+                createdAt: now
+            )
         )
-        _ = connection.send(.failure(.init(request: request, error: error)))
+    }
+
+    /// Deletes the acknowledged events, the files they handed over and the tasks that have nothing left to say.
+    private func acknowledge(_ acknowledgement: IPCMessage.Acknowledge) {
+        do {
+            let removed = try journal.acknowledge(session: acknowledgement.session, through: acknowledgement.through)
+            for file in removed.files where file.hasPrefix(paths.downloads.path + "/") {
+                try? FileManager.default.removeItem(atPath: file)
+            }
+        } catch {
+            logger.error("acknowledgement not journaled", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func closeSession(_ close: IPCMessage.CloseSession, on connection: Connection) {
+        let runner = state.withLock { state -> BackgroundSessionRunner? in
+            guard state.sessionOwners[close.session] == connection.descriptor else {
+                return nil
+            }
+            state.sessionOwners[close.session] = nil
+            return state.runners[close.session]
+        }
+        if close.cancelTasks {
+            runner?.cancelAll()
+        }
+        runner?.detach(owner: connection.descriptor)
+        _ = connection.send(.reply(.init(request: close.request, result: .done)))
     }
 
     private func reply(
@@ -274,21 +397,5 @@ package final class DaemonServer: @unchecked Sendable {
         } catch {
             _ = connection.send(.failure(.init(request: request, error: CourierError(.unknown, "\(error)"))))
         }
-    }
-
-    private static func snapshot(_ task: JournaledTask) -> IPCMessage.TaskSnapshot {
-        let state: SessionTask.State
-        switch task.state {
-        case .waiting, .suspended: state = .suspended
-        case .running: state = .running
-        case .completed: state = .completed
-        }
-        return IPCMessage.TaskSnapshot(
-            identifier: task.identifier,
-            taskDescription: task.spec.taskDescription,
-            state: state.rawValue,
-            countOfBytesReceived: task.bytesOnDisk,
-            countOfBytesExpectedToReceive: task.expectedLength
-        )
     }
 }

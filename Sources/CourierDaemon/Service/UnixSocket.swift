@@ -67,6 +67,17 @@ package enum UnixSocket {
         }
     }
 
+    /// True when the other end of a connected socket closed (`POLLHUP` or `POLLRDHUP`), without reading from it.
+    package static func peerHungUp(_ descriptor: Int32) -> Bool {
+        // POLLRDHUP (0x2000) is hidden by Glibc's module map (it needs _GNU_SOURCE).
+        let readHangUp: Int16 = 0x2000
+        var entry = pollfd(fd: descriptor, events: readHangUp, revents: 0)
+        guard poll(&entry, 1, 0) == 1 else {
+            return false
+        }
+        return entry.revents & (Int16(POLLHUP) | readHangUp) != 0
+    }
+
     private static func withAddress<Result>(
         _ path: String,
         _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result

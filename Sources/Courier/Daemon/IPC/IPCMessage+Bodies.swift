@@ -222,14 +222,37 @@ extension IPCMessage {
         }
     }
 
+    /// The final response of a background task (after redirects).
+    package struct BackgroundResponse: Codable, Sendable, Equatable {
+        package var url: String
+        package var status: Int
+        package var headers: [String: String]
+
+        package init(url: String, status: Int, headers: [String: String]) {
+            self.url = url
+            self.status = status
+            self.headers = headers
+        }
+    }
+
     /// A task event the app's delegate must hear, as journaled by the daemon.
+    ///
+    /// A task's events come in this order: `resumed` (after each restart of a download from a partial file),
+    /// `wroteData` / `sentBodyData` (coalesced), then at its end `response` (when one arrived), `receivedData`
+    /// (an upload's response body), `finishedDownloading` (a download that succeeded), and `completed`, exactly once.
     package enum BackgroundEvent: Codable, Sendable, Equatable {
         case wroteData(delta: Int64, total: Int64, expected: Int64)
         case sentBodyData(delta: Int64, total: Int64, expected: Int64)
         case resumed(offset: Int64, expectedTotal: Int64)
+        case response(BackgroundResponse)
+        /// An upload's response body (at most ``BackgroundEvent/maximumBodyLength`` bytes are kept).
+        case receivedData(Data)
         /// The file is the app's until its delegate returns; the daemon deletes it after the acknowledgement.
         case finishedDownloading(path: String)
         case completed(error: CourierError?)
+
+        /// The longest upload response body the daemon journals; the rest is dropped.
+        package static let maximumBodyLength = 1 << 20
     }
 
     package struct SequencedEvent: Codable, Sendable, Equatable {

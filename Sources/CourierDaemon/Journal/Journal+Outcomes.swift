@@ -1,0 +1,98 @@
+package import Courier
+package import Foundation
+import GRDB
+
+/// How tasks end, wait for a retry, and leave the journal once their app has heard of the end.
+extension Journal {
+    /// Ends a task: marks it completed and journals its last events (a final `wroteData`, `finishedDownloading`,
+    /// `completed`) in one transaction, so a crash leaves either all of them or none. `file` is the finished
+    /// download that `finishedDownloading` hands over.
+    package func finish(
+        session: String,
+        task: Int,
+        events: [IPCMessage.BackgroundEvent],
+        file: String? = nil
+    ) throws(JournalError) -> [IPCMessage.SequencedEvent] {
+        var bodies: [Data] = []
+        for event in events {
+            bodies.append(try Journal.encode(event))
+        }
+        return try write { db in
+            try Journal.update(
+                db,
+                session: session,
+                task: task,
+                sql: "state = ?, retryAt = NULL",
+                arguments: [JournaledTask.State.completed.rawValue]
+            )
+            var sequenced: [IPCMessage.SequencedEvent] = []
+            for (event, body) in zip(events, bodies) {
+                let handsOverFile: String?
+                if case .finishedDownloading = event {
+                    handsOverFile = file
+                } else {
+                    handsOverFile = nil
+                }
+                sequenced.append(
+                    try Journal.append(event, body: body, file: handsOverFile, task: task, session: session, in: db)
+                )
+            }
+            return sequenced
+        }
+    }
+
+    /// Records a failed attempt: the task waits until `date` before its next one.
+    package func scheduleRetry(session: String, task: Int, attempts: Int, at date: Date) throws(JournalError) {
+        try updateTask(
+            session: session,
+            task: task,
+            sql: "state = ?, attempts = ?, retryAt = ?",
+            arguments: [JournaledTask.State.waiting.rawValue, attempts, date.timeIntervalSince1970]
+        )
+    }
+
+    /// What an acknowledgement removed.
+    package struct Acknowledgement: Sendable, Equatable {
+        /// Events deleted.
+        package var events: Int
+        /// Files the deleted events had handed over; the daemon deletes them.
+        package var files: [String]
+        /// Completed tasks whose every event is now acknowledged: gone from the journal.
+        package var tasks: [Int]
+    }
+
+    /// The app has delivered every event up to `through`: they are deleted, and so are the completed tasks that
+    /// have no event left.
+    @discardableResult
+    package func acknowledge(session: String, through: UInt64) throws(JournalError) -> Acknowledgement {
+        let through = Int64(clamping: through)
+        return try write { db in
+            let files = try String.fetchAll(
+                db,
+                sql: "SELECT file FROM event WHERE session = ? AND sequence <= ? AND file IS NOT NULL",
+                arguments: [session, through]
+            )
+            try db.execute(
+                sql: "DELETE FROM event WHERE session = ? AND sequence <= ?",
+                arguments: [session, through]
+            )
+            let events = db.changesCount
+            let finished = try Int.fetchAll(
+                db,
+                sql: """
+                    SELECT identifier FROM task WHERE session = ? AND state = ?
+                    AND NOT EXISTS (SELECT 1 FROM event WHERE event.session = task.session AND event.task = task.identifier)
+                    """,
+                arguments: [session, JournaledTask.State.completed.rawValue]
+            )
+            try db.execute(
+                sql: """
+                    DELETE FROM task WHERE session = ? AND state = ?
+                    AND NOT EXISTS (SELECT 1 FROM event WHERE event.session = task.session AND event.task = task.identifier)
+                    """,
+                arguments: [session, JournaledTask.State.completed.rawValue]
+            )
+            return Acknowledgement(events: events, files: files, tasks: finished)
+        }
+    }
+}

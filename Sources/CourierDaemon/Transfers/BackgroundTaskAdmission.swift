@@ -1,0 +1,60 @@
+package import Courier
+package import Foundation
+
+/// The rules a task must meet before courierd journals it (background-behaviours.md; Apple's background session
+/// rules): HTTP(S) only, uploads from a file that exists (the daemon keeps a copy, so the app may delete its own),
+/// no identifier reused. A refusal is the `CourierError` the app's `resume()` reports.
+package enum BackgroundTaskAdmission {
+    /// Checks `task` and returns it as the journal will keep it (an upload names the daemon's copy of its file).
+    package static func admit(
+        _ task: IPCMessage.BackgroundTask,
+        uploadsDirectory: URL
+    ) -> Result<IPCMessage.BackgroundTask, CourierError> {
+        let request = task.request.request
+        guard let url = request.url, let scheme = url.scheme?.lowercased(), url.host != nil else {
+            return .failure(CourierError(.badURL, "a background task needs an absolute URL", failingURL: request.url))
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return .failure(
+                CourierError(
+                    .unsupportedURL,
+                    "background sessions transfer http and https URLs only, not \(scheme)",
+                    failingURL: url
+                )
+            )
+        }
+        var admitted = task
+        switch task.kind {
+        case .download:
+            admitted.uploadFile = nil
+        case .upload:
+            guard let source = task.uploadFile, source.hasPrefix("/") else {
+                return .failure(
+                    CourierError(
+                        .unsupportedInBackgroundSession,
+                        "background uploads must be from a file (uploadTask(with:fromFile:))",
+                        failingURL: url
+                    )
+                )
+            }
+            let copy = uploadsDirectory.appendingPathComponent("\(UUID().uuidString).upload")
+            do {
+                try FileManager.default.createDirectory(at: uploadsDirectory, withIntermediateDirectories: true)
+                try FileManager.default.copyItem(at: URL(fileURLWithPath: source), to: copy)
+            } catch {
+                let exists = FileManager.default.fileExists(atPath: source)
+                return .failure(
+                    CourierError(
+                        exists ? .cannotReadFile : .fileDoesNotExist,
+                        exists ? "cannot copy the upload file \(source): \(error)" : "no upload file at \(source)",
+                        failingURL: url
+                    )
+                )
+            }
+            _ = DurableFile.sync(copy.path)
+            DurableFile.syncDirectory(uploadsDirectory.path)
+            admitted.uploadFile = copy.path
+        }
+        return .success(admitted)
+    }
+}

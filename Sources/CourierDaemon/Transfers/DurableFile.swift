@@ -1,0 +1,54 @@
+package import Courier
+package import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Moving and flushing files so that what the journal says about them is true after a crash of the machine.
+package enum DurableFile {
+    /// Flushes the file at `path` to disk; returns its length as flushed (every byte before it is durable), or nil
+    /// when it cannot be opened.
+    package static func sync(_ path: String) -> Int64? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            return nil
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            return nil
+        }
+        // The length is read before the flush: bytes appended after it are not claimed.
+        let length = Int64(info.st_size)
+        guard fsync(descriptor) == 0 else {
+            return nil
+        }
+        return length
+    }
+
+    /// Flushes `source`, renames it to `destination` (same file system) and flushes the destination's directory, so
+    /// that the new name survives a crash. Throws `cannotMoveFile`.
+    package static func move(_ source: URL, to destination: URL) throws(CourierError) {
+        guard sync(source.path) != nil else {
+            throw CourierError(.cannotMoveFile, "cannot flush \(source.path): \(String(cString: strerror(errno)))")
+        }
+        guard rename(source.path, destination.path) == 0 else {
+            throw CourierError(
+                .cannotMoveFile,
+                "cannot rename \(source.path) to \(destination.path): \(String(cString: strerror(errno)))"
+            )
+        }
+        syncDirectory(destination.deletingLastPathComponent().path)
+    }
+
+    /// Flushes a directory's entries (a rename or a new file in it).
+    package static func syncDirectory(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            return
+        }
+        _ = fsync(descriptor)
+        close(descriptor)
+    }
+}

@@ -1,0 +1,15 @@
+package import Foundation
+
+/// How courierd paces its background transfers: retries, checkpoints and condition checks.
+package struct TransferSettings: Sendable {
+    package var retryPolicy = RetryPolicy()
+    package var conditions = ConditionReader()
+    /// A running transfer is checkpointed (and its progress journaled for the app) at most this long apart…
+    package var checkpointInterval: TimeInterval = 1
+    /// …or after this many bytes, whichever comes first.
+    package var checkpointBytes: Int64 = 16 << 20
+    /// How often a task waiting for power or an unmetered network looks again.
+    package var conditionPollInterval: TimeInterval = 10
+
+    package init() {}
+}

@@ -1,0 +1,303 @@
+import Courier
+import CourierDaemon
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Background transfers run by the real courierd against the real test server: the journaled events an app hears,
+/// resumes after the daemon is killed, retries, uploads, cancels, and events delivered again until acknowledged.
+@Suite("courierd transfers", .serialized)
+struct BackgroundTransferTests {
+    static let identifier = "com.example.podcasts.bg"
+    static let session = IPCMessage.OpenSession(request: 1, identifier: identifier)
+
+    static func download(_ identifier: Int, _ url: URL, description: String? = nil) -> IPCMessage.BackgroundTask {
+        IPCMessage.BackgroundTask(
+            identifier: identifier,
+            kind: .download,
+            request: CodableRequest(URLRequest(url: url)),
+            taskDescription: description
+        )
+    }
+
+    static func create(_ task: IPCMessage.BackgroundTask, on client: inout Client) throws {
+        let answer = try client.request { .createTask(.init(request: $0, session: identifier, task: task)) }
+        guard case .reply(let reply)? = answer, reply.result == .taskCreated else {
+            Issue.record("task \(task.identifier) not created: \(String(describing: answer))")
+            throw POSIXError(.EIO)
+        }
+    }
+
+    static func isCompletion(_ event: IPCMessage.SequencedEvent) -> Bool {
+        if case .completed = event.event {
+            return true
+        }
+        return false
+    }
+
+    /// The finished file an event list hands over.
+    static func finishedFile(_ events: [IPCMessage.SequencedEvent]) -> String? {
+        for event in events {
+            if case .finishedDownloading(let path) = event.event {
+                return path
+            }
+        }
+        return nil
+    }
+
+    @Test("a download: journaled, run, its events in order, the file handed over; acknowledged events and file go")
+    func download() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, opened) = try Client.opening(Self.session, on: daemon)
+        #expect(opened == .reply(.init(request: 1, result: .sessionOpened(nextTaskIdentifier: 1))))
+        let count = 3 << 20
+        try Self.create(
+            Self.download(1, server.url("/bytes/\(count)?seed=4"), description: "episode-42"),
+            on: &client
+        )
+        let events = try client.events(until: Self.isCompletion)
+        let kinds = events.map { event -> String in
+            switch event.event {
+            case .wroteData: "wroteData"
+            case .response(let response): "response \(response.status)"
+            case .finishedDownloading: "finished"
+            case .completed(let error): "completed \(error.map { "\($0.code)" } ?? "ok")"
+            default: "\(event.event)"
+            }
+        }
+        #expect(Array(kinds.suffix(3)) == ["response 200", "finished", "completed ok"])
+        #expect(events.map(\.sequence) == Array(events.map(\.sequence).sorted()))
+        #expect(Set(events.map(\.sequence)).count == events.count)
+        if case .wroteData(_, let total, let expected)? = events.last(where: { if case .wroteData = $0.event { true } else { false } })?.event {
+            #expect(total == Int64(count))
+            #expect(expected == Int64(count))
+        }
+        let file = try #require(Self.finishedFile(events))
+        #expect(FileManager.default.contents(atPath: file) == TestServer.bytes(count: count, seed: 4))
+        #expect(file.hasPrefix(daemon.state.path))
+
+        // Before the acknowledgement the task is listed as completed; after it, it is gone, and so is its file.
+        guard case .reply(let listed)? = try client.request({ .listTasks(.init(request: $0, session: Self.identifier)) }),
+            case .tasks(let snapshots) = listed.result
+        else {
+            Issue.record("no task list")
+            return
+        }
+        #expect(snapshots.map(\.identifier) == [1])
+        #expect(snapshots.first?.state == SessionTask.State.completed.rawValue)
+        #expect(snapshots.first?.taskDescription == "episode-42")
+        try client.send(.acknowledge(.init(session: Self.identifier, through: events.last!.sequence)))
+        guard case .reply(let after)? = try client.request({ .listTasks(.init(request: $0, session: Self.identifier)) })
+        else {
+            Issue.record("no task list")
+            return
+        }
+        #expect(after.result == .tasks(snapshots: []))
+        #expect(!FileManager.default.fileExists(atPath: file))
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
+    @Test("courierd SIGKILLed mid-download: restarted, it resumes from the bytes on disk with Range and If-Range")
+    func resumeAfterKill() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        let count = 4 << 20
+        // About 2.5 s: 64 KiB every 40 ms.
+        let url = server.url("/bytes/\(count)?seed=9&trickle=65536&interval=40")
+        try Self.create(Self.download(1, url), on: &client)
+        // Two coalesced progress events: at least one checkpoint is journaled.
+        var progress = 0
+        let before = try client.events { event in
+            if case .wroteData = event.event {
+                progress += 1
+            }
+            return progress == 2
+        }
+        #expect(progress == 2)
+        client.close()
+        daemon.kill()
+
+        try daemon.start()
+        (client, _) = try Client.opening(Self.session, on: daemon)
+        let after = try client.events(until: Self.isCompletion)
+        let events = before + after
+        // Delivered again (not acknowledged), then new ones: sequences never go back within the new ones.
+        let fresh = after.filter { $0.sequence > before.last!.sequence }
+        #expect(fresh.map(\.sequence) == fresh.map(\.sequence).sorted())
+        let resumedAt = fresh.compactMap { event -> Int64? in
+            if case .resumed(let offset, let expected) = event.event {
+                #expect(expected == Int64(count))
+                return offset
+            }
+            return nil
+        }
+        #expect(resumedAt.count == 1)
+        #expect((resumedAt.first ?? 0) > 0, "the download started again from zero")
+        let file = try #require(Self.finishedFile(events))
+        #expect(FileManager.default.contents(atPath: file) == TestServer.bytes(count: count, seed: 9))
+        let ranged = server.requests.filter { request in request.headers.contains { $0.0.lowercased() == "range" } }
+        #expect(ranged.count == 1)
+        #expect(ranged.first?.headers.contains { $0.0.lowercased() == "if-range" && $0.1 == "\"\(count)-9\"" } == true)
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
+    @Test("a connection cut mid-body is retried after the backoff and resumes where it stopped")
+    func retry() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        let count = 300_000
+        try Self.create(Self.download(1, server.url("/bytes/\(count)?seed=2&cut=120000")), on: &client)
+        let events = try client.events(until: Self.isCompletion)
+        guard case .completed(let error)? = events.last?.event else {
+            Issue.record("no completion")
+            return
+        }
+        #expect(error == nil)
+        let file = try #require(Self.finishedFile(events))
+        #expect(FileManager.default.contents(atPath: file) == TestServer.bytes(count: count, seed: 2))
+        // Three exchanges: 0-, then 120000-, then 240000-.
+        let ranges = server.requests.compactMap { request in
+            request.headers.first { $0.0.lowercased() == "range" }?.1
+        }
+        #expect(ranges == ["bytes=120000-", "bytes=240000-"])
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
+    @Test("an upload from a file the app deletes at once: the daemon's copy is sent, the response body comes back")
+    func upload() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        let body = TestServer.bytes(count: 700_000, seed: 5)
+        let source = daemon.root.appendingPathComponent("body.bin")
+        try body.write(to: source)
+        var request = URLRequest(url: server.url("/upload"))
+        request.httpMethod = "PUT"
+        let task = IPCMessage.BackgroundTask(
+            identifier: 1,
+            kind: .upload,
+            request: CodableRequest(request),
+            uploadFile: source.path
+        )
+        try Self.create(task, on: &client)
+        try FileManager.default.removeItem(at: source)
+        let events = try client.events(until: Self.isCompletion)
+        var answer: Data?
+        var status: Int?
+        for event in events {
+            switch event.event {
+            case .receivedData(let data): answer = data
+            case .response(let response): status = response.status
+            default: break
+            }
+        }
+        #expect(status == 200)
+        let json = try JSONSerialization.jsonObject(with: try #require(answer)) as? [String: Any]
+        #expect(json?["length"] as? Int == body.count)
+        #expect(json?["sha256"] as? String == TestServer.sha256Hex(body))
+        #expect(events.last?.event == .completed(error: nil))
+        // The daemon's copy went with the task.
+        let uploads = (try? FileManager.default.contentsOfDirectory(atPath: daemon.state.appendingPathComponent("uploads").path)) ?? []
+        #expect(uploads.isEmpty)
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
+    @Test("cancel: the task completes with cancelled; a command for an unknown task fails")
+    func cancel() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        try Self.create(Self.download(1, server.url("/bytes/1000000?trickle=1000&interval=50")), on: &client)
+        let answer = try client.request { .command(.init(request: $0, session: Self.identifier, task: 1, verb: .cancel)) }
+        #expect(answer.map { if case .reply = $0 { true } else { false } } == true)
+        let events = try client.events(until: Self.isCompletion)
+        guard case .completed(let error)? = events.last?.event else {
+            Issue.record("no completion")
+            return
+        }
+        #expect(error?.code == .cancelled)
+        let unknown = try client.request { .command(.init(request: $0, session: Self.identifier, task: 42, verb: .cancel)) }
+        guard case .failure? = unknown else {
+            Issue.record("a command for an unknown task was answered \(String(describing: unknown))")
+            return
+        }
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
+    @Test("a client that dies before acknowledging gets every event again, in order, and none after acknowledging")
+    func redelivery() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        try Self.create(Self.download(1, server.url("/bytes/1000?seed=1")), on: &client)
+        try Self.create(Self.download(2, server.url("/bytes/2000?seed=2")), on: &client)
+        var completions = 0
+        let first = try client.events { event in
+            if Self.isCompletion(event) {
+                completions += 1
+            }
+            return completions == 2
+        }
+        client.close()
+
+        var answer: IPCMessage?
+        (client, answer) = try Client.opening(Self.session, on: daemon)
+        #expect(answer == .reply(.init(request: 1, result: .sessionOpened(nextTaskIdentifier: 3))))
+        let replay = try #require(try client.nextBatch())
+        #expect(replay.finished)
+        #expect(replay.events == first)
+        client.close()
+
+        (client, answer) = try Client.opening(Self.session, on: daemon)
+        #expect(answer == .reply(.init(request: 1, result: .sessionOpened(nextTaskIdentifier: 3))))
+        #expect(try client.nextBatch()?.events == first)
+        try client.send(.acknowledge(.init(session: Self.identifier, through: first.last!.sequence)))
+        // Answered after the acknowledgement (frames of a connection are handled in order).
+        _ = try client.request { .listTasks(.init(request: $0, session: Self.identifier)) }
+        client.close()
+        (client, _) = try Client.opening(Self.session, on: daemon)
+        // Anything pending would have been sent before this answer.
+        _ = try client.request { .listTasks(.init(request: $0, session: Self.identifier)) }
+        #expect(client.events.isEmpty)
+        for path in first.compactMap({ event -> String? in
+            if case .finishedDownloading(let path) = event.event { path } else { nil }
+        }) {
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+}

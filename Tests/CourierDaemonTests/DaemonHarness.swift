@@ -1,0 +1,208 @@
+import Courier
+import CourierDaemon
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A courierd running on fresh directories; `stop()` sends SIGTERM and returns how it ended, `kill()` SIGKILLs it.
+final class Daemon {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("courierd-\(UUID().uuidString)")
+    var runtime: URL { root.appendingPathComponent("run") }
+    var state: URL { root.appendingPathComponent("state") }
+    var socket: String { runtime.appendingPathComponent("courierd.sock").path }
+    /// Arguments added to every launch (`--retry-delay 0.2`).
+    var extraArguments: [String]
+    var environment: [String: String]
+    private var child: ChildProcess?
+
+    init(arguments: [String] = [], environment: [String: String] = [:]) {
+        extraArguments = arguments
+        self.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
+
+    static func executable() throws -> String {
+        let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidate = directory.appendingPathComponent("courierd").path
+        guard FileManager.default.isExecutableFile(atPath: candidate) else {
+            throw POSIXError(.ENOENT)
+        }
+        return candidate
+    }
+
+    /// A courierd process on this daemon's directories; its log goes to the test's standard error.
+    func launch() throws -> ChildProcess {
+        try ChildProcess(
+            try Daemon.executable(),
+            arguments: ["--runtime-directory", runtime.path, "--state-directory", state.path] + extraArguments,
+            environment: environment,
+            standardError: .inherit
+        )
+    }
+
+    /// Starts courierd and waits until its socket answers.
+    func start() throws {
+        child = try launch()
+        let deadline = Date().addingTimeInterval(10)
+        while UnixSocket.connect(to: socket).map({ close($0) }) == nil {
+            guard Date() < deadline else {
+                throw POSIXError(.ETIMEDOUT)
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// Sends SIGTERM and waits for the end; the directories stay for the test to look at.
+    func stop() -> ChildProcess.Termination? {
+        child?.send(SIGTERM)
+        defer { child = nil }
+        return child?.wait(timeout: .seconds(20))
+    }
+
+    /// SIGKILL: no checkpoint, no cleanup, the socket file stays.
+    func kill() {
+        child?.send(SIGKILL)
+        _ = child?.wait(timeout: .seconds(10))
+        child = nil
+        unlink(socket)
+    }
+
+    /// Stops the daemon if it still runs, and removes its directories.
+    func cleanup() {
+        _ = stop()
+        try? FileManager.default.removeItem(at: root)
+    }
+}
+
+/// A client connection speaking frames. Reads time out after 20 seconds (a hung daemon fails the test, it does not
+/// hang it).
+struct Client {
+    let descriptor: Int32
+    var decoder = IPCFrameDecoder()
+    private var queued: [IPCMessage] = []
+    private var nextRequest: UInt64 = 100
+
+    init(_ path: String) throws {
+        guard let descriptor = UnixSocket.connect(to: path) else {
+            throw POSIXError(.ECONNREFUSED)
+        }
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        self.descriptor = descriptor
+    }
+
+    /// Connects, says hello as `app`, and opens `session`; returns the client and the open's answer.
+    static func opening(
+        _ session: IPCMessage.OpenSession,
+        on daemon: Daemon,
+        app: String = "com.example.podcasts"
+    ) throws -> (Client, IPCMessage?) {
+        var client = try Client(daemon.socket)
+        try client.send(.hello(.init(app: app, pid: getpid())))
+        _ = try client.receive()
+        try client.send(.openSession(session))
+        // The answer first: the client returned must be the one that read it (a struct copy taken before would lose
+        // whatever the same read brought along).
+        let answer = try client.receiveAnswer(to: session.request)
+        return (client, answer)
+    }
+
+    func send(_ message: IPCMessage) throws {
+        #expect(UnixSocket.write(try message.frame().encoded, to: descriptor))
+    }
+
+    func sendRaw(_ bytes: [UInt8]) {
+        #expect(UnixSocket.write(Data(bytes), to: descriptor))
+    }
+
+    /// The next message, or nil when the daemon closed the connection (or said nothing for 20 seconds).
+    mutating func receive() throws -> IPCMessage? {
+        while queued.isEmpty {
+            let bytes = UnixSocket.read(from: descriptor)
+            if bytes.isEmpty {
+                return nil
+            }
+            for frame in try decoder.feed(bytes) {
+                queued.append(try IPCMessage(frame: frame))
+            }
+        }
+        return queued.removeFirst()
+    }
+
+    /// Events that arrived while waiting for an answer.
+    private(set) var events: [IPCMessage.Events] = []
+
+    /// The reply or failure for `request`; event frames that come first are kept in ``events``.
+    mutating func receiveAnswer(to request: UInt64) throws -> IPCMessage? {
+        while let message = try receive() {
+            switch message {
+            case .events(let batch):
+                events.append(batch)
+            case .reply(let reply) where reply.request == request:
+                return message
+            case .failure(let failure) where failure.request == request || failure.request == nil:
+                return message
+            default:
+                continue
+            }
+        }
+        return nil
+    }
+
+    /// Sends a request and returns its answer.
+    mutating func request(_ make: (UInt64) -> IPCMessage) throws -> IPCMessage? {
+        nextRequest += 1
+        try send(make(nextRequest))
+        return try receiveAnswer(to: nextRequest)
+    }
+
+    /// The next batch of events (a kept one first).
+    mutating func nextBatch() throws -> IPCMessage.Events? {
+        if !events.isEmpty {
+            return events.removeFirst()
+        }
+        while let message = try receive() {
+            if case .events(let batch) = message {
+                return batch
+            }
+        }
+        return nil
+    }
+
+    /// Collects events (the ones already kept first) until `done` says the last one arrived.
+    mutating func events(
+        until done: (IPCMessage.SequencedEvent) -> Bool
+    ) throws -> [IPCMessage.SequencedEvent] {
+        var collected: [IPCMessage.SequencedEvent] = []
+        var batches = events
+        events = []
+        while true {
+            for (index, batch) in batches.enumerated() {
+                for (position, event) in batch.events.enumerated() {
+                    collected.append(event)
+                    if done(event) {
+                        // What came after the last awaited event stays for the next call.
+                        var rest = batch
+                        rest.events = Array(batch.events[(position + 1)...])
+                        events = (rest.events.isEmpty ? [] : [rest]) + batches[(index + 1)...]
+                        return collected
+                    }
+                }
+            }
+            batches = []
+            guard let message = try receive() else {
+                return collected
+            }
+            if case .events(let batch) = message {
+                batches = [batch]
+            }
+        }
+    }
+
+    func close() {
+        _ = Glibc.close(descriptor)
+    }
+}
