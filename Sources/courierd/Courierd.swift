@@ -1,4 +1,5 @@
 import ArgumentParser
+import Courier
 import CourierDaemon
 import Dispatch
 import Foundation

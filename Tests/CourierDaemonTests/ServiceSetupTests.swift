@@ -1,3 +1,4 @@
+import Courier
 import CourierDaemon
 import CourierTestSupport
 import Foundation

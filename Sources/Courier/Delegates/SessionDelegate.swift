@@ -11,8 +11,15 @@ public protocol SessionDelegate: AnyObject, Sendable {
     /// `invalidateAndCancel()` cancelled every task. `error` is nil for an explicit invalidation. It is the last
     /// call the session makes; afterwards it releases the delegate.
     func urlSession(_ session: Session, didBecomeInvalidWithError error: (any Error)?)
+
+    /// A background session delivered every event courierd had kept for it (the ones it missed while the app was
+    /// not running): once per such replay, after the replayed task events. Call the completion handler that
+    /// `handleEventsForBackgroundURLSession` gave you here.
+    func urlSessionDidFinishEvents(forBackgroundURLSession session: Session)
 }
 
 extension SessionDelegate {
     public func urlSession(_ session: Session, didBecomeInvalidWithError error: (any Error)?) {}
+
+    public func urlSessionDidFinishEvents(forBackgroundURLSession session: Session) {}
 }

@@ -46,6 +46,7 @@ public final class Session: Sendable, CustomStringConvertible {
         self.delegateQueue = queue
         self.core = SessionCore(configuration: configuration, delegate: delegate, queue: queue)
         core.attach(self)
+        core.adoptBackgroundTasks()
     }
 
     deinit {
@@ -251,6 +252,15 @@ public final class Session: Sendable, CustomStringConvertible {
     /// The tasks that were resumed and have not completed.
     public var allTasks: [SessionTask] {
         core.liveTasks.sorted { $0.taskIdentifier < $1.taskIdentifier }
+    }
+
+    /// Calls `completionHandler` once, on the delegate queue, with ``allTasks``. For a background session after a
+    /// relaunch, these include the tasks courierd kept running for the app.
+    public func getAllTasks(completionHandler: @escaping @Sendable ([SessionTask]) -> Void) {
+        let tasks = allTasks
+        delegateQueue.addOperation {
+            completionHandler(tasks)
+        }
     }
 
     /// Calls `completionHandler` on the delegate queue with the live data, upload and download tasks.

@@ -37,8 +37,37 @@ public struct SessionConfiguration: Sendable {
         return configuration
     }
 
+    /// A configuration whose transfers run in courierd, the background transfer service, and go on after this
+    /// process exits, is suspended, crashes or is killed (docs/daemon.md).
+    ///
+    /// Create the session with a delegate (a ``SessionDownloadDelegate`` for downloads): background sessions report
+    /// through it only. They run download tasks, and upload tasks from a file; redirects are followed without asking
+    /// and network failures are retried until ``timeoutIntervalForResource``. After a relaunch, create the session
+    /// again with the same identifier: the events it missed are delivered, then
+    /// ``SessionDelegate/urlSessionDidFinishEvents(forBackgroundURLSession:)``.
+    public static func background(withIdentifier identifier: String) -> SessionConfiguration {
+        var configuration = SessionConfiguration.default
+        configuration.identifier = identifier
+        return configuration
+    }
+
     /// True for ``ephemeral`` configurations.
     public private(set) var isEphemeral = false
+
+    /// The background session's identifier; nil for other configurations.
+    public private(set) var identifier: String?
+
+    /// Background sessions: courierd relaunches the app when events are pending and it is not running. Default true.
+    public var sessionSendsLaunchEvents = true
+
+    /// Background sessions: transfers wait for external power and an unmetered network. Default false.
+    public var isDiscretionary = false
+
+    /// Background sessions: when false, transfers wait while the network is metered. Default true.
+    public var allowsExpensiveNetworkAccess = true
+
+    /// Where the courierd of a background session is found (and started); nil for this user's usual place.
+    package var daemonPaths: DaemonPaths?
 
     /// Headers added to every request that does not already set them.
     public var httpAdditionalHeaders: [String: String]?

@@ -18,7 +18,7 @@ final class SessionCore: Sendable {
         case invalidated
     }
 
-    private enum BackendSlot {
+    enum BackendSlot {
         case idle
         case running(any TransferBackend)
         case failed(CourierError)
@@ -39,9 +39,9 @@ final class SessionCore: Sendable {
     let stagingDirectory: URL
 
     private let delegateSlot: LockedValue<(any SessionDelegate)?>
-    private let backendSlot = LockedValue(BackendSlot.idle)
+    let backendSlot = LockedValue(BackendSlot.idle)
     private let registry = LockedValue(Registry())
-    private let nextIdentifier = LockedValue(1)
+    let nextIdentifier = LockedValue(1)
     private let sessionReference = SessionReference()
 
     init(configuration: SessionConfiguration, delegate: (any SessionDelegate)?, queue: OperationQueue) {
@@ -56,6 +56,9 @@ final class SessionCore: Sendable {
         let sessionReference = self.sessionReference
         self.dispatcher = DelegateDispatcher(queue: queue) {
             sessionReference.session
+        }
+        if let identifier = configuration.identifier {
+            openBackground(identifier, hasDelegate: delegate != nil)
         }
     }
 

@@ -1,4 +1,4 @@
-import Courier
+package import Courier
 import CourierConcurrency
 package import Foundation
 package import Logging

@@ -1,3 +1,5 @@
+package import Courier
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -249,6 +249,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
                 countOfBytesSent: task.bytesSent,
                 countOfBytesExpectedToSend: task.expectedToSend
             )
+            snapshot.task = task.spec
             guard let current = live[task.identifier], task.state != .completed, !current.finished else {
                 snapshot.state = SessionTask.State.completed.rawValue
                 return snapshot

@@ -172,6 +172,9 @@ extension IPCMessage {
         package var countOfBytesExpectedToSend: Int64
         /// Why the task is not moving bytes (waiting for power, an unmetered network, a retry), if it is not.
         package var waitingReason: String?
+        /// What the app asked for (an upload names the daemon's copy of its file): a relaunched app rebuilds its
+        /// task objects from it.
+        package var task: BackgroundTask?
 
         package init(
             identifier: Int,

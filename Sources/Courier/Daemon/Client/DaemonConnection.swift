@@ -1,0 +1,179 @@
+import CourierConcurrency
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An app's connection to courierd (`docs/ipc.md`): requests answered in order of their replies, and the events the
+/// daemon pushes, handed to one handler on the connection's reader thread.
+///
+/// Events that arrive before ``setEventHandler(_:)`` are kept and handed over then, in order.
+final class DaemonConnection: Sendable {
+    typealias EventHandler = @Sendable (IPCMessage.Events) -> Void
+
+    private final class Waiter: Sendable {
+        let done = DispatchSemaphore(value: 0)
+        let answer = LockedValue<Result<IPCMessage.Reply.Result, CourierError>?>(nil)
+    }
+
+    private struct State {
+        var nextRequest: UInt64 = 1
+        var waiting: [UInt64: Waiter] = [:]
+        var handler: EventHandler?
+        var early: [IPCMessage.Events] = []
+        /// Why the connection ended, once it did.
+        var ended: CourierError?
+    }
+
+    private let descriptor: Int32
+    private let state = LockedValue(State())
+
+    private init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// Connects to courierd at `paths` (starting it when none answers), says hello, and starts reading.
+    static func open(paths: DaemonPaths, app: String) -> Result<DaemonConnection, CourierError> {
+        let descriptor: Int32
+        if let connected = UnixSocket.connect(to: paths.socket.path) {
+            descriptor = connected
+        } else {
+            switch DaemonLauncher.start(paths) {
+            case .success(let connected): descriptor = connected
+            case .failure(let error): return .failure(error)
+            }
+        }
+        let hello = IPCMessage.hello(.init(app: app, pid: getpid()))
+        guard let frame = try? hello.frame(), UnixSocket.write(frame.encoded, to: descriptor) else {
+            Glibc.close(descriptor)
+            return .failure(CourierError(.cannotConnectToHost, "courierd closed the connection at hello"))
+        }
+        let connection = DaemonConnection(descriptor: descriptor)
+        Thread.detachNewThread {
+            connection.read()
+        }
+        return .success(connection)
+    }
+
+    /// Sends a request and waits for its reply (or failure); `make` gets the request number.
+    func request(
+        timeout: TimeInterval = 30,
+        _ make: (UInt64) -> IPCMessage
+    ) -> Result<IPCMessage.Reply.Result, CourierError> {
+        let waiter = Waiter()
+        let prepared = state.withLock { state -> Result<UInt64, CourierError> in
+            if let ended = state.ended {
+                return .failure(ended)
+            }
+            let number = state.nextRequest
+            state.nextRequest += 1
+            state.waiting[number] = waiter
+            return .success(number)
+        }
+        let number: UInt64
+        switch prepared {
+        case .success(let value): number = value
+        case .failure(let error): return .failure(error)
+        }
+        guard send(make(number)) else {
+            state.withLock { _ = $0.waiting.removeValue(forKey: number) }
+            return .failure(CourierError(.networkConnectionLost, "courierd closed the connection"))
+        }
+        guard waiter.done.wait(timeout: .now() + timeout) == .success else {
+            state.withLock { _ = $0.waiting.removeValue(forKey: number) }
+            return .failure(CourierError(.timedOut, "courierd did not answer within \(Int(timeout)) s"))
+        }
+        return waiter.answer.withLock { $0 } ?? .failure(CourierError(.unknown, "no answer"))
+    }
+
+    /// Sends a message that has no reply (an acknowledgement). False when the connection is gone.
+    @discardableResult
+    func send(_ message: IPCMessage) -> Bool {
+        guard let frame = try? message.frame() else {
+            return false
+        }
+        return UnixSocket.write(frame.encoded, to: descriptor)
+    }
+
+    /// Hands events to `handler` from now on, the ones that came earlier first.
+    func setEventHandler(_ handler: @escaping EventHandler) {
+        while true {
+            let early = state.withLock { state -> [IPCMessage.Events] in
+                let early = state.early
+                state.early = []
+                if early.isEmpty {
+                    state.handler = handler
+                }
+                return early
+            }
+            if early.isEmpty {
+                return
+            }
+            early.forEach(handler)
+        }
+    }
+
+    /// Ends the connection; the daemon treats it as the app going away (its sessions are released).
+    func close() {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+    }
+
+    private func read() {
+        var decoder = IPCFrameDecoder()
+        var reason = CourierError(.networkConnectionLost, "courierd closed the connection")
+        reading: while true {
+            let bytes = UnixSocket.read(from: descriptor)
+            if bytes.isEmpty {
+                break
+            }
+            do throws(IPCError) {
+                for frame in try decoder.feed(bytes) {
+                    deliver(try IPCMessage(frame: frame))
+                }
+            } catch {
+                reason = CourierError(.badServerResponse, "courierd sent a bad frame: \(error)")
+                break reading
+            }
+        }
+        let waiters = state.withLock { state -> [Waiter] in
+            state.ended = reason
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
+        }
+        for waiter in waiters {
+            waiter.answer.withLock { $0 = .failure(reason) }
+            waiter.done.signal()
+        }
+        Glibc.close(descriptor)
+    }
+
+    private func deliver(_ message: IPCMessage) {
+        switch message {
+        case .reply(let reply):
+            answer(reply.request, .success(reply.result))
+        case .failure(let failure):
+            if let request = failure.request {
+                answer(request, .failure(failure.error))
+            }
+        case .events(let events):
+            let handler = state.withLock { state -> EventHandler? in
+                if state.handler == nil {
+                    state.early.append(events)
+                }
+                return state.handler
+            }
+            handler?(events)
+        case .welcome, .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession:
+            break
+        }
+    }
+
+    private func answer(_ request: UInt64, _ result: Result<IPCMessage.Reply.Result, CourierError>) {
+        guard let waiter = state.withLock({ $0.waiting.removeValue(forKey: request) }) else {
+            return
+        }
+        waiter.answer.withLock { $0 = result }
+        waiter.done.signal()
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starts courierd when no daemon answers on its socket (a background session created before anyone started it).
+///
+/// The daemon is found at `$COURIERD` if set, else beside this process's executable, else on `PATH`. It is started
+/// detached (its own session, reparented to init by a shell that exits at once), with its log appended to
+/// `courierd.log` in the runtime directory. Two racing starters are harmless: courierd's lock lets one run, the
+/// other exits with status 3.
+enum DaemonLauncher {
+    /// The courierd executable, or nil when there is none.
+    static func executable(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if let explicit = environment["COURIERD"], FileManager.default.isExecutableFile(atPath: explicit) {
+            return explicit
+        }
+        let beside = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("courierd").path
+        if FileManager.default.isExecutableFile(atPath: beside) {
+            return beside
+        }
+        for directory in (environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = "\(directory)/courierd"
+            if FileManager.default.isExecutableFile(atPath: candidate) {
+                return candidate
+            }
+        }
+        return nil
+    }
+
+    /// Starts courierd for `paths` and waits (up to `timeout`) until its socket accepts a connection; returns the
+    /// connected descriptor.
+    static func start(_ paths: DaemonPaths, timeout: TimeInterval = 10) -> Result<Int32, CourierError> {
+        guard let executable = executable() else {
+            return .failure(
+                CourierError(
+                    .cannotConnectToHost,
+                    "courierd is not running and no courierd executable was found ($COURIERD, beside the app, PATH)"
+                )
+            )
+        }
+        try? FileManager.default.createDirectory(
+            at: paths.runtimeDirectory,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+        let log = paths.runtimeDirectory.appendingPathComponent("courierd.log").path
+        let script = "setsid \"$0\" \"$@\" </dev/null >/dev/null 2>>\"$COURIERD_LOG\" &"
+        let arguments = [
+            "/bin/sh", "-c", script, executable,
+            "--runtime-directory", paths.runtimeDirectory.path, "--state-directory", paths.stateDirectory.path,
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["COURIERD_LOG"] = log
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, "/bin/sh", nil, nil, argv, envp)
+        guard spawned == 0 else {
+            return .failure(
+                CourierError(.cannotConnectToHost, "cannot start courierd: \(String(cString: strerror(spawned)))")
+            )
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let descriptor = UnixSocket.connect(to: paths.socket.path) {
+                return .success(descriptor)
+            }
+            usleep(20_000)
+        }
+        return .failure(
+            CourierError(.cannotConnectToHost, "courierd did not answer within \(Int(timeout)) s (its log: \(log))")
+        )
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A background session's core: its backend is courierd (``DaemonBackend``), opened when the session is made.
+extension SessionCore {
+    /// Connects to courierd (starting it if needed) and opens the session there. When that fails, or the identifier
+    /// is held by another live session, the backend is failed: every task of the session then fails at `resume()`
+    /// with that error (`backgroundSessionInUse`, `cannotConnectToHost`, …).
+    func openBackground(_ identifier: String, hasDelegate: Bool) {
+        guard hasDelegate else {
+            let error = CourierError(
+                .unsupportedInBackgroundSession,
+                "a background session needs a delegate: its events are delivered only to the delegate"
+            )
+            backendSlot.withLock { $0 = .failed(error) }
+            return
+        }
+        let paths = configuration.daemonPaths ?? DaemonPaths.current
+        let connection: DaemonConnection
+        switch DaemonConnection.open(paths: paths, app: ProcessInfo.processInfo.processName) {
+        case .success(let opened):
+            connection = opened
+        case .failure(let error):
+            backendSlot.withLock { $0 = .failed(error) }
+            return
+        }
+        let open = IPCMessage.OpenSession(
+            request: 0,
+            identifier: identifier,
+            sendsLaunchEvents: configuration.sessionSendsLaunchEvents,
+            isDiscretionary: configuration.isDiscretionary,
+            allowsExpensiveNetworkAccess: configuration.allowsExpensiveNetworkAccess,
+            resourceTimeout: configuration.timeoutIntervalForResource,
+            requestTimeout: configuration.timeoutIntervalForRequest,
+            additionalHeaders: configuration.httpAdditionalHeaders ?? [:]
+        )
+        let answer = connection.request { number in
+            var request = open
+            request.request = number
+            return .openSession(request)
+        }
+        guard case .success(.sessionOpened(let next)) = answer else {
+            connection.close()
+            var error = CourierError(.unknown, "courierd did not open the session")
+            if case .failure(let refusal) = answer {
+                error = refusal
+            }
+            backendSlot.withLock { $0 = .failed(error) }
+            logger?.error("background session not opened", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
+            return
+        }
+        nextIdentifier.withLock { $0 = max($0, next) }
+        let hooks = DaemonBackend.Hooks(
+            deliver: { [weak self] events in self?.handle(events) },
+            afterDelivery: { [weak self] item in
+                var work = DelegateWork()
+                work.append(item)
+                self?.dispatcher.enqueue(work)
+            },
+            task: { [weak self] key in self?.task(forKey: key) }
+        )
+        let backend = DaemonBackend(identifier: identifier, connection: connection, hooks: hooks)
+        backendSlot.withLock { $0 = .running(backend) }
+    }
+
+    /// After a relaunch: recreates a task object for each of the daemon's tasks of this session (same identifier,
+    /// description and request), so that `getAllTasks` lists them and their pending events reach the delegate;
+    /// then starts delivering events. Called once by the session's initialiser.
+    func adoptBackgroundTasks() {
+        guard let backend = runningBackend as? DaemonBackend else {
+            return
+        }
+        let answer = backend.connection.request { .listTasks(.init(request: $0, session: backend.identifier)) }
+        if case .success(.tasks(let snapshots)) = answer {
+            for snapshot in snapshots {
+                guard let spec = snapshot.task else {
+                    continue
+                }
+                let task: SessionTask
+                switch spec.kind {
+                case .download:
+                    task = DownloadTask(
+                        core: self,
+                        kind: .download,
+                        identifier: spec.identifier,
+                        request: spec.request.request,
+                        sink: .delegate
+                    )
+                case .upload:
+                    task = UploadTask(
+                        core: self,
+                        kind: .upload,
+                        identifier: spec.identifier,
+                        request: spec.request.request,
+                        sink: .delegate,
+                        uploadBody: .file(URL(fileURLWithPath: spec.uploadFile ?? "/"))
+                    )
+                }
+                task.taskDescription = spec.taskDescription
+                backend.adopt(spec.identifier)
+                task.resume()
+            }
+        }
+        backend.startDelivering()
+    }
+}
+
+extension Session {
+    /// Drops this background session's connection to courierd without a word, as when the app is killed: the
+    /// daemon releases the identifier and keeps its events until a new session takes them. For tests and tools
+    /// that stand in for a dying app.
+    package func abandonBackgroundConnection() {
+        (core.runningBackend as? DaemonBackend)?.connection.close()
+    }
+}

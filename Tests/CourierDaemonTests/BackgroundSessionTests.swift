@@ -1,0 +1,199 @@
+import Courier
+import CourierDaemon
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `SessionConfiguration.background(withIdentifier:)` end to end: the app's `Session` in this process, courierd as a
+/// real process (started on demand by the session), the test server on loopback.
+@Suite("background sessions", .serialized)
+struct BackgroundSessionTests {
+    /// What a download delegate heard, in order.
+    final class Recorder: SessionDownloadDelegate, @unchecked Sendable {
+        // @unchecked Sendable: every field is read and written under `lock`.
+        private let lock = NSLock()
+        private var _calls: [String] = []
+        private var _files: [Int: Data] = [:]
+        private var _errors: [Int: CourierError?] = [:]
+        private var _responses: [Int: Int] = [:]
+        private var _descriptions: [Int: String] = [:]
+        private let finished = DispatchSemaphore(value: 0)
+        private let replayed = DispatchSemaphore(value: 0)
+
+        var calls: [String] { lock.withLock { _calls } }
+        var files: [Int: Data] { lock.withLock { _files } }
+        var errors: [Int: CourierError?] { lock.withLock { _errors } }
+        var statuses: [Int: Int] { lock.withLock { _responses } }
+        var descriptions: [Int: String] { lock.withLock { _descriptions } }
+
+        func urlSession(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) {
+            let data = FileManager.default.contents(atPath: location.path)
+            let status = (downloadTask.response as? HTTPURLResponse)?.statusCode
+            lock.withLock {
+                _calls.append("finished \(downloadTask.taskIdentifier)")
+                _files[downloadTask.taskIdentifier] = data
+                _responses[downloadTask.taskIdentifier] = status
+                _descriptions[downloadTask.taskIdentifier] = downloadTask.taskDescription
+            }
+        }
+
+        func urlSession(
+            _ session: Session,
+            downloadTask: DownloadTask,
+            didWriteData bytesWritten: Int64,
+            totalBytesWritten: Int64,
+            totalBytesExpectedToWrite: Int64
+        ) {
+            lock.withLock {
+                if _calls.last != "wrote \(downloadTask.taskIdentifier)" {
+                    _calls.append("wrote \(downloadTask.taskIdentifier)")
+                }
+            }
+        }
+
+        func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
+            lock.withLock {
+                _calls.append("completed \(task.taskIdentifier)")
+                _errors[task.taskIdentifier] = error as? CourierError
+            }
+            finished.signal()
+        }
+
+        func urlSessionDidFinishEvents(forBackgroundURLSession session: Session) {
+            lock.withLock { _calls.append("didFinishEvents") }
+            replayed.signal()
+        }
+
+        func waitForCompletions(_ count: Int, timeout: TimeInterval = 30) -> Bool {
+            (0..<count).allSatisfy { _ in finished.wait(timeout: .now() + timeout) == .success }
+        }
+
+        func waitForReplay(timeout: TimeInterval = 30) -> Bool {
+            replayed.wait(timeout: .now() + timeout) == .success
+        }
+    }
+
+    /// Private daemon directories; the courierd a session starts there is stopped by `cleanup()`.
+    struct Place {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bg-\(UUID().uuidString)")
+        var paths: DaemonPaths {
+            DaemonPaths(runtimeDirectory: root.appendingPathComponent("run"), stateDirectory: root.appendingPathComponent("state"))
+        }
+
+        func configuration(_ identifier: String) -> SessionConfiguration {
+            var configuration = SessionConfiguration.background(withIdentifier: identifier)
+            configuration.daemonPaths = paths
+            return configuration
+        }
+
+        /// SIGTERM to the courierd serving these directories (its command line names them), then the directories go.
+        func cleanup() {
+            _ = try? ChildProcess.run(
+                "/usr/bin/pkill",
+                arguments: ["-TERM", "-f", "courierd.*\(root.path)"],
+                environment: ProcessInfo.processInfo.environment,
+                timeout: .seconds(10)
+            )
+            let deadline = Date().addingTimeInterval(10)
+            while FileManager.default.fileExists(atPath: paths.socket.path), Date() < deadline {
+                usleep(20_000)
+            }
+            try? FileManager.default.removeItem(at: root)
+        }
+    }
+
+    @Test("the issue's example: a background download started on demand, its events delivered to the delegate")
+    func example() async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let recorder = Recorder()
+        let session = Session(configuration: place.configuration("com.example.podcasts"), delegate: recorder)
+        let task = session.downloadTask(with: server.url("/bytes/2000000?seed=42"))
+        task.taskDescription = "episode-42"
+        task.resume()
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+        #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: 2_000_000, seed: 42))
+        #expect(recorder.statuses[task.taskIdentifier] == 200)
+        #expect(recorder.calls.suffix(2) == ["finished \(task.taskIdentifier)", "completed \(task.taskIdentifier)"])
+        #expect(FileManager.default.fileExists(atPath: place.paths.socket.path), "the session did not start courierd")
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test("relaunch: the app goes away mid-download; a new session with the same identifier gets the task and its events")
+    func relaunch() async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let count = 1_500_000
+        let url = server.url("/bytes/\(count)?seed=7&trickle=100000&interval=50")
+        do {
+            // The first run of the app: starts the download, then its connection is gone (as when it is killed).
+            let first = Session(configuration: place.configuration("com.example.relaunch"), delegate: Recorder())
+            let task = first.downloadTask(with: url)
+            task.taskDescription = "episode-7"
+            task.resume()
+            first.abandonBackgroundConnection()
+        }
+        let recorder = Recorder()
+        let second = Session(configuration: place.configuration("com.example.relaunch"), delegate: recorder)
+        let tasks = second.allTasks
+        #expect(tasks.map(\.taskIdentifier) == [1])
+        #expect(tasks.first?.taskDescription == "episode-7")
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[1] == .some(nil))
+        #expect(recorder.files[1] == TestServer.bytes(count: count, seed: 7))
+        #expect(recorder.descriptions[1] == "episode-7")
+        // A task made now does not reuse the daemon's identifier.
+        #expect(second.downloadTask(with: url).taskIdentifier == 2)
+        second.invalidateAndCancel()
+        try await server.shutdown()
+    }
+
+    @Test("background rules: a second live session, a data task, a completion handler, no delegate: typed errors")
+    func rules() async throws {
+        let place = Place()
+        defer { place.cleanup() }
+        let url = URL(string: "http://127.0.0.1:9/x")!
+        let recorder = Recorder()
+        let session = Session(configuration: place.configuration("com.example.rules"), delegate: recorder)
+
+        let data = session.dataTask(with: url)
+        data.resume()
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[data.taskIdentifier]??.code == .unsupportedInBackgroundSession)
+
+        let handled = await withCheckedContinuation { continuation in
+            session.downloadTask(with: url) { _, _, error in continuation.resume(returning: error as? CourierError) }
+                .resume()
+        }
+        #expect(handled?.code == .unsupportedInBackgroundSession)
+
+        let twin = Recorder()
+        let second = Session(configuration: place.configuration("com.example.rules"), delegate: twin)
+        second.downloadTask(with: url).resume()
+        #expect(twin.waitForCompletions(1))
+        #expect(twin.errors.values.first??.code == .backgroundSessionInUse)
+
+        let silent = Session(configuration: place.configuration("com.example.silent"))
+        let orphan = silent.downloadTask(with: url)
+        orphan.resume()
+        let deadline = Date().addingTimeInterval(10)
+        while orphan.state != .completed, Date() < deadline {
+            usleep(10_000)
+        }
+        #expect((orphan.error as? CourierError)?.code == .unsupportedInBackgroundSession)
+        session.invalidateAndCancel()
+        second.invalidateAndCancel()
+        silent.invalidateAndCancel()
+    }
+}
