@@ -105,6 +105,13 @@ let package = Package(
             path: "Tests/Fixtures/LifecycleProbe",
             swiftSettings: strictSwift
         ),
+        // An app with a background session, killed and relaunched by courierd in the daemon's end-to-end test.
+        .executableTarget(
+            name: "BackgroundProbe",
+            dependencies: ["Courier", "CourierLifecycle"],
+            path: "Tests/Fixtures/BackgroundProbe",
+            swiftSettings: strictSwift
+        ),
         // The test server's content encoders (gzip, deflate, br, zstd) over the system's libraries.
         .target(
             name: "CTestCompression",

@@ -45,6 +45,16 @@ public protocol ApplicationDelegate: AnyObject {
     /// Called at most once, when the application is about to exit after ``Application/terminate()``
     /// or SIGTERM, once every background task has ended. Must return within the delegate time limit.
     func applicationWillTerminate(_ application: Application)
+
+    /// courierd launched the application because the background session `identifier` has events to deliver: once,
+    /// right after the launch. Create the session with that identifier and a delegate; its missed events follow,
+    /// then `urlSessionDidFinishEvents(forBackgroundURLSession:)`, where you call `completionHandler` (once, from any
+    /// thread). The application holds a background task (within the budget) until you do.
+    func application(
+        _ application: Application,
+        handleEventsForBackgroundURLSession identifier: String,
+        completionHandler: @escaping @Sendable () -> Void
+    )
 }
 
 extension ApplicationDelegate {
@@ -54,4 +64,11 @@ extension ApplicationDelegate {
     public func applicationDidEnterBackground(_ application: Application) {}
     public func applicationWillEnterForeground(_ application: Application) {}
     public func applicationWillTerminate(_ application: Application) {}
+    public func application(
+        _ application: Application,
+        handleEventsForBackgroundURLSession identifier: String,
+        completionHandler: @escaping @Sendable () -> Void
+    ) {
+        completionHandler()
+    }
 }

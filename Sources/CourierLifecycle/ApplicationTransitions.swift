@@ -78,6 +78,12 @@ extension Application {
             self.scheduleBackgroundTimers(period)
         }
         self.callDelegate { $0.applicationDidFinishLaunching(self, options: options) }
+        // A relaunch for background session events holds a background task until the delegate says they are
+        // handled: begun before the application enters the background, so that it is not suspended at once.
+        var eventsTask: BackgroundTaskIdentifier?
+        if let identifier = options.backgroundLaunchReason?.urlSessionIdentifier {
+            eventsTask = self.beginBackgroundTask(withName: "events of background session \(identifier)")
+        }
         let followUp = self.machine.withLock { $0.finishLaunching(now: self.clock.now) }
         switch followUp {
         case .none:
@@ -86,6 +92,13 @@ extension Application {
             self.callDelegate { $0.applicationDidBecomeActive(self) }
         case .enterBackground(let call):
             self.runDidEnterBackground(call)
+        }
+        if let identifier = options.backgroundLaunchReason?.urlSessionIdentifier, let eventsTask {
+            self.callDelegate { delegate in
+                delegate.application(self, handleEventsForBackgroundURLSession: identifier) { [self] in
+                    self.endBackgroundTask(eventsTask)
+                }
+            }
         }
     }
 

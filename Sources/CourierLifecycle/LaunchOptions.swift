@@ -52,6 +52,22 @@ public struct BackgroundLaunchReason: RawRepresentable, Hashable, Sendable, Cust
 
     /// `transfer`: the background transfer service relaunched the program to deliver session events.
     public static let backgroundTransfer = BackgroundLaunchReason(rawValue: "transfer")
+
+    /// `urlsession:<identifier>`: courierd relaunched the program because the background session `identifier` has
+    /// events it has not heard; ``ApplicationDelegate/application(_:handleEventsForBackgroundURLSession:completionHandler:)``
+    /// follows the launch.
+    public static func backgroundURLSession(_ identifier: String) -> BackgroundLaunchReason {
+        BackgroundLaunchReason(rawValue: "urlsession:\(identifier)")
+    }
+
+    /// The background session of a `urlsession:<identifier>` launch; nil for other reasons.
+    public var urlSessionIdentifier: String? {
+        guard rawValue.hasPrefix("urlsession:") else {
+            return nil
+        }
+        let identifier = rawValue.dropFirst("urlsession:".count)
+        return identifier.isEmpty ? nil : String(identifier)
+    }
     /// `fetch`: launched for a background fetch.
     public static let backgroundFetch = BackgroundLaunchReason(rawValue: "fetch")
     /// `push`: launched to handle a silent push notification.

@@ -39,6 +39,9 @@ struct Courierd: ParsableCommand {
     @Option(help: "Seconds between a waiting task's looks at the power supply and the network")
     var conditionPoll: Double = 10
 
+    @Option(help: "Seconds before an app is relaunched a second time for its background events; each later relaunch doubles it (the first is at once)")
+    var relaunchDelay: Double = 60
+
     func run() throws {
         var logger = Logger(label: "courierd") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .info
@@ -54,7 +57,12 @@ struct Courierd: ParsableCommand {
             var settings = TransferSettings()
             settings.retryPolicy = RetryPolicy(initialDelay: retryDelay)
             settings.conditionPollInterval = conditionPoll
-            server = try DaemonServer(paths: paths, logger: logger, settings: settings)
+            server = try DaemonServer(
+                paths: paths,
+                logger: logger,
+                settings: settings,
+                relaunchLimiter: ResumeRateLimiter(initialDelay: relaunchDelay)
+            )
         } catch .alreadyRunning(let lockFile) {
             logger.notice("another courierd is running", metadata: ["lock": "\(lockFile)"])
             throw ExitCode(3)
@@ -65,6 +73,8 @@ struct Courierd: ParsableCommand {
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
+        // Relaunched apps are not waited for: the kernel reaps them.
+        signal(SIGCHLD, SIG_IGN)
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGTERM, SIGINT] {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

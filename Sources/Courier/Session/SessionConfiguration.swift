@@ -66,6 +66,11 @@ public struct SessionConfiguration: Sendable {
     /// Background sessions: when false, transfers wait while the network is metered. Default true.
     public var allowsExpensiveNetworkAccess = true
 
+    /// Background sessions: the command line courierd runs to relaunch the app for pending events (with
+    /// `COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>` in its environment). Nil (the default): this
+    /// executable with this process's arguments. Sent to courierd with each session's first connection.
+    public var backgroundLaunchCommand: [String]?
+
     /// Where the courierd of a background session is found (and started); nil for this user's usual place.
     package var daemonPaths: DaemonPaths?
 

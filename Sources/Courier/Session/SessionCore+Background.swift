@@ -20,7 +20,13 @@ extension SessionCore {
         }
         let paths = configuration.daemonPaths ?? DaemonPaths.current
         let connection: DaemonConnection
-        switch DaemonConnection.open(paths: paths, app: ProcessInfo.processInfo.processName) {
+        var launchCommand: [String]?
+        if configuration.sessionSendsLaunchEvents {
+            let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+            launchCommand = configuration.backgroundLaunchCommand ?? [executable] + CommandLine.arguments.dropFirst()
+        }
+        let app = ProcessInfo.processInfo.environment["COURIER_APP"] ?? ProcessInfo.processInfo.processName
+        switch DaemonConnection.open(paths: paths, app: app, launchCommand: launchCommand) {
         case .success(let opened):
             connection = opened
         case .failure(let error):
@@ -96,7 +102,8 @@ extension SessionCore {
                         identifier: spec.identifier,
                         request: spec.request.request,
                         sink: .delegate,
-                        uploadBody: .file(URL(fileURLWithPath: spec.uploadFile ?? "/"))
+                        // The body is courierd's to send (its copy may be gone already): nothing to read here.
+                        uploadBody: .data(Data())
                     )
                 }
                 task.taskDescription = spec.taskDescription

@@ -58,6 +58,40 @@ extension Journal {
         }
     }
 
+    // MARK: Apps
+
+    /// Records how to relaunch `app` (its hello's launch command); nil keeps the one already recorded.
+    package func registerApp(_ app: String, launchCommand: [String]?) throws(JournalError) {
+        guard let launchCommand else {
+            return
+        }
+        let encoded = try Journal.encode(launchCommand)
+        try write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO app (name, launchCommand) VALUES (?, ?)
+                    ON CONFLICT(name) DO UPDATE SET launchCommand = excluded.launchCommand
+                    """,
+                arguments: [app, encoded]
+            )
+        }
+    }
+
+    /// The command that relaunches `app`, if it registered one.
+    package func launchCommand(of app: String) throws(JournalError) -> [String]? {
+        let data = try read { db in
+            try Data.fetchOne(db, sql: "SELECT launchCommand FROM app WHERE name = ?", arguments: [app])
+        }
+        return try data.map { data throws(JournalError) in try Journal.decode([String].self, from: data) }
+    }
+
+    /// The app that opened `session`.
+    package func app(ofSession session: String) throws(JournalError) -> String? {
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT app FROM session WHERE identifier = ?", arguments: [session])
+        }
+    }
+
     // MARK: Tasks
 
     /// Journals a new task; when this returns, the task survives a crash of the daemon or of the machine.

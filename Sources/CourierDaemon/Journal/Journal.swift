@@ -133,6 +133,11 @@ package final class Journal: Sendable {
                 // A file the event hands to the app (finishedDownloading), deleted once the event is acknowledged.
                 table.add(column: "file", .text)
             }
+            try db.create(table: "app") { table in
+                table.primaryKey("name", .text)
+                // The argv that relaunches the app (JSON), as its last hello said.
+                table.column("launchCommand", .blob)
+            }
         }
         return migrator
     }

@@ -33,6 +33,7 @@ package final class DaemonServer: @unchecked Sendable {
     private let listener: Int32
     private let instance: InstanceLock
     private let settings: TransferSettings
+    private let launcher: AppLauncher
     private let state = LockedValue(State())
 
     /// Prepares the directories, takes the one-per-user lock, opens the journal and listens. Throws
@@ -41,6 +42,7 @@ package final class DaemonServer: @unchecked Sendable {
         paths: DaemonPaths,
         logger: Logger,
         settings: TransferSettings = TransferSettings(),
+        relaunchLimiter: ResumeRateLimiter = ResumeRateLimiter(),
         uid: uid_t = getuid()
     ) throws(DaemonSetupError) {
         try paths.prepare(uid: uid)
@@ -55,6 +57,7 @@ package final class DaemonServer: @unchecked Sendable {
         self.logger = logger
         self.settings = settings
         self.uid = uid
+        launcher = AppLauncher(limiter: relaunchLimiter, logger: logger)
         restoreSessions()
         logger.info("listening", metadata: ["socket": "\(paths.socket.path)", "journal": "\(paths.journal.path)"])
     }
@@ -88,10 +91,25 @@ package final class DaemonServer: @unchecked Sendable {
                 journal: journal,
                 paths: paths,
                 settings: settings,
-                logger: logger
+                logger: logger,
+                undelivered: { [weak self] session in self?.wakeApp(of: session) }
             )
             state.runners[configuration.identifier] = runner
             return runner
+        }
+    }
+
+    /// A task of `session` ended while its app is not connected: relaunch the app when its session asks for launch
+    /// events and it registered a launch command.
+    private func wakeApp(of session: String) {
+        guard let runner = runner(session), runner.sendsLaunchEvents,
+            let app = try? journal.app(ofSession: session),
+            let command = try? journal.launchCommand(of: app), !command.isEmpty
+        else {
+            return
+        }
+        launcher.wake(app: app, session: session, command: command) { [weak self] in
+            self?.state.withLock { $0.sessionOwners[session] == nil } ?? false
         }
     }
 
@@ -242,6 +260,11 @@ package final class DaemonServer: @unchecked Sendable {
                 return "the first message was \(message.kind), not hello"
             }
             connection.app = hello.app
+            do {
+                try journal.registerApp(hello.app, launchCommand: hello.launchCommand)
+            } catch {
+                logger.error("launch command not journaled", metadata: ["app": "\(hello.app)", "error": "\(error)"])
+            }
             _ = connection.send(.welcome(.init(daemonVersion: DaemonServer.version)))
             return nil
         }

@@ -61,6 +61,8 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     let paths: DaemonPaths
     let settings: TransferSettings
     let logger: Logger
+    /// Called when a task's end was journaled while no app is connected (courierd may relaunch the app).
+    private let undelivered: @Sendable (String) -> Void
     let state: LockedValue<State>
     /// Held while an event is journaled and pushed.
     private let delivery = LockedValue(())
@@ -71,9 +73,11 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         journal: Journal,
         paths: DaemonPaths,
         settings: TransferSettings,
-        logger: Logger
+        logger: Logger,
+        undelivered: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         identifier = configuration.identifier
+        self.undelivered = undelivered
         self.journal = journal
         self.paths = paths
         self.settings = settings
@@ -93,6 +97,11 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
 
     var session: Session? {
         sessionSlot.withLock { $0 }
+    }
+
+    /// The app asked to be relaunched when this session has events for it.
+    package var sendsLaunchEvents: Bool {
+        state.withLock { $0.configuration.sendsLaunchEvents }
     }
 
     /// The app reopened the session, perhaps with another configuration: later attempts use its conditions.
@@ -136,7 +145,13 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
                 logger.error("an event was not journaled", metadata: ["session": "\(identifier)", "error": "\(error)"])
                 return
             }
-            guard !events.isEmpty, let sink = state.withLock({ $0.sink }) else {
+            guard !events.isEmpty else {
+                return
+            }
+            guard let sink = state.withLock({ $0.sink }) else {
+                if events.contains(where: { if case .completed = $0.event { true } else { false } }) {
+                    undelivered(identifier)
+                }
                 return
             }
             if !sink(IPCMessage.Events(session: identifier, events: events, finished: false)) {

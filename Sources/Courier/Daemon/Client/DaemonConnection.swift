@@ -34,7 +34,11 @@ final class DaemonConnection: Sendable {
     }
 
     /// Connects to courierd at `paths` (starting it when none answers), says hello, and starts reading.
-    static func open(paths: DaemonPaths, app: String) -> Result<DaemonConnection, CourierError> {
+    static func open(
+        paths: DaemonPaths,
+        app: String,
+        launchCommand: [String]? = nil
+    ) -> Result<DaemonConnection, CourierError> {
         let descriptor: Int32
         if let connected = UnixSocket.connect(to: paths.socket.path) {
             descriptor = connected
@@ -44,7 +48,7 @@ final class DaemonConnection: Sendable {
             case .failure(let error): return .failure(error)
             }
         }
-        let hello = IPCMessage.hello(.init(app: app, pid: getpid()))
+        let hello = IPCMessage.hello(.init(app: app, pid: getpid(), launchCommand: launchCommand))
         guard let frame = try? hello.frame(), UnixSocket.write(frame.encoded, to: descriptor) else {
             Glibc.close(descriptor)
             return .failure(CourierError(.cannotConnectToHost, "courierd closed the connection at hello"))

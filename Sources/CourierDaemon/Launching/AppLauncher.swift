@@ -1,0 +1,107 @@
+import CourierConcurrency
+import Foundation
+package import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Relaunches apps whose background sessions have events nobody is connected to hear (background-behaviours.md
+/// #8): the app's registered command, with `COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>` so that its
+/// `Application` starts in the background and calls `handleEventsForBackgroundURLSession`.
+///
+/// At most one launch per app is in flight: an app still running from an earlier launch is not started again.
+/// Launches are paced by the ``ResumeRateLimiter``: the first one at once, each later one after a doubling delay.
+package final class AppLauncher: Sendable {
+    private struct State {
+        var limiter: ResumeRateLimiter
+        /// The process of each app's last launch.
+        var launched: [String: pid_t] = [:]
+        /// Apps whose launch waits for the limiter.
+        var scheduled: Set<String> = []
+    }
+
+    private let state: LockedValue<State>
+    private let logger: Logger
+
+    package init(limiter: ResumeRateLimiter, logger: Logger) {
+        state = LockedValue(State(limiter: limiter))
+        self.logger = logger
+    }
+
+    /// Launches `app` for `session` now or when the limiter allows, unless a launch is already pending or running;
+    /// `stillNeeded` is asked again right before the launch (the app may have come back on its own meanwhile).
+    package func wake(
+        app: String,
+        session: String,
+        command: [String],
+        stillNeeded: @escaping @Sendable () -> Bool
+    ) {
+        let now = Date()
+        let when = state.withLock { state -> Date? in
+            if let pid = state.launched[app], kill(pid, 0) == 0 {
+                return nil
+            }
+            guard !state.scheduled.contains(app) else {
+                return nil
+            }
+            state.scheduled.insert(app)
+            return state.limiter.earliestWake(of: app, now: now)
+        }
+        guard let when else {
+            return
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, when.timeIntervalSince(now))) { [self] in
+            state.withLock { _ = $0.scheduled.remove(app) }
+            guard stillNeeded() else {
+                return
+            }
+            launch(app: app, session: session, command: command)
+        }
+    }
+
+    /// The user brought `app` to the foreground: its next relaunch may come at once.
+    package func appCameToForeground(_ app: String) {
+        state.withLock { $0.limiter.appCameToForeground(app) }
+    }
+
+    private func launch(app: String, session: String, command: [String]) {
+        guard let executable = command.first else {
+            return
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["COURIER_BACKGROUND_LAUNCH"] = "urlsession:\(session)"
+        let argv = command.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        // courierd ignores SIGCHLD, SIGPIPE, SIGTERM and SIGINT, and ignored signals survive exec: the app gets
+        // every signal back at its default, and none blocked.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t()
+        sigfillset(&all)
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        var pid = pid_t()
+        let result = posix_spawnp(&pid, executable, nil, &attributes, argv, envp)
+        guard result == 0 else {
+            logger.error(
+                "cannot relaunch the app",
+                metadata: ["app": "\(app)", "command": "\(command)", "error": "\(String(cString: strerror(result)))"]
+            )
+            return
+        }
+        state.withLock { state in
+            state.launched[app] = pid
+            state.limiter.recordWake(of: app, at: Date())
+        }
+        logger.info("relaunched the app for its background session", metadata: ["app": "\(app)", "session": "\(session)", "pid": "\(pid)"])
+    }
+}

@@ -1,0 +1,111 @@
+import Courier
+import CourierDaemon
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The issue's end-to-end proof with real processes: an app (Tests/Fixtures/BackgroundProbe) starts 20 background
+/// downloads and uploads and is SIGKILLed; courierd finishes them and relaunches the app, which hears every event
+/// once, in order, and finds every file intact.
+@Suite("courierd relaunches a killed app", .serialized)
+struct RelaunchTests {
+    static func probe() throws -> String {
+        let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidate = directory.appendingPathComponent("BackgroundProbe").path
+        guard FileManager.default.isExecutableFile(atPath: candidate) else {
+            throw POSIXError(.ENOENT)
+        }
+        return candidate
+    }
+
+    /// The probe's log, one object a line.
+    static func entries(_ path: String) -> [[String: Any]] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return []
+        }
+        return data.split(separator: 0x0A).compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any]
+        }
+    }
+
+    static func wait(for event: String, in log: String, timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if entries(log).contains(where: { $0["event"] as? String == event }) {
+                return true
+            }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    @Test("20 downloads and uploads outlive a SIGKILLed app; the relaunched app hears each event once, files intact")
+    func killedAppIsRelaunched() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--relaunch-delay", "0", "--retry-delay", "0.2"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        var arguments = ["--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log]
+        var expected: [Int: Data] = [:]
+        var uploads: [Int: Data] = [:]
+        for index in 1...14 {
+            let count = 100_000 + index * 150_000
+            // 32 KiB every 40 ms: each download lasts more than a second, so the app is killed in the middle.
+            arguments += ["--download", server.url("/bytes/\(count)?seed=\(index)&trickle=32768&interval=40").absoluteString]
+            expected[index] = TestServer.bytes(count: count, seed: index)
+        }
+        for index in 15...20 {
+            let body = TestServer.bytes(count: 50_000 * index, seed: 100 + index)
+            let file = daemon.root.appendingPathComponent("upload-\(index).bin")
+            try body.write(to: file)
+            arguments += ["--upload", "\(server.url("/upload?delay=4000").absoluteString)=\(file.path)"]
+            uploads[index] = body
+        }
+        let app = try ChildProcess(try Self.probe(), arguments: arguments, environment: ProcessInfo.processInfo.environment, standardError: .inherit)
+        #expect(Self.wait(for: "journaled", in: log, timeout: 30))
+        app.send(SIGKILL)
+        _ = app.wait(timeout: .seconds(10))
+
+        let exited = Self.wait(for: "exit", in: log, timeout: 90)
+        let entries = Self.entries(log)
+        #expect(exited, "the relaunched app did not finish; its log: \(entries)")
+        let relaunched = Set(entries.filter { $0["event"] as? String == "relaunched" }.compactMap { $0["pid"] as? Int })
+        #expect(relaunched.count == 1)
+        #expect(!relaunched.contains(Int(app.pid)))
+        var completions: [Int: Int] = [:]
+        for entry in entries where entry["event"] as? String == "completed" {
+            let task = try #require(entry["task"] as? Int)
+            completions[task, default: 0] += 1
+            #expect(entry["error"] == nil, "task \(task): \(entry["error"] ?? "")")
+            #expect(entry["status"] as? Int == 200)
+        }
+        #expect(completions.keys.sorted() == Array(1...20))
+        #expect(completions.values.allSatisfy { $0 == 1 }, "\(completions)")
+        for (task, data) in expected {
+            let finished = entries.filter { $0["event"] as? String == "finished" && $0["task"] as? Int == task }
+            #expect(finished.count == 1, "task \(task)")
+            let copy = try #require(finished.first?["copy"] as? String)
+            #expect(FileManager.default.contents(atPath: copy) == data, "task \(task)")
+            // didFinishDownloadingTo came before didCompleteWithError.
+            let order = entries.compactMap { entry -> String? in
+                guard entry["task"] as? Int == task else { return nil }
+                return entry["event"] as? String
+            }
+            #expect(order.suffix(2) == ["finished", "completed"])
+        }
+        for (task, body) in uploads {
+            let answers = entries.filter { $0["event"] as? String == "data" && $0["task"] as? Int == task }
+            #expect(answers.count == 1, "task \(task)")
+            let json = (answers.first?["body"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
+            #expect(json?["sha256"] as? String == TestServer.sha256Hex(body), "task \(task)")
+        }
+        #expect(entries.filter { $0["event"] as? String == "didFinishEvents" }.count >= 1)
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+}
