@@ -96,3 +96,28 @@ extension Journal {
         }
     }
 }
+
+extension Journal {
+    /// Every file the journal still refers to: files events hand over, upload copies, checkpointed partial files.
+    package func referencedFiles() throws(JournalError) -> Set<String> {
+        let (eventFiles, specs, checkpoints) = try read { db in
+            (
+                try String.fetchAll(db, sql: "SELECT file FROM event WHERE file IS NOT NULL"),
+                try Data.fetchAll(db, sql: "SELECT spec FROM task"),
+                try Data.fetchAll(db, sql: "SELECT checkpoint FROM task WHERE checkpoint IS NOT NULL")
+            )
+        }
+        var files = Set(eventFiles)
+        for spec in specs {
+            if let upload = try Journal.decode(IPCMessage.BackgroundTask.self, from: spec).uploadFile {
+                files.insert(upload)
+            }
+        }
+        for checkpoint in checkpoints {
+            if let partial = try Journal.decode(TransferCheckpoint.self, from: checkpoint).partial {
+                files.insert(partial.file)
+            }
+        }
+        return files
+    }
+}

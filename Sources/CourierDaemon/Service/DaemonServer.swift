@@ -77,6 +77,39 @@ package final class DaemonServer: @unchecked Sendable {
         for name in leftovers {
             try? FileManager.default.removeItem(at: paths.staging.appendingPathComponent(name))
         }
+        sweepUnreferencedFiles()
+    }
+
+    /// Deletes what an earlier run left behind when it was killed between a journal write and a file operation: a
+    /// finished download or an upload copy the journal no longer names, a partial file no checkpoint names. Partial
+    /// files younger than a week are kept: resume data an app holds may name them.
+    private func sweepUnreferencedFiles() {
+        guard let referenced = try? journal.referencedFiles() else {
+            return
+        }
+        let weekAgo = Date().addingTimeInterval(-7 * 24 * 3600)
+        var removed = 0
+        for directory in [paths.downloads, paths.uploads, paths.partials] {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            for name in names {
+                let file = directory.appendingPathComponent(name)
+                guard !referenced.contains(file.path) else {
+                    continue
+                }
+                if directory == paths.partials {
+                    let modified = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.modificationDate]
+                    guard let modified = modified as? Date, modified < weekAgo else {
+                        continue
+                    }
+                }
+                if (try? FileManager.default.removeItem(at: file)) != nil {
+                    removed += 1
+                }
+            }
+        }
+        if removed > 0 {
+            logger.info("removed files an earlier run left behind", metadata: ["count": "\(removed)"])
+        }
     }
 
     @discardableResult

@@ -75,7 +75,8 @@ extension BackgroundSessionRunner {
             update(&live)
             state.live[identifier] = live
             let moved = live.received + live.sent - live.checkpointedBytes
-            return moved >= settings.checkpointBytes || now.timeIntervalSince(live.checkpointedAt) >= settings.checkpointInterval
+            return !live.attemptCheckpointed || moved >= settings.checkpointBytes
+                || now.timeIntervalSince(live.checkpointedAt) >= settings.checkpointInterval
         }
         if due {
             checkpoint(identifier, journalingProgress: true)
@@ -109,6 +110,7 @@ extension BackgroundSessionRunner {
                 return
             }
             live.journaled.checkpoint = checkpoint
+            live.attemptCheckpointed = true
             live.checkpointedAt = checkpoint.at
             live.checkpointedBytes = checkpoint.received + checkpoint.sent
             if progress != nil {

@@ -73,6 +73,7 @@ extension BackgroundSessionRunner {
                 return false
             }
             live.task = task
+            live.attemptCheckpointed = false
             live.checkpointedAt = Date()
             live.checkpointedBytes = live.received
             state.live[identifier] = live

@@ -37,6 +37,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         var reportedSent: Int64 = 0
         var checkpointedAt = Date.distantPast
         var checkpointedBytes: Int64 = 0
+        /// The current attempt has been checkpointed once: its first bytes are journaled at once, so that a crash
+        /// right after does not restart a download from zero.
+        var attemptCheckpointed = false
         var waitingReason: String?
         var userSuspended = false
         var ending: Ending?
