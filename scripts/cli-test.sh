@@ -13,6 +13,7 @@ cd "$repo_root"
 courier="${COURIER_BIN:-}"
 if [ -z "$courier" ]; then
     swift build --product courier "${scratch_args[@]}" || exit 1
+    swift build --product courierd "${scratch_args[@]}" || exit 1
     courier="$(swift build --show-bin-path "${scratch_args[@]}")/courier"
 fi
 if [ ! -x "$courier" ]; then
@@ -390,6 +391,55 @@ if [ "$rc" -eq 130 ] && grep -q "interrupted" "$work/putint.err" \
     pass "SIGINT cancels a put (exit 130)"
 else
     fail "SIGINT cancels a put (exit 130)" "$(show putint)"
+fi
+
+# The background-service commands, against a courierd on private directories (started beside the courier binary).
+courierd="$(dirname "$courier")/courierd"
+if [ -x "$courierd" ]; then
+    export XDG_RUNTIME_DIR="$work/xdg-run" XDG_STATE_HOME="$work/xdg-state"
+    mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+    run status-down daemon status
+    if [ "$rc" -eq 3 ] && grep -q "not running" "$work/status-down.out"; then
+        pass "courier daemon status: not running (exit 3)"
+    else
+        fail "courier daemon status: not running (exit 3)" "$(show status-down)"
+    fi
+    "$courierd" 2>"$work/courierd.log" &
+    courierd_pid=$!
+    for _ in $(seq 1 100); do
+        [ -S "$XDG_RUNTIME_DIR/courier/courierd.sock" ] && break
+        sleep 0.05
+    done
+    run status-up daemon status --json
+    if [ "$rc" -eq 0 ] && grep -q '"running" : true' "$work/status-up.out"; then
+        pass "courier daemon status --json: running"
+    else
+        fail "courier daemon status --json: running" "$(show status-up)"
+    fi
+    run sessions sessions
+    if [ "$rc" -eq 0 ] && grep -q "^SESSION  APP" "$work/sessions.out"; then
+        pass "courier sessions: a table"
+    else
+        fail "courier sessions: a table" "$(show sessions)"
+    fi
+    run cancel-unknown cancel com.example.none 7
+    if [ "$rc" -eq 1 ] && grep -q "no background session com.example.none" "$work/cancel-unknown.err"; then
+        pass "courier cancel: an unknown session is a clear error"
+    else
+        fail "courier cancel: an unknown session is a clear error" "$(show cancel-unknown)"
+    fi
+    run stop daemon stop
+    rc_stop=$rc
+    wait "$courierd_pid"
+    courierd_rc=$?
+    if [ "$rc_stop" -eq 0 ] && [ "$courierd_rc" -eq 0 ] && [ ! -e "$XDG_RUNTIME_DIR/courier/courierd.sock" ]; then
+        pass "courier daemon stop: courierd exits 0 and removes its socket"
+    else
+        fail "courier daemon stop: courierd exits 0 and removes its socket" "$(show stop)" "courierd exit $courierd_rc"
+    fi
+    unset XDG_RUNTIME_DIR XDG_STATE_HOME
+else
+    fail "courierd beside courier" "no courierd at $courierd (build it with swift build --product courierd)"
 fi
 
 echo "cli: $passed passed, $failed failed"

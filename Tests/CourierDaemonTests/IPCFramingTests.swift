@@ -48,6 +48,14 @@ enum SampleMessages {
             .reply(.init(request: 2, result: .taskCreated)),
             .reply(.init(request: 3, result: .done)),
             .reply(.init(request: 4, result: .tasks(snapshots: [snapshot]))),
+            .listSessions(.init(request: 7)),
+            .stopDaemon(.init(request: 8)),
+            .reply(
+                .init(
+                    request: 7,
+                    result: .sessions([.init(identifier: "s", app: "a", connected: true, activeTasks: 2, pendingEvents: 3)])
+                )
+            ),
             .failure(.init(request: 6, error: CourierError(.backgroundSessionInUse, "in use"))),
             .failure(.init(request: nil, error: CourierError(.unknown, "bad frame"))),
             .events(
@@ -58,6 +66,12 @@ enum SampleMessages {
                         .init(sequence: 2, task: 3, event: .sentBodyData(delta: 5, total: 5, expected: 5)),
                         .init(sequence: 3, task: 3, event: .resumed(offset: 10, expectedTotal: 100)),
                         .init(sequence: 4, task: 3, event: .finishedDownloading(path: "/tmp/f")),
+                        .init(
+                            sequence: 5,
+                            task: 3,
+                            event: .response(.init(url: "http://127.0.0.1/x", status: 200, headers: ["ETag": "\"1\""]))
+                        ),
+                        .init(sequence: 6, task: 3, event: .receivedData(Data("{}".utf8))),
                         .init(sequence: 5, task: 3, event: .completed(error: nil)),
                         .init(sequence: 6, task: 4, event: .completed(error: CourierError(.timedOut, "slow"))),
                     ],
@@ -131,7 +145,7 @@ struct IPCFramingTests {
         var decoder = IPCFrameDecoder()
         #expect(throws: IPCError.unsupportedVersion(2)) { try decoder.feed(Data([0, 0, 0, 2, 0, 2, 0, 1])) }
         var second = IPCFrameDecoder()
-        #expect(throws: IPCError.unknownType(12)) { try second.feed(Data([0, 0, 0, 2, 0, 1, 0, 12])) }
+        #expect(throws: IPCError.unknownType(99)) { try second.feed(Data([0, 0, 0, 2, 0, 1, 0, 99])) }
     }
 
     @Test("a connection that ends inside a frame is truncated; between frames it is fine")

@@ -320,13 +320,26 @@ package final class DaemonServer: @unchecked Sendable {
         case .createTask(let create):
             createTask(create, on: connection)
         case .command(let command):
-            guard let runner = ownedRunner(command.session, request: command.request, on: connection) else {
+            // Any connection of this user may command a task (the app, or `courier cancel`).
+            guard let runner = runner(command.session) else {
+                let error = CourierError(.unknown, "no background session \(command.session)")
+                _ = connection.send(.failure(.init(request: command.request, error: error)))
                 break
             }
             if let error = runner.perform(command.verb, task: command.task) {
                 _ = connection.send(.failure(.init(request: command.request, error: error)))
             } else {
                 _ = connection.send(.reply(.init(request: command.request, result: .done)))
+            }
+        case .listSessions(let list):
+            reply(list.request, on: connection) { () throws(JournalError) in
+                .sessions(try sessionSummaries())
+            }
+        case .stopDaemon(let stop):
+            logger.notice("asked to stop", metadata: ["app": "\(app)", "pid": "\(connection.pid)"])
+            _ = connection.send(.reply(.init(request: stop.request, result: .done)))
+            DispatchQueue.global().async { [self] in
+                self.stop()
             }
         case .welcome, .reply, .failure, .events:
             return "a \(message.kind) message is the daemon's to send"
@@ -414,6 +427,24 @@ package final class DaemonServer: @unchecked Sendable {
                 createdAt: now
             )
         )
+    }
+
+    private func sessionSummaries() throws(JournalError) -> [IPCMessage.SessionSummary] {
+        let owners = state.withLock { $0.sessionOwners }
+        var summaries: [IPCMessage.SessionSummary] = []
+        for (identifier, app) in try journal.sessions() {
+            let tasks = try journal.tasks(session: identifier)
+            summaries.append(
+                IPCMessage.SessionSummary(
+                    identifier: identifier,
+                    app: app,
+                    connected: owners[identifier] != nil,
+                    activeTasks: tasks.filter { $0.state != .completed }.count,
+                    pendingEvents: try journal.pendingEvents(session: identifier).count
+                )
+            )
+        }
+        return summaries
     }
 
     /// Deletes the acknowledged events, the files they handed over and the tasks that have nothing left to say.

@@ -1,5 +1,5 @@
 import CourierConcurrency
-import Foundation
+package import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +9,7 @@ import Glibc
 /// daemon pushes, handed to one handler on the connection's reader thread.
 ///
 /// Events that arrive before ``setEventHandler(_:)`` are kept and handed over then, in order.
-final class DaemonConnection: Sendable {
+package final class DaemonConnection: Sendable {
     typealias EventHandler = @Sendable (IPCMessage.Events) -> Void
 
     private final class Waiter: Sendable {
@@ -33,15 +33,19 @@ final class DaemonConnection: Sendable {
         self.descriptor = descriptor
     }
 
-    /// Connects to courierd at `paths` (starting it when none answers), says hello, and starts reading.
-    static func open(
+    /// Connects to courierd at `paths` (starting it when none answers, unless `startingDaemon` is false), says hello,
+    /// and starts reading.
+    package static func open(
         paths: DaemonPaths,
         app: String,
-        launchCommand: [String]? = nil
+        launchCommand: [String]? = nil,
+        startingDaemon: Bool = true
     ) -> Result<DaemonConnection, CourierError> {
         let descriptor: Int32
         if let connected = UnixSocket.connect(to: paths.socket.path) {
             descriptor = connected
+        } else if !startingDaemon {
+            return .failure(CourierError(.cannotConnectToHost, "courierd is not running (no answer at \(paths.socket.path))"))
         } else {
             switch DaemonLauncher.start(paths) {
             case .success(let connected): descriptor = connected
@@ -61,7 +65,7 @@ final class DaemonConnection: Sendable {
     }
 
     /// Sends a request and waits for its reply (or failure); `make` gets the request number.
-    func request(
+    package func request(
         timeout: TimeInterval = 30,
         _ make: (UInt64) -> IPCMessage
     ) -> Result<IPCMessage.Reply.Result, CourierError> {
@@ -119,7 +123,7 @@ final class DaemonConnection: Sendable {
     }
 
     /// Ends the connection; the daemon treats it as the app going away (its sessions are released).
-    func close() {
+    package func close() {
         shutdown(descriptor, Int32(SHUT_RDWR))
     }
 
@@ -168,7 +172,8 @@ final class DaemonConnection: Sendable {
                 return state.handler
             }
             handler?(events)
-        case .welcome, .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession:
+        case .welcome, .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession,
+            .listSessions, .stopDaemon:
             break
         }
     }

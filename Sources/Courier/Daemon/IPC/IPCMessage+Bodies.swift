@@ -197,12 +197,52 @@ extension IPCMessage {
         }
     }
 
+    /// Every background session the daemon keeps (`courier sessions`).
+    package struct ListSessions: Codable, Sendable, Equatable {
+        package var request: UInt64
+
+        package init(request: UInt64) {
+            self.request = request
+        }
+    }
+
+    /// Asks courierd to stop (`courier daemon stop`); answered before it does. Running downloads resume at its next
+    /// start.
+    package struct StopDaemon: Codable, Sendable, Equatable {
+        package var request: UInt64
+
+        package init(request: UInt64) {
+            self.request = request
+        }
+    }
+
+    /// One background session as `listSessions` describes it.
+    package struct SessionSummary: Codable, Sendable, Equatable {
+        package var identifier: String
+        package var app: String
+        /// An app holds the session open right now.
+        package var connected: Bool
+        /// Tasks not completed.
+        package var activeTasks: Int
+        /// Events the app has not acknowledged.
+        package var pendingEvents: Int
+
+        package init(identifier: String, app: String, connected: Bool, activeTasks: Int, pendingEvents: Int) {
+            self.identifier = identifier
+            self.app = app
+            self.connected = connected
+            self.activeTasks = activeTasks
+            self.pendingEvents = pendingEvents
+        }
+    }
+
     package struct Reply: Codable, Sendable, Equatable {
         package enum Result: Codable, Sendable, Equatable {
             case sessionOpened(nextTaskIdentifier: Int)
             case taskCreated
             case done
             case tasks(snapshots: [TaskSnapshot])
+            case sessions([SessionSummary])
         }
 
         package var request: UInt64

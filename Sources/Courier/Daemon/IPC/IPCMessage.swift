@@ -13,6 +13,8 @@ package enum IPCMessage: Sendable, Equatable {
     case reply(Reply)
     case failure(Failure)
     case events(Events)
+    case listSessions(ListSessions)
+    case stopDaemon(StopDaemon)
 
     /// The message type numbers of the frame header; a number is never reused for another body.
     package enum Kind: UInt16, Sendable, CaseIterable {
@@ -27,6 +29,8 @@ package enum IPCMessage: Sendable, Equatable {
         case reply = 9
         case failure = 10
         case events = 11
+        case listSessions = 12
+        case stopDaemon = 13
     }
 
     package var kind: Kind {
@@ -42,6 +46,8 @@ package enum IPCMessage: Sendable, Equatable {
         case .reply: .reply
         case .failure: .failure
         case .events: .events
+        case .listSessions: .listSessions
+        case .stopDaemon: .stopDaemon
         }
     }
 
@@ -63,6 +69,8 @@ package enum IPCMessage: Sendable, Equatable {
             case .reply(let body): payload = try encoder.encode(body)
             case .failure(let body): payload = try encoder.encode(body)
             case .events(let body): payload = try encoder.encode(body)
+            case .listSessions(let body): payload = try encoder.encode(body)
+            case .stopDaemon(let body): payload = try encoder.encode(body)
             }
         } catch {
             throw .malformedPayload(type: kind.rawValue, reason: "cannot encode: \(error)")
@@ -96,6 +104,8 @@ package enum IPCMessage: Sendable, Equatable {
             case .reply: self = .reply(try decoder.decode(Reply.self, from: payload))
             case .failure: self = .failure(try decoder.decode(Failure.self, from: payload))
             case .events: self = .events(try decoder.decode(Events.self, from: payload))
+            case .listSessions: self = .listSessions(try decoder.decode(ListSessions.self, from: payload))
+            case .stopDaemon: self = .stopDaemon(try decoder.decode(StopDaemon.self, from: payload))
             }
         } catch {
             throw .malformedPayload(type: frame.type, reason: IPCMessage.reason(error))

@@ -1,0 +1,205 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// `courier sessions`: the background sessions courierd keeps.
+struct Sessions: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the background sessions courierd keeps: app, connected or not, active tasks, pending events."
+    )
+
+    @Flag(help: "Print JSON for scripts instead of a table.")
+    var json = false
+
+    func run() throws {
+        let connection = try DaemonClient.connect()
+        defer { connection.close() }
+        guard case .sessions(let sessions) = try DaemonClient.request(connection, { .listSessions(.init(request: $0)) })
+        else {
+            throw CommandFailure(description: "courierd answered something else than a session list")
+        }
+        if json {
+            print(try DaemonClient.json(sessions))
+            return
+        }
+        let rows = sessions.map { session in
+            [
+                session.identifier, session.app, session.connected ? "yes" : "no", "\(session.activeTasks)",
+                "\(session.pendingEvents)",
+            ]
+        }
+        print(DaemonClient.table(["SESSION", "APP", "CONNECTED", "ACTIVE TASKS", "PENDING EVENTS"], rows))
+    }
+}
+
+/// `courier tasks [SESSION]`: the tasks of one session (or of every session), with their rate.
+struct Tasks: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List background tasks: state, bytes, rate, and why a waiting task waits.",
+        discussion: "The rate is measured over half a second between two listings."
+    )
+
+    @Argument(help: "The session identifier (default: every session).")
+    var session: String?
+
+    @Flag(help: "Print JSON for scripts instead of a table.")
+    var json = false
+
+    struct Row: Encodable {
+        var session: String
+        var task: IPCMessage.TaskSnapshot
+        var url: String?
+        var bytesPerSecond: Double?
+    }
+
+    func run() throws {
+        let connection = try DaemonClient.connect()
+        defer { connection.close() }
+        var sessions: [String]
+        if let session {
+            sessions = [session]
+        } else {
+            guard case .sessions(let all) = try DaemonClient.request(connection, { .listSessions(.init(request: $0)) })
+            else {
+                throw CommandFailure(description: "courierd answered something else than a session list")
+            }
+            sessions = all.map(\.identifier)
+        }
+        func listing() throws -> [(String, IPCMessage.TaskSnapshot)] {
+            try sessions.flatMap { session -> [(String, IPCMessage.TaskSnapshot)] in
+                let result = try DaemonClient.request(connection) { .listTasks(.init(request: $0, session: session)) }
+                guard case .tasks(let snapshots) = result else {
+                    return []
+                }
+                return snapshots.map { (session, $0) }
+            }
+        }
+        let first = try listing()
+        var second = first
+        let interval = 0.5
+        if first.contains(where: { $0.1.state == SessionTask.State.running.rawValue }) {
+            Thread.sleep(forTimeInterval: interval)
+            second = try listing()
+        }
+        let before = Dictionary(first.map { ("\($0.0)#\($0.1.identifier)", $0.1) }, uniquingKeysWith: { $1 })
+        let rows = second.map { session, task -> Row in
+            var rate: Double?
+            if task.state == SessionTask.State.running.rawValue, let earlier = before["\(session)#\(task.identifier)"] {
+                let moved = (task.countOfBytesReceived + task.countOfBytesSent)
+                    - (earlier.countOfBytesReceived + earlier.countOfBytesSent)
+                rate = Double(max(0, moved)) / interval
+            }
+            return Row(session: session, task: task, url: task.task?.request.request.url?.absoluteString, bytesPerSecond: rate)
+        }
+        if json {
+            print(try DaemonClient.json(rows))
+            return
+        }
+        let table = rows.map { row -> [String] in
+            let task = row.task
+            let moved = task.task?.kind == .upload ? task.countOfBytesSent : task.countOfBytesReceived
+            let total = task.task?.kind == .upload ? task.countOfBytesExpectedToSend : task.countOfBytesExpectedToReceive
+            let bytes = Formatting.bytes(moved) + (total >= 0 ? " / " + Formatting.bytes(total) : "")
+            return [
+                row.session, "\(task.identifier)", Tasks.stateName(task.state), bytes,
+                row.bytesPerSecond.map(Formatting.rate) ?? "-", task.waitingReason ?? task.taskDescription ?? row.url ?? "",
+            ]
+        }
+        print(DaemonClient.table(["SESSION", "TASK", "STATE", "BYTES", "RATE", "WAITING FOR / DESCRIPTION"], table))
+    }
+
+    static func stateName(_ raw: Int) -> String {
+        switch SessionTask.State(rawValue: raw) {
+        case .running: "running"
+        case .suspended: "waiting"
+        case .canceling: "canceling"
+        case .completed: "completed"
+        case nil: "?"
+        }
+    }
+}
+
+/// `courier cancel SESSION TASK`.
+struct Cancel: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Cancel a background task; its app hears didCompleteWithError(cancelled)."
+    )
+
+    @Argument(help: "The session identifier.")
+    var session: String
+
+    @Argument(help: "The task identifier (see `courier tasks`).")
+    var task: Int
+
+    func run() throws {
+        let connection = try DaemonClient.connect()
+        defer { connection.close() }
+        _ = try DaemonClient.request(connection) {
+            .command(.init(request: $0, session: session, task: task, verb: .cancel))
+        }
+        print("cancelled task \(task) of \(session)")
+    }
+}
+
+/// `courier daemon status|stop`.
+struct Daemon: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Ask courierd how it is, or stop it.",
+        subcommands: [Status.self, Stop.self]
+    )
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Whether courierd runs, where, and what it keeps.")
+
+        @Flag(help: "Print JSON for scripts.")
+        var json = false
+
+        struct Report: Encodable {
+            var running: Bool
+            var socket: String
+            var sessions: Int
+            var activeTasks: Int
+            var pendingEvents: Int
+        }
+
+        func run() throws {
+            let paths = DaemonPaths.current
+            var report = Report(running: false, socket: paths.socket.path, sessions: 0, activeTasks: 0, pendingEvents: 0)
+            if let connection = try? DaemonClient.connect() {
+                defer { connection.close() }
+                report.running = true
+                if case .sessions(let sessions) = try DaemonClient.request(connection, { .listSessions(.init(request: $0)) }) {
+                    report.sessions = sessions.count
+                    report.activeTasks = sessions.reduce(0) { $0 + $1.activeTasks }
+                    report.pendingEvents = sessions.reduce(0) { $0 + $1.pendingEvents }
+                }
+            }
+            if json {
+                print(try DaemonClient.json(report))
+            } else if report.running {
+                print(
+                    "courierd is running on \(report.socket): \(report.sessions) sessions, "
+                        + "\(report.activeTasks) active tasks, \(report.pendingEvents) pending events"
+                )
+            } else {
+                print("courierd is not running (no answer at \(report.socket))")
+            }
+            if !report.running {
+                throw ExitCode(3)
+            }
+        }
+    }
+
+    struct Stop: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop courierd; running downloads resume from their bytes on disk when it starts again."
+        )
+
+        func run() throws {
+            let connection = try DaemonClient.connect()
+            defer { connection.close() }
+            _ = try DaemonClient.request(connection) { .stopDaemon(.init(request: $0)) }
+            print("courierd is stopping")
+        }
+    }
+}
