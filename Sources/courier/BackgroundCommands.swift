@@ -141,6 +141,24 @@ struct Cancel: ParsableCommand {
     }
 }
 
+/// `courier kill APP`: the user's force-quit.
+struct Kill: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Force-quit an app's background transfers: its tasks are cancelled and courierd does not relaunch it.",
+        discussion: "The app is relaunched for background events again once it has been started by hand."
+    )
+
+    @Argument(help: "The app's name (the APP column of `courier sessions`).")
+    var app: String
+
+    func run() throws {
+        let connection = try DaemonClient.connect()
+        defer { connection.close() }
+        _ = try DaemonClient.request(connection) { .forceQuit(.init(request: $0, app: app)) }
+        print("force-quit \(app): its background tasks are cancelled")
+    }
+}
+
 /// `courier daemon status|stop`.
 struct Daemon: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -300,4 +300,47 @@ struct BackgroundTransferTests {
         #expect(daemon.stop() == .exited(0))
         try await server.shutdown()
     }
+
+    @Test("force-quit: the app's tasks end cancelled with the reason")
+    func forceQuit() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        try Self.create(Self.download(1, server.url("/bytes/1000000?trickle=1000&interval=50")), on: &client)
+        let answer = try client.request { .forceQuit(.init(request: $0, app: "com.example.podcasts")) }
+        #expect(answer.map { if case .reply = $0 { true } else { false } } == true)
+        let events = try client.events(until: Self.isCompletion)
+        guard case .completed(let error)? = events.last?.event else {
+            Issue.record("no completion")
+            return
+        }
+        #expect(error?.code == .cancelled)
+        #expect(error?.message.contains("force-quit com.example.podcasts") == true)
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
+    @Test("a discretionary task on battery power waits, and says why")
+    func discretionaryWaits() async throws {
+        let daemon = Daemon(environment: ["COURIER_POWER": "battery"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var session = Self.session
+        session.isDiscretionary = true
+        var (client, _) = try Client.opening(session, on: daemon)
+        try Self.create(Self.download(1, URL(string: "http://127.0.0.1:9/x")!), on: &client)
+        guard case .reply(let reply)? = try client.request({ .listTasks(.init(request: $0, session: Self.identifier)) }),
+            case .tasks(let snapshots) = reply.result
+        else {
+            Issue.record("no task list")
+            return
+        }
+        #expect(snapshots.first?.state == SessionTask.State.suspended.rawValue)
+        #expect(snapshots.first?.waitingReason == "waiting for external power (discretionary)")
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+    }
 }

@@ -208,6 +208,22 @@ struct JournalTests {
         #expect(journal.recovery?.movedTo?.lastPathComponent.hasPrefix("journal.sqlite.newer-") == true)
         #expect(try journal.sessions().isEmpty)
     }
+
+    @Test("an app's launch command is kept across hellos without one, and withheld after a force-quit until it connects")
+    func launchCommands() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        let journal = try Journal(at: place.url)
+        try journal.registerApp("a", launchCommand: ["/usr/bin/a", "--bg"])
+        #expect(try journal.launchCommand(of: "a") == ["/usr/bin/a", "--bg"])
+        try journal.registerApp("a", launchCommand: nil)
+        #expect(try journal.launchCommand(of: "a") == ["/usr/bin/a", "--bg"])
+        try journal.markForceQuit("a")
+        #expect(try journal.launchCommand(of: "a") == nil)
+        try journal.registerApp("a", launchCommand: nil)
+        #expect(try journal.launchCommand(of: "a") == ["/usr/bin/a", "--bg"])
+        #expect(try journal.launchCommand(of: "unknown") == nil)
+    }
 }
 
 /// Writes to a journal file behind the journal's back, as another build or a damaged disk would.

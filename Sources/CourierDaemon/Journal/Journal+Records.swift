@@ -60,29 +60,51 @@ extension Journal {
 
     // MARK: Apps
 
-    /// Records how to relaunch `app` (its hello's launch command); nil keeps the one already recorded.
+    /// Records that `app` connected: how to relaunch it (its hello's launch command; nil keeps the one already
+    /// recorded), and that it runs again after a force-quit.
     package func registerApp(_ app: String, launchCommand: [String]?) throws(JournalError) {
-        guard let launchCommand else {
-            return
-        }
-        let encoded = try Journal.encode(launchCommand)
+        let encoded = try launchCommand.map { command throws(JournalError) in try Journal.encode(command) }
         try write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO app (name, launchCommand) VALUES (?, ?)
-                    ON CONFLICT(name) DO UPDATE SET launchCommand = excluded.launchCommand
+                    INSERT INTO app (name, launchCommand, forceQuit) VALUES (?, ?, 0)
+                    ON CONFLICT(name) DO UPDATE SET launchCommand = coalesce(excluded.launchCommand, launchCommand),
+                    forceQuit = 0
                     """,
                 arguments: [app, encoded]
             )
         }
     }
 
-    /// The command that relaunches `app`, if it registered one.
-    package func launchCommand(of app: String) throws(JournalError) -> [String]? {
-        let data = try read { db in
-            try Data.fetchOne(db, sql: "SELECT launchCommand FROM app WHERE name = ?", arguments: [app])
+    /// The user force-quit `app`: it is not relaunched until it connects by itself.
+    package func markForceQuit(_ app: String) throws(JournalError) {
+        try write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO app (name, forceQuit) VALUES (?, 1)
+                    ON CONFLICT(name) DO UPDATE SET forceQuit = 1
+                    """,
+                arguments: [app]
+            )
         }
-        return try data.map { data throws(JournalError) in try Journal.decode([String].self, from: data) }
+    }
+
+    /// The command that relaunches `app`; nil when it registered none or the user force-quit it.
+    package func launchCommand(of app: String) throws(JournalError) -> [String]? {
+        let row = try read { db in
+            try Row.fetchOne(db, sql: "SELECT launchCommand, forceQuit FROM app WHERE name = ?", arguments: [app])
+        }
+        guard let row, !(row["forceQuit"] as Bool), let data = row["launchCommand"] as Data? else {
+            return nil
+        }
+        return try Journal.decode([String].self, from: data)
+    }
+
+    /// The sessions `app` opened.
+    package func sessions(ofApp app: String) throws(JournalError) -> [String] {
+        try read { db in
+            try String.fetchAll(db, sql: "SELECT identifier FROM session WHERE app = ? ORDER BY identifier", arguments: [app])
+        }
     }
 
     /// The app that opened `session`.

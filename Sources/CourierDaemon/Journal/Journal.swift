@@ -137,6 +137,9 @@ package final class Journal: Sendable {
                 table.primaryKey("name", .text)
                 // The argv that relaunches the app (JSON), as its last hello said.
                 table.column("launchCommand", .blob)
+                // The user force-quit the app: its sessions' tasks were cancelled and it is not relaunched until it
+                // connects again by itself.
+                table.column("forceQuit", .boolean).notNull().defaults(to: false)
             }
         }
         return migrator

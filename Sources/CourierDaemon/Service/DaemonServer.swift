@@ -341,6 +341,15 @@ package final class DaemonServer: @unchecked Sendable {
             DispatchQueue.global().async { [self] in
                 self.stop()
             }
+        case .forceQuit(let quit):
+            reply(quit.request, on: connection) { () throws(JournalError) in
+                try journal.markForceQuit(quit.app)
+                for session in try journal.sessions(ofApp: quit.app) {
+                    runner(session)?.cancelAll(reason: "the user force-quit \(quit.app)")
+                }
+                logger.notice("force-quit", metadata: ["app": "\(quit.app)"])
+                return .done
+            }
         case .welcome, .reply, .failure, .events:
             return "a \(message.kind) message is the daemon's to send"
         }

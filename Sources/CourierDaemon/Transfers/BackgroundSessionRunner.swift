@@ -236,8 +236,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         return nil
     }
 
-    /// `invalidateAndCancel()`: every task ends with `cancelled`, journaled before this returns.
-    package func cancelAll() {
+    /// `invalidateAndCancel()`, or the user force-quit the app: every task ends with `cancelled` (and `reason`),
+    /// journaled before this returns.
+    package func cancelAll(reason: String = "the session was invalidated") {
         let tasks = state.withLock { state -> [(Int, SessionTask?)] in
             var tasks: [(Int, SessionTask?)] = []
             for (identifier, var live) in state.live where !live.finished {
@@ -248,7 +249,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
             return tasks.sorted { $0.0 < $1.0 }
         }
         for (identifier, task) in tasks {
-            finish(identifier, events: [.completed(error: CourierError(.cancelled, "the session was invalidated"))], file: nil)
+            finish(identifier, events: [.completed(error: CourierError(.cancelled, reason))], file: nil)
             task?.cancel()
         }
     }

@@ -173,7 +173,7 @@ package final class DaemonConnection: Sendable {
             }
             handler?(events)
         case .welcome, .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession,
-            .listSessions, .stopDaemon:
+            .listSessions, .stopDaemon, .forceQuit:
             break
         }
     }

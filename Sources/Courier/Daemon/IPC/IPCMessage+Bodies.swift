@@ -216,6 +216,18 @@ extension IPCMessage {
         }
     }
 
+    /// The user force-quit `app` (`courier kill APP`): the tasks of its sessions are cancelled with a reason, and it
+    /// is not relaunched until it connects again by itself.
+    package struct ForceQuit: Codable, Sendable, Equatable {
+        package var request: UInt64
+        package var app: String
+
+        package init(request: UInt64, app: String) {
+            self.request = request
+            self.app = app
+        }
+    }
+
     /// One background session as `listSessions` describes it.
     package struct SessionSummary: Codable, Sendable, Equatable {
         package var identifier: String

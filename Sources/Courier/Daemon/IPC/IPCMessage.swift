@@ -15,6 +15,7 @@ package enum IPCMessage: Sendable, Equatable {
     case events(Events)
     case listSessions(ListSessions)
     case stopDaemon(StopDaemon)
+    case forceQuit(ForceQuit)
 
     /// The message type numbers of the frame header; a number is never reused for another body.
     package enum Kind: UInt16, Sendable, CaseIterable {
@@ -31,6 +32,7 @@ package enum IPCMessage: Sendable, Equatable {
         case events = 11
         case listSessions = 12
         case stopDaemon = 13
+        case forceQuit = 14
     }
 
     package var kind: Kind {
@@ -48,6 +50,7 @@ package enum IPCMessage: Sendable, Equatable {
         case .events: .events
         case .listSessions: .listSessions
         case .stopDaemon: .stopDaemon
+        case .forceQuit: .forceQuit
         }
     }
 
@@ -71,6 +74,7 @@ package enum IPCMessage: Sendable, Equatable {
             case .events(let body): payload = try encoder.encode(body)
             case .listSessions(let body): payload = try encoder.encode(body)
             case .stopDaemon(let body): payload = try encoder.encode(body)
+            case .forceQuit(let body): payload = try encoder.encode(body)
             }
         } catch {
             throw .malformedPayload(type: kind.rawValue, reason: "cannot encode: \(error)")
@@ -106,6 +110,7 @@ package enum IPCMessage: Sendable, Equatable {
             case .events: self = .events(try decoder.decode(Events.self, from: payload))
             case .listSessions: self = .listSessions(try decoder.decode(ListSessions.self, from: payload))
             case .stopDaemon: self = .stopDaemon(try decoder.decode(StopDaemon.self, from: payload))
+            case .forceQuit: self = .forceQuit(try decoder.decode(ForceQuit.self, from: payload))
             }
         } catch {
             throw .malformedPayload(type: frame.type, reason: IPCMessage.reason(error))
