@@ -220,23 +220,38 @@ struct BackgroundTransferTests {
         #expect(json?["length"] as? Int == body.count)
         #expect(json?["sha256"] as? String == TestServer.sha256Hex(body))
         #expect(events.last?.event == .completed(error: nil))
-        // The daemon's copy went with the task.
-        let uploads = (try? FileManager.default.contentsOfDirectory(atPath: daemon.state.appendingPathComponent("uploads").path)) ?? []
-        #expect(uploads.isEmpty)
+        // The daemon's copy goes with the task (right after the completion is journaled and sent).
+        let uploadsDirectory = daemon.state.appendingPathComponent("uploads").path
+        let deadline = Date().addingTimeInterval(5)
+        while !((try? FileManager.default.contentsOfDirectory(atPath: uploadsDirectory)) ?? []).isEmpty, Date() < deadline {
+            usleep(10_000)
+        }
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: uploadsDirectory)) ?? []).isEmpty)
         client.close()
         #expect(daemon.stop() == .exited(0))
         try await server.shutdown()
     }
 
-    @Test("cancel: the task completes with cancelled; a command for an unknown task fails")
-    func cancel() async throws {
+    /// How a running task is ended from outside.
+    enum Stopper: String, CaseIterable, Sendable {
+        case cancel
+        case forceQuit
+    }
+
+    @Test("cancel and force-quit: the task completes with cancelled (and the reason); an unknown task is an error", arguments: Stopper.allCases)
+    func cancel(by stopper: Stopper) async throws {
         let server = try await TestServer.start()
         let daemon = Daemon()
         defer { daemon.cleanup() }
         try daemon.start()
         var (client, _) = try Client.opening(Self.session, on: daemon)
         try Self.create(Self.download(1, server.url("/bytes/1000000?trickle=1000&interval=50")), on: &client)
-        let answer = try client.request { .command(.init(request: $0, session: Self.identifier, task: 1, verb: .cancel)) }
+        let answer = try client.request { request -> IPCMessage in
+            switch stopper {
+            case .cancel: .command(.init(request: request, session: Self.identifier, task: 1, verb: .cancel))
+            case .forceQuit: .forceQuit(.init(request: request, app: "com.example.podcasts"))
+            }
+        }
         #expect(answer.map { if case .reply = $0 { true } else { false } } == true)
         let events = try client.events(until: Self.isCompletion)
         guard case .completed(let error)? = events.last?.event else {
@@ -244,6 +259,9 @@ struct BackgroundTransferTests {
             return
         }
         #expect(error?.code == .cancelled)
+        if stopper == .forceQuit {
+            #expect(error?.message.contains("force-quit com.example.podcasts") == true)
+        }
         let unknown = try client.request { .command(.init(request: $0, session: Self.identifier, task: 42, verb: .cancel)) }
         guard case .failure? = unknown else {
             Issue.record("a command for an unknown task was answered \(String(describing: unknown))")
@@ -296,28 +314,6 @@ struct BackgroundTransferTests {
         }) {
             #expect(!FileManager.default.fileExists(atPath: path))
         }
-        client.close()
-        #expect(daemon.stop() == .exited(0))
-        try await server.shutdown()
-    }
-
-    @Test("force-quit: the app's tasks end cancelled with the reason")
-    func forceQuit() async throws {
-        let server = try await TestServer.start()
-        let daemon = Daemon()
-        defer { daemon.cleanup() }
-        try daemon.start()
-        var (client, _) = try Client.opening(Self.session, on: daemon)
-        try Self.create(Self.download(1, server.url("/bytes/1000000?trickle=1000&interval=50")), on: &client)
-        let answer = try client.request { .forceQuit(.init(request: $0, app: "com.example.podcasts")) }
-        #expect(answer.map { if case .reply = $0 { true } else { false } } == true)
-        let events = try client.events(until: Self.isCompletion)
-        guard case .completed(let error)? = events.last?.event else {
-            Issue.record("no completion")
-            return
-        }
-        #expect(error?.code == .cancelled)
-        #expect(error?.message.contains("force-quit com.example.podcasts") == true)
         client.close()
         #expect(daemon.stop() == .exited(0))
         try await server.shutdown()

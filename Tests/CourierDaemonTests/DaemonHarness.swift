@@ -8,6 +8,16 @@ import Testing
 import Glibc
 #endif
 
+/// An executable built beside the test bundle (courierd, BackgroundProbe).
+func siblingExecutable(_ name: String) throws -> String {
+    let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    let candidate = directory.appendingPathComponent(name).path
+    guard FileManager.default.isExecutableFile(atPath: candidate) else {
+        throw POSIXError(.ENOENT)
+    }
+    return candidate
+}
+
 /// A courierd running on fresh directories; `stop()` sends SIGTERM and returns how it ended, `kill()` SIGKILLs it.
 final class Daemon {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("courierd-\(UUID().uuidString)")
@@ -25,12 +35,7 @@ final class Daemon {
     }
 
     static func executable() throws -> String {
-        let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidate = directory.appendingPathComponent("courierd").path
-        guard FileManager.default.isExecutableFile(atPath: candidate) else {
-            throw POSIXError(.ENOENT)
-        }
-        return candidate
+        try siblingExecutable("courierd")
     }
 
     /// A courierd process on this daemon's directories; its log goes to the test's standard error.

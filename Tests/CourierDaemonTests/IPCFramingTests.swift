@@ -50,6 +50,7 @@ enum SampleMessages {
             .reply(.init(request: 4, result: .tasks(snapshots: [snapshot]))),
             .listSessions(.init(request: 7)),
             .stopDaemon(.init(request: 8)),
+            .forceQuit(.init(request: 9, app: "a")),
             .reply(
                 .init(
                     request: 7,

@@ -13,15 +13,6 @@ import Glibc
 /// once, in order, and finds every file intact.
 @Suite("courierd relaunches a killed app", .serialized)
 struct RelaunchTests {
-    static func probe() throws -> String {
-        let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidate = directory.appendingPathComponent("BackgroundProbe").path
-        guard FileManager.default.isExecutableFile(atPath: candidate) else {
-            throw POSIXError(.ENOENT)
-        }
-        return candidate
-    }
-
     /// The probe's log, one object a line.
     static func entries(_ path: String) -> [[String: Any]] {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -66,7 +57,7 @@ struct RelaunchTests {
             arguments += ["--upload", "\(server.url("/upload?delay=4000").absoluteString)=\(file.path)"]
             uploads[index] = body
         }
-        let app = try ChildProcess(try Self.probe(), arguments: arguments, environment: ProcessInfo.processInfo.environment, standardError: .inherit)
+        let app = try ChildProcess(try siblingExecutable("BackgroundProbe"), arguments: arguments, environment: ProcessInfo.processInfo.environment, standardError: .inherit)
         #expect(Self.wait(for: "journaled", in: log, timeout: 30))
         app.send(SIGKILL)
         _ = app.wait(timeout: .seconds(10))

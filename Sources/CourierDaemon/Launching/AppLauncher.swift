@@ -1,3 +1,4 @@
+import Courier
 import CourierConcurrency
 import Foundation
 package import Logging
@@ -66,35 +67,16 @@ package final class AppLauncher: Sendable {
     }
 
     private func launch(app: String, session: String, command: [String]) {
-        guard let executable = command.first else {
-            return
-        }
         var environment = ProcessInfo.processInfo.environment
         environment["COURIER_BACKGROUND_LAUNCH"] = "urlsession:\(session)"
-        let argv = command.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        // courierd ignores SIGCHLD, SIGPIPE, SIGTERM and SIGINT, and ignored signals survive exec: the app gets
-        // every signal back at its default, and none blocked.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var all = sigset_t()
-        sigfillset(&all)
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        var pid = pid_t()
-        let result = posix_spawnp(&pid, executable, nil, &attributes, argv, envp)
-        guard result == 0 else {
+        let pid: pid_t
+        switch ProcessSpawner.spawn(command, environment: environment) {
+        case .success(let spawned):
+            pid = spawned
+        case .failure(let error):
             logger.error(
                 "cannot relaunch the app",
-                metadata: ["app": "\(app)", "command": "\(command)", "error": "\(String(cString: strerror(result)))"]
+                metadata: ["app": "\(app)", "command": "\(command)", "error": "\(error.localizedDescription)"]
             )
             return
         }

@@ -62,9 +62,12 @@ package final class DaemonServer: @unchecked Sendable {
         logger.info("listening", metadata: ["socket": "\(paths.socket.path)", "journal": "\(paths.journal.path)"])
     }
 
-    /// Starts a runner for every journaled session and hands it the session's tasks; then deletes what the earlier
-    /// run left in the staging directory (partial files were adopted by then).
+    /// Deletes the files the journal no longer names, starts a runner for every journaled session and hands it the
+    /// session's tasks; then deletes what the earlier run left in the staging directory (partial files were adopted
+    /// by then).
     private func restoreSessions() {
+        // Before any transfer starts: a download finishing meanwhile would be a file the journal does not name yet.
+        sweepUnreferencedFiles()
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: paths.staging.path)) ?? []
         do {
             for (configuration, _) in try journal.sessionConfigurations() {
@@ -77,7 +80,6 @@ package final class DaemonServer: @unchecked Sendable {
         for name in leftovers {
             try? FileManager.default.removeItem(at: paths.staging.appendingPathComponent(name))
         }
-        sweepUnreferencedFiles()
     }
 
     /// Deletes what an earlier run left behind when it was killed between a journal write and a file operation: a

@@ -54,18 +54,12 @@ enum DaemonLauncher {
         ]
         var environment = ProcessInfo.processInfo.environment
         environment["COURIERD_LOG"] = log
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, "/bin/sh", nil, nil, argv, envp)
-        guard spawned == 0 else {
-            return .failure(
-                CourierError(.cannotConnectToHost, "cannot start courierd: \(String(cString: strerror(spawned)))")
-            )
+        let pid: pid_t
+        switch ProcessSpawner.spawn(arguments, environment: environment) {
+        case .success(let spawned):
+            pid = spawned
+        case .failure(let error):
+            return .failure(CourierError(.cannotConnectToHost, "cannot start courierd: \(error.localizedDescription)"))
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
