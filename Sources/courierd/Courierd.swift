@@ -82,7 +82,10 @@ struct Courierd: ParsableCommand {
             source.resume()
             sources.append(source)
         }
-        server.run()
+        let clean = server.run()
         withExtendedLifetime(sources) {}
+        if !clean {
+            throw ExitCode(1)
+        }
     }
 }

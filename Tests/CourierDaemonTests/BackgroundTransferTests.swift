@@ -339,4 +339,54 @@ struct BackgroundTransferTests {
         client.close()
         #expect(daemon.stop() == .exited(0))
     }
+
+    @Test("a client killed during delivery 100 times: every event comes again until acknowledged, none after")
+    func killedDuringDelivery() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        for task in 1...10 {
+            try Self.create(Self.download(task, server.url("/bytes/\(task * 1000)?seed=\(task)")), on: &client)
+        }
+        var completions = 0
+        let all = try client.events { event in
+            if Self.isCompletion(event) {
+                completions += 1
+            }
+            return completions == 10
+        }
+        client.close()
+        var generator = SystemRandomNumberGenerator()
+        var acknowledged: UInt64 = 0
+        let last = try #require(all.last?.sequence)
+        for round in 1...100 {
+            (client, _) = try Client.opening(Self.session, on: daemon)
+            // The replay is sent before any later request is answered.
+            _ = try client.request { .listTasks(.init(request: $0, session: Self.identifier)) }
+            let replay = client.events.flatMap(\.events)
+            // Everything not acknowledged, in order, and nothing that was.
+            #expect(replay == all.filter { $0.sequence > acknowledged }, "round \(round)")
+            // The app's delegate got through part of the batch, acknowledged it (sometimes), and died.
+            if !replay.isEmpty, Bool.random(using: &generator) {
+                let delivered = replay[Int.random(in: 0..<replay.count, using: &generator)].sequence
+                try client.send(.acknowledge(.init(session: Self.identifier, through: delivered)))
+                _ = try client.request { .listTasks(.init(request: $0, session: Self.identifier)) }
+                acknowledged = max(acknowledged, delivered)
+            }
+            client.close()
+        }
+        (client, _) = try Client.opening(Self.session, on: daemon)
+        try client.send(.acknowledge(.init(session: Self.identifier, through: last)))
+        guard case .reply(let listed)? = try client.request({ .listTasks(.init(request: $0, session: Self.identifier)) })
+        else {
+            Issue.record("no task list")
+            return
+        }
+        #expect(listed.result == .tasks(snapshots: []))
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
 }

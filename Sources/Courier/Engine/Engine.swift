@@ -49,6 +49,7 @@ final class Engine: @unchecked Sendable {
         }
         self.pointer = created
         self.router = router
+        EngineCensus.engineCreated()
     }
 
     deinit {
@@ -74,6 +75,7 @@ final class Engine: @unchecked Sendable {
         func run() {
             cr_engine_destroy(pointer)
             router.release()
+            EngineCensus.engineDestroyed()
         }
     }
 

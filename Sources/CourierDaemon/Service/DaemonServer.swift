@@ -153,8 +153,10 @@ package final class DaemonServer: @unchecked Sendable {
     }
 
     /// Accepts connections until ``stop()``; each gets a reader thread of its own. Removes the socket before it
-    /// returns (on the caller's thread, so the process cannot exit before it is gone).
-    package func run() {
+    /// returns (on the caller's thread, so the process cannot exit before it is gone), then stops every session's
+    /// transfers. Returns false when a transfer engine was not destroyed in time or a libuv loop closed with handles
+    /// still open.
+    package func run() -> Bool {
         while true {
             // accept4 is hidden by Glibc's module map (it needs _GNU_SOURCE): accept, then close-on-exec.
             let descriptor = accept(listener, nil, nil)
@@ -196,7 +198,21 @@ package final class DaemonServer: @unchecked Sendable {
         for runner in state.withLock({ Array($0.runners.values) }) {
             runner.stop()
         }
-        logger.info("stopped")
+        state.withLock { $0.runners = [:] }
+        let deadline = Date().addingTimeInterval(5)
+        while EngineCensus.liveEngines > 0, Date() < deadline {
+            usleep(10_000)
+        }
+        let clean = EngineCensus.liveEngines == 0 && EngineCensus.leakedLoops == 0
+        if clean {
+            logger.info("stopped")
+        } else {
+            logger.error(
+                "stopped with transfer engines left or libuv handles open",
+                metadata: ["engines": "\(EngineCensus.liveEngines)", "leakedLoops": "\(EngineCensus.leakedLoops)"]
+            )
+        }
+        return clean
     }
 
     /// Stops accepting and closes every connection; ``run()`` then removes the socket and returns. The lock goes with
