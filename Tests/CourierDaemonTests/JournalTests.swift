@@ -46,6 +46,8 @@ struct JournalTests {
         do {
             let journal = try Journal(at: place.url)
             #expect(try journal.journalMode() == "wal")
+            // FULL: a committed write is on disk (GRDB's WAL setup would leave NORMAL).
+            #expect(try journal.synchronousLevel() == 2)
             #expect(try journal.openSession(Self.session, app: "com.example.podcasts") == 1)
             try journal.insertTask(Self.task(1), session: Self.session.identifier)
             try journal.insertTask(Self.task(7), session: Self.session.identifier)

@@ -59,12 +59,12 @@ package final class Journal: Sendable {
     private static func openChecked(at url: URL) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.journalMode = .wal
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         let queue: DatabaseQueue
         do {
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            // GRDB sets `synchronous = NORMAL` when it turns WAL on, after `prepareDatabase`: FULL again, for good
+            // (a queue has one connection), so that a committed write is on disk when the call returns.
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         } catch let error as DatabaseError where error.isCorruption {
             throw JournalRecovery.Reason.corrupt("\(error.message ?? "\(error)")")
         }
@@ -172,6 +172,11 @@ package final class Journal: Sendable {
     /// The SQLite journal mode in force (`wal`).
     package func journalMode() throws(JournalError) -> String {
         try read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    }
+
+    /// The SQLite `synchronous` level in force (2, FULL).
+    package func synchronousLevel() throws(JournalError) -> Int {
+        try read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
     func read<Value>(_ body: (Database) throws -> Value) throws(JournalError) -> Value {

@@ -243,7 +243,9 @@ package final class DaemonServer: @unchecked Sendable {
         let descriptor: Int32
         let pid: pid_t
         var app: String?
-        private let writeLock = LockedValue(())
+        /// Held while a frame is written; counts the frames. (Not `()`: TSan reports inout access to a zero-sized value
+        /// as a race.)
+        private let writeLock = LockedValue<UInt64>(0)
 
         init(descriptor: Int32, pid: pid_t) {
             self.descriptor = descriptor
@@ -254,7 +256,10 @@ package final class DaemonServer: @unchecked Sendable {
             guard let frame = try? message.frame() else {
                 return false
             }
-            return writeLock.withLock { _ in UnixSocket.write(frame.encoded, to: descriptor) }
+            return writeLock.withLock { written in
+                written += 1
+                return UnixSocket.write(frame.encoded, to: descriptor)
+            }
         }
 
         func shutDown() {

@@ -67,8 +67,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     /// Called when a task's end was journaled while no app is connected (courierd may relaunch the app).
     private let undelivered: @Sendable (String) -> Void
     let state: LockedValue<State>
-    /// Held while an event is journaled and pushed.
-    private let delivery = LockedValue(())
+    /// Held while an event is journaled and pushed; counts the batches recorded. (A counter rather than `()`:
+    /// TSan reports inout access to a zero-sized value as a race.)
+    private let delivery = LockedValue<UInt64>(0)
     private let sessionSlot = LockedValue<Session?>(nil)
 
     package init(
@@ -140,7 +141,8 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
 
     /// Journals events and pushes them, in sequence order. `write` returns the journaled events.
     func record(_ write: () throws(JournalError) -> [IPCMessage.SequencedEvent]) {
-        delivery.withLock { _ in
+        delivery.withLock { recorded in
+            recorded += 1
             let events: [IPCMessage.SequencedEvent]
             do {
                 events = try write()
