@@ -5,8 +5,9 @@ import PackageDescription
 // (AsyncHTTPClient) or the benchmark framework.
 //
 // - courier-bench: the side-by-side comparison against nginx on loopback (see README.md).
-// - bench-courier, bench-urlsession, bench-ahc: one workload with one Swift client, spawned by courier-bench
-//   through bench-launch, which reports that process's own wall time, CPU time and peak RSS.
+// - bench-courier, bench-courier-bg, bench-urlsession, bench-ahc, bench-floor: one workload with one Swift client,
+//   spawned by courier-bench through bench-launch, which reports that process's own wall time, CPU time and peak
+//   RSS. bench-courier-bg runs a background session and needs courierd, which the root package builds.
 // - CourierMicro: microbenchmarks of the hot paths (package-benchmark), with allocation thresholds.
 
 // SwiftPM names a path dependency after its folder; the repository may be cloned under any name.
@@ -52,6 +53,12 @@ let package = Package(
                 "BenchClientKit", "SessionClientKit",
                 .product(name: "Courier", package: courierPackage),
             ],
+            swiftSettings: strictSwift
+        ),
+        // A background session: the transfers run in courierd (the root package's daemon, started by the client).
+        .executableTarget(
+            name: "bench-courier-bg",
+            dependencies: ["BenchClientKit", .product(name: "Courier", package: courierPackage)],
             swiftSettings: strictSwift
         ),
         .executableTarget(

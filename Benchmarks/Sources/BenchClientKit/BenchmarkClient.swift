@@ -6,6 +6,11 @@ public import Foundation
 public protocol BenchmarkClient: Sendable {
     var plan: TransferPlan { get }
 
+    /// Runs the plan's workload. The default (below) runs `concurrency` lanes of ``fetch(_:)``,
+    /// ``download(_:to:)`` or ``upload(_:to:)``; a client whose API is not one call per transfer (a background
+    /// session: create every task, resume them, wait for the delegate) provides its own.
+    func run() async throws -> ClientReport
+
     /// One GET into memory; returns the body length.
     func fetch(_ url: URL) async throws -> Int
     /// One GET whose body ends up in the file `destination`; returns the file's length.

@@ -12,6 +12,10 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
     /// `(Data, HTTPURLResponse)` needs (`bench-floor`). Courier does all of that and more, so on W1 and W2 it
     /// should not be faster than this beyond run-to-run noise.
     case floor
+    /// Courier's background session: every transfer runs in courierd, the per-user daemon, which journals it and
+    /// hands the finished file to the app (`bench-courier-bg`, which starts its own courierd). Download workloads
+    /// only (a background session has no data tasks and uploads only from files); the harness runs it on W4.
+    case courierBackground = "courier-bg"
 
     public var displayName: String {
         switch self {
@@ -20,6 +24,16 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
         case .ahc: "AsyncHTTPClient"
         case .curl: "curl --parallel"
         case .floor: "Floor: engine + minimal async Swift"
+        case .courierBackground: "Courier, background session (courierd)"
+        }
+    }
+
+    /// Whether the harness runs this client on `workload`. The background session runs W4 only, the workload its
+    /// target is set on (issue: at least 0.8× Courier's in-process throughput).
+    public func runs(_ workload: Workload) -> Bool {
+        switch self {
+        case .courierBackground: workload.name == Workload.w4.name
+        case .courier, .urlsession, .ahc, .curl, .floor: true
         }
     }
 }

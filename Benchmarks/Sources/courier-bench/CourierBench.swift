@@ -25,8 +25,12 @@ struct CourierBench: ParsableCommand {
     @Option(help: "Workloads, comma-separated (W1,W2,W3,W4,W5)")
     var workloads = "W1,W2,W3,W4,W5"
 
-    @Option(help: "Clients, comma-separated (courier,urlsession,ahc,curl,floor)")
-    var peers = "courier,urlsession,ahc,curl,floor"
+    @Option(
+        help: """
+            Clients, comma-separated (courier,urlsession,ahc,curl,floor,courier-bg). courier-bg, a background \
+            session through courierd, runs W4 only and needs courierd ($COURIERD, or beside the clients)
+            """)
+    var peers = "courier,urlsession,ahc,curl,floor,courier-bg"
 
     @Option(help: "Multiplies every workload's transfer count (for a quick check: 0.05)")
     var scale = 1.0
@@ -90,14 +94,19 @@ struct CourierBench: ParsableCommand {
         )
 
         var results = Results()
-        for peer in selectedPeers {
+        // Start RSS is one 1 KiB GET into memory: not for a background session, which has no data tasks.
+        for peer in selectedPeers where peer.runs(.w1) {
             results.startRSS[peer] = try measureStartRSS(peer, command: command, nginx: nginx, scratch: scratch)
         }
         for workload in selectedWorkloads {
+            let peers = selectedPeers.filter { $0.runs(workload) }
+            guard !peers.isEmpty else {
+                continue
+            }
             for run in 0..<(workload.kind == .disk ? diskRuns : runs) {
                 // Alternate: each run starts with the next client, so that no client always follows the same one.
-                let offset = run % selectedPeers.count
-                for peer in selectedPeers[offset...] + selectedPeers[..<offset] {
+                let offset = run % peers.count
+                for peer in peers[offset...] + peers[..<offset] {
                     let measurement = try measure(peer, workload, command: command, nginx: nginx, scratch: scratch)
                     results.record(measurement, workload: workload, peer: peer)
                     log(

@@ -23,7 +23,7 @@ struct PeerCommand {
                 "curl", "--parallel", "--parallel-max", String(min(workload.concurrency, Self.curlParallelLimit)),
                 "--silent", "--show-error", "--fail", "--config", config.path,
             ]
-        case .courier, .urlsession, .ahc, .floor:
+        case .courier, .courierBackground, .urlsession, .ahc, .floor:
             return [
                 executable(for: peer), "run", workload.name, "--count", String(workload.count),
                 "--base-url", baseURL, "--fixtures", fixtures.path, "--output", output.path,

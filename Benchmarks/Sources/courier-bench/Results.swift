@@ -58,6 +58,9 @@ struct Target {
 
     /// Peak RSS may exceed curl's by at most this much.
     static let rssAllowanceOverCurl = 20 << 20
+
+    /// A background session through courierd moves W4 at least this fraction of Courier's in-process throughput.
+    static let background = (workload: Workload.w4, ratio: 0.8)
 }
 
 /// The Markdown tables: medians per workload and peer, then the targets.
@@ -108,6 +111,16 @@ struct ResultTable {
             lines.append(
                 "| \(target.workload.name): Courier ≥ \(format(target.ratio))× \(target.peer.displayName) | "
                     + String(format: "%.2f×", ratio) + " | \(ratio >= target.ratio ? "yes" : "**no**") |")
+        }
+        if workloads.contains(where: { $0.name == Target.background.workload.name }),
+            let courier = results.median(Target.background.workload, .courier),
+            let background = results.median(Target.background.workload, .courierBackground)
+        {
+            let ratio = courier.wall / background.wall
+            lines.append(
+                "| \(Target.background.workload.name): \(Peer.courierBackground.displayName) ≥ "
+                    + "\(format(Target.background.ratio))× Courier in-process | " + String(format: "%.2f×", ratio)
+                    + " | \(ratio >= Target.background.ratio ? "yes" : "**no**") |")
         }
         for workload in workloads {
             guard let courier = results.median(workload, .courier), let curl = results.median(workload, .curl) else {
