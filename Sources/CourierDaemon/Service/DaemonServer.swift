@@ -127,7 +127,8 @@ package final class DaemonServer: @unchecked Sendable {
                 paths: paths,
                 settings: settings,
                 logger: logger,
-                undelivered: { [weak self] session in self?.wakeApp(of: session) }
+                // Strong: the cycle (server → runner → closure → server) ends when `run()` drops the runners.
+                undelivered: { [self] session in self.wakeApp(of: session) }
             )
             state.runners[configuration.identifier] = runner
             return runner
@@ -143,8 +144,8 @@ package final class DaemonServer: @unchecked Sendable {
         else {
             return
         }
-        launcher.wake(app: app, session: session, command: command) { [weak self] in
-            self?.state.withLock { $0.sessionOwners[session] == nil } ?? false
+        launcher.wake(app: app, session: session, command: command) { [self] in
+            self.state.withLock { $0.sessionOwners[session] == nil }
         }
     }
 

@@ -99,8 +99,9 @@ extension BackgroundSessionRunner {
         switch journaled.spec.kind {
         case .upload:
             let file = URL(fileURLWithPath: journaled.spec.uploadFile ?? "")
-            return session.uploadTask(with: request, fromFile: file) { [weak self] body, response, error in
-                self?.uploadEnded(identifier, body: body, response: response, error: error)
+            // Strong: the handler is released with the task, which the runner's session ends.
+            return session.uploadTask(with: request, fromFile: file) { [self] body, response, error in
+                self.uploadEnded(identifier, body: body, response: response, error: error)
             }
         case .download:
             if let resumeData = resumeData(for: journaled) {
