@@ -244,8 +244,8 @@ final class DaemonBackend: TransferBackend {
             return nil
         case .completed(let error):
             var completion = TransferCompletion(error: error)
-            if let sink = binding.sinkPath, let size = try? FileManager.default.attributesOfItem(atPath: sink)[.size] {
-                completion.bytesOnDisk = (size as? NSNumber)?.int64Value ?? 0
+            if let sink = binding.sinkPath {
+                completion.bytesOnDisk = FileManager.default.fileLength(atPath: sink) ?? 0
             }
             payload = .complete(completion)
         }

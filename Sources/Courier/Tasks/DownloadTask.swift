@@ -39,9 +39,7 @@ extension SessionTask {
     func claimPartialFile(_ resume: ResumeData) -> Result<URL, CourierError> {
         let source = core.configuration.resumeDataDirectory.appendingPathComponent(resume.file)
         let url = URL(string: resume.url)
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: source.path),
-            let size = (attributes[.size] as? NSNumber)?.int64Value
-        else {
+        guard let size = FileManager.default.fileLength(atPath: source.path) else {
             return .failure(CourierError(.cannotResume, "the partial file of the resume data is gone", failingURL: url))
         }
         guard size >= resume.bytesOnDisk else {

@@ -1,12 +1,12 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+package import FoundationNetworking
 #endif
 
 extension SessionTask {
     /// Checks a request before anything is submitted.
-    static func validate(_ request: URLRequest?) -> CourierError? {
+    package static func validate(_ request: URLRequest?) -> CourierError? {
         guard let url = request?.url else {
             return CourierError(.badURL, "the request has no URL")
         }

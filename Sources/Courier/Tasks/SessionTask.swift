@@ -218,8 +218,7 @@ enum UploadBody: Sendable {
         case .data(let data):
             return Int64(data.count)
         case .file(let url):
-            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)??.int64Value
-            return size ?? -1
+            return FileManager.default.fileLength(atPath: url.path) ?? -1
         }
     }
 }

@@ -120,7 +120,7 @@ extension BackgroundSessionRunner {
     /// data for a first attempt; nil to start from zero.
     private func resumeData(for journaled: JournaledTask) -> Data? {
         if let checkpoint = journaled.checkpoint, let partial = checkpoint.partial {
-            guard let length = BackgroundSessionRunner.length(of: partial.file) else {
+            guard let length = FileManager.default.fileLength(atPath: partial.file) else {
                 logger.notice(
                     "partial file gone; the download starts again from zero",
                     metadata: ["session": "\(identifier)", "task": "\(journaled.identifier)", "file": "\(partial.file)"]
@@ -157,12 +157,5 @@ extension BackgroundSessionRunner {
         checkpoint.partial = partial
         task.checkpoint = checkpoint
         _ = try? journal.checkpoint(checkpoint, session: identifier, task: task.identifier)
-    }
-
-    static func length(of path: String) -> Int64? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
-            return nil
-        }
-        return (attributes[.size] as? NSNumber)?.int64Value
     }
 }

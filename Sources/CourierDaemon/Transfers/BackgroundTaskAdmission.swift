@@ -11,18 +11,11 @@ package enum BackgroundTaskAdmission {
         uploadsDirectory: URL
     ) -> Result<IPCMessage.BackgroundTask, CourierError> {
         let request = task.request.request
-        guard let url = request.url, let scheme = url.scheme?.lowercased(), url.host != nil else {
-            return .failure(CourierError(.badURL, "a background task needs an absolute URL", failingURL: request.url))
+        // The rules of every task: an absolute http(s) URL with a host.
+        if let refusal = SessionTask.validate(request) {
+            return .failure(refusal)
         }
-        guard scheme == "http" || scheme == "https" else {
-            return .failure(
-                CourierError(
-                    .unsupportedURL,
-                    "background sessions transfer http and https URLs only, not \(scheme)",
-                    failingURL: url
-                )
-            )
-        }
+        let url = request.url
         var admitted = task
         switch task.kind {
         case .download:

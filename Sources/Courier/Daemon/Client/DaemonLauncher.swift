@@ -41,11 +41,12 @@ enum DaemonLauncher {
                 )
             )
         }
-        try? FileManager.default.createDirectory(
-            at: paths.runtimeDirectory,
-            withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700]
-        )
+        // The directories as courierd will want them (private, this user's): the log goes into one of them.
+        do throws(DaemonSetupError) {
+            try paths.prepare()
+        } catch {
+            return .failure(CourierError(.cannotConnectToHost, "cannot start courierd: \(error)"))
+        }
         let log = paths.runtimeDirectory.appendingPathComponent("courierd.log").path
         let script = "setsid \"$0\" \"$@\" </dev/null >/dev/null 2>>\"$COURIERD_LOG\" &"
         let arguments = [
