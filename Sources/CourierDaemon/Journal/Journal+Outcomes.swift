@@ -98,6 +98,21 @@ extension Journal {
 }
 
 extension Journal {
+    /// How many of the session's tasks are not completed, and how many events its app has not acknowledged: two
+    /// counts, without decoding a record (`courier sessions`).
+    package func activity(session: String) throws(JournalError) -> (activeTasks: Int, pendingEvents: Int) {
+        try read { db in
+            (
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT count(*) FROM task WHERE session = ? AND state != ?",
+                    arguments: [session, JournaledTask.State.completed.rawValue]
+                ) ?? 0,
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM event WHERE session = ?", arguments: [session]) ?? 0
+            )
+        }
+    }
+
     /// Every file the journal still refers to: files events hand over, upload copies, checkpointed partial files.
     package func referencedFiles() throws(JournalError) -> Set<String> {
         let (eventFiles, specs, checkpoints) = try read { db in

@@ -466,14 +466,14 @@ package final class DaemonServer: @unchecked Sendable {
         let owners = state.withLock { $0.sessionOwners }
         var summaries: [IPCMessage.SessionSummary] = []
         for (identifier, app) in try journal.sessions() {
-            let tasks = try journal.tasks(session: identifier)
+            let activity = try journal.activity(session: identifier)
             summaries.append(
                 IPCMessage.SessionSummary(
                     identifier: identifier,
                     app: app,
                     connected: owners[identifier] != nil,
-                    activeTasks: tasks.filter { $0.state != .completed }.count,
-                    pendingEvents: try journal.pendingEvents(session: identifier).count
+                    activeTasks: activity.activeTasks,
+                    pendingEvents: activity.pendingEvents
                 )
             )
         }

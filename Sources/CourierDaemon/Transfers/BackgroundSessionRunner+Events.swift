@@ -247,6 +247,8 @@ extension BackgroundSessionRunner {
     /// journals the retry time when there is one.
     private func keepForNextAttempt(_ identifier: Int, resumeData: Data?, attempts: Int?, retryAt: Date?) {
         let partial = resumeData.flatMap { PartialDownload(resumeData: $0, directory: paths.partials) }
+        // Flushed before the lock is taken: no disk I/O under it.
+        let flushed = partial.flatMap { DurableFile.sync($0.file) } ?? 0
         let checkpoint = state.withLock { state -> TransferCheckpoint? in
             guard var live = state.live[identifier] else {
                 return nil
@@ -255,15 +257,14 @@ extension BackgroundSessionRunner {
                 state.journalIdentifiers[task.taskIdentifier] = nil
             }
             live.task = nil
-            var checkpoint = TransferCheckpoint(
+            let checkpoint = TransferCheckpoint(
                 received: partial?.bytesOnDisk ?? 0,
                 expectedToReceive: live.expectedToReceive,
                 sent: 0,
                 expectedToSend: live.expectedToSend,
                 partial: partial,
-                durableBytes: partial.flatMap { DurableFile.sync($0.file) } ?? 0
+                durableBytes: min(flushed, partial?.bytesOnDisk ?? 0)
             )
-            checkpoint.durableBytes = min(checkpoint.durableBytes, checkpoint.received)
             live.journaled.checkpoint = checkpoint
             live.received = checkpoint.received
             live.sent = 0

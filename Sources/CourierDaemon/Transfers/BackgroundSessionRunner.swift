@@ -195,9 +195,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
 
     /// Carries out an app's command. Returns an error for a task this session does not have.
     package func perform(_ verb: IPCMessage.Command.Verb, task identifier: Int) -> CourierError? {
-        let task = state.withLock { state -> SessionTask?? in
+        let found = state.withLock { state -> Result<SessionTask?, CourierError> in
             guard var live = state.live[identifier], !live.finished else {
-                return .none
+                return .failure(CourierError(.unknown, "task \(identifier) of \"\(self.identifier)\" is not running"))
             }
             switch verb {
             case .suspend:
@@ -210,10 +210,12 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
                 live.ending = .cancelProducingResumeData
             }
             state.live[identifier] = live
-            return .some(live.task)
+            return .success(live.task)
         }
-        guard case .some(let running) = task else {
-            return CourierError(.unknown, "task \(identifier) of \"\(self.identifier)\" is not running")
+        let running: SessionTask?
+        switch found {
+        case .success(let task): running = task
+        case .failure(let refusal): return refusal
         }
         switch verb {
         case .suspend:
