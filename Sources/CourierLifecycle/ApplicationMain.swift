@@ -24,6 +24,11 @@ extension Application {
         }
     }
 
+    /// Whether `application` is ``shared`` (without creating it).
+    static func isShared(_ application: Application) -> Bool {
+        self.sharedStorage.withLock { $0 === application }
+    }
+
     /// Runs the process as an application until it is terminated, like `UIApplicationMain`. Never returns.
     ///
     /// Creates ``shared`` with `configuration`, reads the ``LaunchOptions`` from the environment

@@ -70,6 +70,7 @@ extension Application {
             return
         }
         self.delegateBox.withLock { $0 = box }
+        self.publishPresence()
         self.logger.info(
             "launched",
             metadata: ["launch.background": "\(options.backgroundLaunchReason.map { $0.rawValue } ?? "no")"]
@@ -108,6 +109,7 @@ extension Application {
         self.callDelegate { $0.applicationWillResignActive(self) }
         let now = self.clock.now
         guard let entry = self.machine.withLock({ $0.enterBackground(now: now) }) else { return }
+        self.publishPresence()
         self.scheduleBackgroundTimers(entry.period)
         self.runDidEnterBackground(entry.call)
     }
@@ -123,10 +125,17 @@ extension Application {
     private func runEnterForeground() {
         guard self.machine.withLock({ $0.requestForeground() }) else { return }
         self.cancelBackgroundTimers()
+        self.publishPresence()
         self.logger.info("entering the foreground")
         self.callDelegate { $0.applicationWillEnterForeground(self) }
         guard self.machine.withLock({ $0.becomeActive() }) else { return }
         self.callDelegate { $0.applicationDidBecomeActive(self) }
+    }
+
+    /// Tells ``ApplicationPresence`` where the shared application stands (other instances are not the process's).
+    private func publishPresence() {
+        guard Application.isShared(self) else { return }
+        ApplicationPresence.publish(inForeground: self.applicationState != .background)
     }
 
     func runIdleCheck() {

@@ -340,6 +340,36 @@ struct BackgroundTransferTests {
         #expect(daemon.stop() == .exited(0))
     }
 
+    @Test("a task created while the app is in the background is discretionary; one created after it came back is not")
+    func createdInBackgroundIsDiscretionary() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(environment: ["COURIER_POWER": "battery"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon, inForeground: false)
+        let slow = server.url("/bytes/400000?trickle=16384&interval=50")
+        try Self.create(Self.download(1, slow), on: &client)
+        try client.send(.appState(.init(inForeground: true)))
+        try Self.create(Self.download(2, slow), on: &client)
+        guard case .reply(let reply)? = try client.request({ .listTasks(.init(request: $0, session: Self.identifier)) }),
+            case .tasks(let snapshots) = reply.result
+        else {
+            Issue.record("no task list")
+            return
+        }
+        let byIdentifier = Dictionary(uniqueKeysWithValues: snapshots.map { ($0.identifier, $0) })
+        #expect(
+            byIdentifier[1]?.waitingReason
+                == "waiting for external power (discretionary: created while the app was in the background)"
+        )
+        #expect(byIdentifier[1]?.task?.createdInBackground == true)
+        #expect(byIdentifier[2]?.waitingReason == nil)
+        #expect(byIdentifier[2]?.task?.createdInBackground == nil)
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
     @Test("a client killed during delivery 100 times: every event comes again until acknowledged, none after")
     func killedDuringDelivery() async throws {
         let server = try await TestServer.start()

@@ -99,14 +99,16 @@ struct Client {
         self.descriptor = descriptor
     }
 
-    /// Connects, says hello as `app`, and opens `session`; returns the client and the open's answer.
+    /// Connects, says hello as `app` (in the foreground unless told), and opens `session`; returns the client and the
+    /// open's answer.
     static func opening(
         _ session: IPCMessage.OpenSession,
         on daemon: Daemon,
-        app: String = "com.example.podcasts"
+        app: String = "com.example.podcasts",
+        inForeground: Bool? = nil
     ) throws -> (Client, IPCMessage?) {
         var client = try Client(daemon.socket)
-        try client.send(.hello(.init(app: app, pid: getpid())))
+        try client.send(.hello(.init(app: app, pid: getpid(), inForeground: inForeground)))
         _ = try client.receive()
         try client.send(.openSession(session))
         // The answer first: the client returned must be the one that read it (a struct copy taken before would lose

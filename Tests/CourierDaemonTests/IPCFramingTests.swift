@@ -51,6 +51,7 @@ enum SampleMessages {
             .listSessions(.init(request: 7)),
             .stopDaemon(.init(request: 8)),
             .forceQuit(.init(request: 9, app: "a")),
+            .appState(.init(inForeground: false)),
             .reply(
                 .init(
                     request: 7,

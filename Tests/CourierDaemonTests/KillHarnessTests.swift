@@ -137,6 +137,9 @@ struct KillHarnessTests {
             try daemon.start()
             client = try Self.open(on: daemon)
             Self.setReadTimeout(client, milliseconds: 20)
+            // An acknowledgement written just before the kill may never have been read: the replay is acknowledged
+            // again, as an app does (each batch, duplicates included).
+            ledger.acknowledged = 0
         }
         let killsDone = Date()
 

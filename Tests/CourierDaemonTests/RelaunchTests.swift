@@ -34,6 +34,48 @@ struct RelaunchTests {
         return false
     }
 
+    @Test("an app launched into the background creates a discretionary task; courierd says why it waits")
+    func taskCreatedInBackgroundWaits() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(environment: ["COURIER_POWER": "battery"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        let arguments = [
+            "--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log,
+            "--download", server.url("/bytes/1000").absoluteString,
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["COURIER_BACKGROUND_LAUNCH"] = "fetch"
+        let app = try ChildProcess(
+            try siblingExecutable("BackgroundProbe"),
+            arguments: arguments,
+            environment: environment,
+            standardError: .inherit
+        )
+        defer {
+            app.send(SIGKILL)
+            _ = app.wait(timeout: .seconds(10))
+        }
+        #expect(Self.wait(for: "journaled", in: log, timeout: 30))
+        var client = try Client(daemon.socket)
+        try client.send(.hello(.init(app: "courier", pid: getpid())))
+        _ = try client.receive()
+        let answer = try client.request { .listTasks(.init(request: $0, session: "com.example.probe.background")) }
+        guard case .reply(let reply)? = answer, case .tasks(let snapshots) = reply.result else {
+            Issue.record("no task list: \(String(describing: answer))")
+            return
+        }
+        #expect(snapshots.count == 1)
+        #expect(snapshots.first?.task?.createdInBackground == true)
+        #expect(
+            snapshots.first?.waitingReason
+                == "waiting for external power (discretionary: created while the app was in the background)"
+        )
+        client.close()
+        try await server.shutdown()
+    }
+
     @Test("20 downloads and uploads outlive a SIGKILLed app; the relaunched app hears each event once, files intact")
     func killedAppIsRelaunched() async throws {
         let server = try await TestServer.start()

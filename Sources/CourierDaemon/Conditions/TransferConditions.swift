@@ -19,10 +19,15 @@ package struct TransferRequirements: Sendable, Equatable {
     /// `allowsExpensiveNetworkAccess`: when false, the task waits on a metered network.
     package var allowsExpensiveNetworkAccess: Bool
 
-    package init(isDiscretionary: Bool, allowsExpensiveNetworkAccess: Bool) {
-        self.isDiscretionary = isDiscretionary
+    /// A task created while its app was in the background is discretionary whatever its session says.
+    package init(isDiscretionary: Bool, allowsExpensiveNetworkAccess: Bool, createdInBackground: Bool = false) {
+        self.isDiscretionary = isDiscretionary || createdInBackground
         self.allowsExpensiveNetworkAccess = allowsExpensiveNetworkAccess
+        self.createdInBackground = createdInBackground
     }
+
+    /// Why it is discretionary, when it is: said in the waiting reason.
+    private var createdInBackground: Bool
 
     /// Why the task must wait under `conditions` (shown by `courier tasks`), or nil when it may run.
     package func waitingReason(under conditions: TransferConditions) -> String? {
@@ -36,7 +41,14 @@ package struct TransferRequirements: Sendable, Equatable {
         guard !reasons.isEmpty else {
             return nil
         }
-        let cause = isDiscretionary ? "discretionary" : "expensive network access not allowed"
+        let cause =
+            if createdInBackground {
+                "discretionary: created while the app was in the background"
+            } else if isDiscretionary {
+                "discretionary"
+            } else {
+                "expensive network access not allowed"
+            }
         return "waiting for \(reasons.joined(separator: " and ")) (\(cause))"
     }
 }

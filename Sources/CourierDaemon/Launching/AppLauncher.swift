@@ -1,6 +1,6 @@
 import Courier
 import CourierConcurrency
-import Foundation
+package import Foundation
 package import Logging
 
 #if canImport(Glibc)
@@ -59,6 +59,11 @@ package final class AppLauncher: Sendable {
             }
             launch(app: app, session: session, command: command)
         }
+    }
+
+    /// The earliest time the limiter lets courierd wake `app` (now or later).
+    package func earliestWake(of app: String, now: Date) -> Date {
+        state.withLock { $0.limiter.earliestWake(of: app, now: now) }
     }
 
     /// The user brought `app` to the foreground: its next relaunch may come at once.

@@ -238,12 +238,14 @@ package final class DaemonServer: @unchecked Sendable {
 
     /// One connection's state, touched by its reader thread; writes are serialised by `writeLock`.
     ///
-    /// `@unchecked Sendable`: `descriptor` and `pid` are constants; `app` is read and written only on the
-    /// connection's reader thread; sends hold `writeLock`.
+    /// `@unchecked Sendable`: `descriptor` and `pid` are constants; `app` and `inForeground` are read and written only
+    /// on the connection's reader thread; sends hold `writeLock`.
     private final class Connection: @unchecked Sendable {
         let descriptor: Int32
         let pid: pid_t
         var app: String?
+        /// The app's last word on where it stands (hello, then `appState`).
+        var inForeground = true
         /// Held while a frame is written; counts the frames. (Not `()`: TSan reports inout access to a zero-sized value
         /// as a race.)
         private let writeLock = LockedValue<UInt64>(0)
@@ -317,6 +319,7 @@ package final class DaemonServer: @unchecked Sendable {
                 return "the first message was \(message.kind), not hello"
             }
             connection.app = hello.app
+            appState(.init(inForeground: hello.inForeground ?? true), on: connection)
             do {
                 try journal.registerApp(hello.app, launchCommand: hello.launchCommand)
             } catch {
@@ -374,10 +377,21 @@ package final class DaemonServer: @unchecked Sendable {
                 logger.notice("force-quit", metadata: ["app": "\(quit.app)"])
                 return .done
             }
+        case .appState(let state):
+            appState(state, on: connection)
         case .welcome, .reply, .failure, .events:
             return "a \(message.kind) message is the daemon's to send"
         }
         return nil
+    }
+
+    /// The app moved between the foreground and the background: in the foreground, its relaunch delay resets
+    /// (background-behaviours.md #8).
+    private func appState(_ state: IPCMessage.AppState, on connection: Connection) {
+        connection.inForeground = state.inForeground
+        if state.inForeground, let app = connection.app {
+            launcher.appCameToForeground(app)
+        }
     }
 
     private func openSession(_ open: IPCMessage.OpenSession, app: String, on connection: Connection) {
@@ -430,7 +444,7 @@ package final class DaemonServer: @unchecked Sendable {
         guard let runner = ownedRunner(create.session, request: create.request, on: connection) else {
             return
         }
-        let admitted: IPCMessage.BackgroundTask
+        var admitted: IPCMessage.BackgroundTask
         switch BackgroundTaskAdmission.admit(create.task, uploadsDirectory: paths.uploads) {
         case .success(let task):
             admitted = task
@@ -439,6 +453,13 @@ package final class DaemonServer: @unchecked Sendable {
             return
         }
         let now = Date()
+        // Created in the background: discretionary, and not started before the app's relaunch delay has passed
+        // (background-behaviours.md #7, #8).
+        if !connection.inForeground, let app = connection.app {
+            admitted.createdInBackground = true
+            let earliest = launcher.earliestWake(of: app, now: now)
+            admitted.startAfter = earliest > now ? earliest : nil
+        }
         do {
             try journal.insertTask(admitted, session: create.session, at: now)
         } catch {

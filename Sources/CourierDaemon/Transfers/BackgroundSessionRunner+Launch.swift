@@ -14,7 +14,8 @@ extension BackgroundSessionRunner {
         let requirements = state.withLock { state in
             TransferRequirements(
                 isDiscretionary: state.configuration.isDiscretionary,
-                allowsExpensiveNetworkAccess: state.configuration.allowsExpensiveNetworkAccess
+                allowsExpensiveNetworkAccess: state.configuration.allowsExpensiveNetworkAccess,
+                createdInBackground: state.live[identifier]?.journaled.spec.createdInBackground == true
             )
         }
         let conditionsWait = requirements.waitingReason(under: settings.conditions.read())
@@ -33,6 +34,12 @@ extension BackgroundSessionRunner {
                 live.waitingReason = nil
                 state.live[identifier] = live
                 return .nothing
+            }
+            if let startAfter = live.journaled.spec.startAfter, startAfter > now {
+                live.waitingReason = "created in the background: waits for the app's relaunch delay until "
+                    + ISO8601DateFormatter().string(from: startAfter)
+                state.live[identifier] = live
+                return .wait(until: startAfter)
             }
             if let retryAt = live.journaled.retryAt, retryAt > now {
                 live.waitingReason = "retrying at \(ISO8601DateFormatter().string(from: retryAt))"

@@ -1,6 +1,6 @@
 // An app with a background session, for the end-to-end test of courierd (Tests/CourierDaemonTests): started in the
-// foreground it creates background tasks and waits to be killed; relaunched by courierd
-// (COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>) it recreates the session, records every delegate call in its
+// foreground it creates background tasks and waits to be killed (launched into the background for a fetch, it creates
+// them there); relaunched by courierd (COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>) it recreates the session, records every delegate call in its
 // log (one JSON object a line), copies each finished download beside the log, and exits once every task ended.
 //
 //   BackgroundProbe --runtime DIR --state DIR --log FILE [--download URL]... [--upload URL=FILE]...
@@ -134,6 +134,20 @@ final class ProbeApplication: ApplicationDelegate {
     init(options: Options) {
         self.options = options
         recorder = Recorder(log: Log(path: options.log))
+    }
+
+    /// Launched into the background for another reason (`COURIER_BACKGROUND_LAUNCH=fetch`): the tasks it creates
+    /// are created in the background.
+    func applicationDidFinishLaunching(_ application: Application, options launch: LaunchOptions) {
+        guard launch.launchedIntoBackground, launch.backgroundLaunchReason?.urlSessionIdentifier == nil else {
+            return
+        }
+        let session = Session(configuration: options.configuration, delegate: recorder)
+        self.session = session
+        for url in options.downloads {
+            session.downloadTask(with: url).resume()
+        }
+        recorder.log.write(["event": "journaled", "count": options.downloads.count, "pid": Int(getpid())])
     }
 
     func application(

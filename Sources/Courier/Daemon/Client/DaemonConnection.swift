@@ -1,4 +1,5 @@
 import CourierConcurrency
+import CourierLifecycle
 package import Foundation
 
 #if canImport(Glibc)
@@ -52,14 +53,27 @@ package final class DaemonConnection: Sendable {
             case .failure(let error): return .failure(error)
             }
         }
-        let hello = IPCMessage.hello(.init(app: app, pid: getpid(), launchCommand: launchCommand))
+        let inForeground = ApplicationPresence.isInForeground
+        let hello = IPCMessage.hello(
+            .init(app: app, pid: getpid(), launchCommand: launchCommand, inForeground: inForeground)
+        )
         guard let frame = try? hello.frame(), UnixSocket.write(frame.encoded, to: descriptor) else {
             Glibc.close(descriptor)
             return .failure(CourierError(.cannotConnectToHost, "courierd closed the connection at hello"))
         }
         let connection = DaemonConnection(descriptor: descriptor)
+        // Later moves between the foreground and the background, until the connection ends; one made since the hello
+        // was written is sent at once.
+        let presence = ApplicationPresence.addObserver { inForeground in
+            connection.send(.appState(.init(inForeground: inForeground)))
+        }
+        let now = ApplicationPresence.isInForeground
+        if now != inForeground {
+            connection.send(.appState(.init(inForeground: now)))
+        }
         Thread.detachNewThread {
             connection.read()
+            ApplicationPresence.removeObserver(presence)
         }
         return .success(connection)
     }
@@ -173,7 +187,7 @@ package final class DaemonConnection: Sendable {
             }
             handler?(events)
         case .welcome, .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession,
-            .listSessions, .stopDaemon, .forceQuit:
+            .listSessions, .stopDaemon, .forceQuit, .appState:
             break
         }
     }

@@ -8,11 +8,14 @@ extension IPCMessage {
         package var pid: Int32
         /// The argv that relaunches the app in the background; nil when it cannot be relaunched.
         package var launchCommand: [String]?
+        /// Whether the app is in the foreground (``AppState`` tells of later changes); nil counts as the foreground.
+        package var inForeground: Bool?
 
-        package init(app: String, pid: Int32, launchCommand: [String]? = nil) {
+        package init(app: String, pid: Int32, launchCommand: [String]? = nil, inForeground: Bool? = nil) {
             self.app = app
             self.pid = pid
             self.launchCommand = launchCommand
+            self.inForeground = inForeground
         }
     }
 
@@ -72,6 +75,10 @@ extension IPCMessage {
         package var resumeData: Data?
         package var taskDescription: String?
         package var priority: Float
+        /// Set by courierd, not the app: the task was created while its app was in the background, so it is
+        /// discretionary and does not start before the app's relaunch delay has passed (`startAfter`).
+        package var createdInBackground: Bool?
+        package var startAfter: Date?
 
         package init(
             identifier: Int,
@@ -225,6 +232,16 @@ extension IPCMessage {
         package init(request: UInt64, app: String) {
             self.request = request
             self.app = app
+        }
+    }
+
+    /// The app moved between the foreground and the background. Tasks it creates in the background are
+    /// discretionary and wait for its relaunch delay; coming to the foreground resets that delay.
+    package struct AppState: Codable, Sendable, Equatable {
+        package var inForeground: Bool
+
+        package init(inForeground: Bool) {
+            self.inForeground = inForeground
         }
     }
 

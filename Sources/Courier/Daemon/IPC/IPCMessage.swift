@@ -16,6 +16,7 @@ package enum IPCMessage: Sendable, Equatable {
     case listSessions(ListSessions)
     case stopDaemon(StopDaemon)
     case forceQuit(ForceQuit)
+    case appState(AppState)
 
     /// The message type numbers of the frame header; a number is never reused for another body.
     package enum Kind: UInt16, Sendable, CaseIterable {
@@ -33,6 +34,7 @@ package enum IPCMessage: Sendable, Equatable {
         case listSessions = 12
         case stopDaemon = 13
         case forceQuit = 14
+        case appState = 15
     }
 
     package var kind: Kind {
@@ -51,6 +53,7 @@ package enum IPCMessage: Sendable, Equatable {
         case .listSessions: .listSessions
         case .stopDaemon: .stopDaemon
         case .forceQuit: .forceQuit
+        case .appState: .appState
         }
     }
 
@@ -75,6 +78,7 @@ package enum IPCMessage: Sendable, Equatable {
             case .listSessions(let body): payload = try encoder.encode(body)
             case .stopDaemon(let body): payload = try encoder.encode(body)
             case .forceQuit(let body): payload = try encoder.encode(body)
+            case .appState(let body): payload = try encoder.encode(body)
             }
         } catch {
             throw .malformedPayload(type: kind.rawValue, reason: "cannot encode: \(error)")
@@ -111,6 +115,7 @@ package enum IPCMessage: Sendable, Equatable {
             case .listSessions: self = .listSessions(try decoder.decode(ListSessions.self, from: payload))
             case .stopDaemon: self = .stopDaemon(try decoder.decode(StopDaemon.self, from: payload))
             case .forceQuit: self = .forceQuit(try decoder.decode(ForceQuit.self, from: payload))
+            case .appState: self = .appState(try decoder.decode(AppState.self, from: payload))
             }
         } catch {
             throw .malformedPayload(type: frame.type, reason: IPCMessage.reason(error))
