@@ -235,10 +235,16 @@ struct BackgroundTransferTests {
     /// How a running task is ended from outside.
     enum Stopper: String, CaseIterable, Sendable {
         case cancel
+        /// `courier kill APP`.
         case forceQuit
+        /// The app's `Application.forceQuit(exiting:)`.
+        case applicationForceQuit
     }
 
-    @Test("cancel and force-quit: the task completes with cancelled (and the reason); an unknown task is an error", arguments: Stopper.allCases)
+    @Test(
+        "cancel and force-quit (the tool's or the app's): the task completes with cancelled (and the reason); an unknown task is an error",
+        arguments: Stopper.allCases
+    )
     func cancel(by stopper: Stopper) async throws {
         let server = try await TestServer.start()
         let daemon = Daemon()
@@ -246,21 +252,30 @@ struct BackgroundTransferTests {
         try daemon.start()
         var (client, _) = try Client.opening(Self.session, on: daemon)
         try Self.create(Self.download(1, server.url("/bytes/1000000?trickle=1000&interval=50")), on: &client)
-        let answer = try client.request { request -> IPCMessage in
-            switch stopper {
-            case .cancel: .command(.init(request: request, session: Self.identifier, task: 1, verb: .cancel))
-            case .forceQuit: .forceQuit(.init(request: request, app: "com.example.podcasts"))
+        switch stopper {
+        case .cancel, .forceQuit:
+            let answer = try client.request { request -> IPCMessage in
+                if stopper == .cancel {
+                    .command(.init(request: request, session: Self.identifier, task: 1, verb: .cancel))
+                } else {
+                    .forceQuit(.init(request: request, app: "com.example.podcasts"))
+                }
             }
+            #expect(answer.map { if case .reply = $0 { true } else { false } } == true)
+        case .applicationForceQuit:
+            try Application.forceQuit(app: "com.example.podcasts", paths: daemon.paths)
         }
-        #expect(answer.map { if case .reply = $0 { true } else { false } } == true)
         let events = try client.events(until: Self.isCompletion)
         guard case .completed(let error)? = events.last?.event else {
             Issue.record("no completion")
             return
         }
         #expect(error?.code == .cancelled)
-        if stopper == .forceQuit {
+        if stopper == .cancel {
+            #expect(error?.backgroundTaskCancelledReason == nil)
+        } else {
             #expect(error?.message.contains("force-quit com.example.podcasts") == true)
+            #expect(error?.backgroundTaskCancelledReason == .userForceQuitApplication)
         }
         let unknown = try client.request { .command(.init(request: $0, session: Self.identifier, task: 42, verb: .cancel)) }
         guard case .failure? = unknown else {

@@ -24,6 +24,7 @@ final class Daemon {
     var runtime: URL { root.appendingPathComponent("run") }
     var state: URL { root.appendingPathComponent("state") }
     var socket: String { runtime.appendingPathComponent("courierd.sock").path }
+    var paths: DaemonPaths { DaemonPaths(runtimeDirectory: runtime, stateDirectory: state) }
     /// Arguments added to every launch (`--retry-delay 0.2`).
     var extraArguments: [String]
     var environment: [String: String]

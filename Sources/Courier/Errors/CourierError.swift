@@ -104,6 +104,8 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
     public var failingURL: URL?
     /// A short human-readable explanation.
     public var message: String
+    /// Why courierd cancelled a background task on its own; nil for every other error.
+    public var backgroundTaskCancelledReason: BackgroundTaskCancelledReason?
 
     public init(
         _ code: Code,
@@ -137,6 +139,9 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         }
         if resumeData != nil {
             text += " [resumable]"
+        }
+        if let backgroundTaskCancelledReason {
+            text += " [\(backgroundTaskCancelledReason)]"
         }
         return text
     }

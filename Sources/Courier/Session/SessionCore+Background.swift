@@ -25,8 +25,7 @@ extension SessionCore {
             let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
             launchCommand = configuration.backgroundLaunchCommand ?? [executable] + CommandLine.arguments.dropFirst()
         }
-        let app = ProcessInfo.processInfo.environment["COURIER_APP"] ?? ProcessInfo.processInfo.processName
-        switch DaemonConnection.open(paths: paths, app: app, launchCommand: launchCommand) {
+        switch DaemonConnection.open(paths: paths, app: DaemonConnection.appName, launchCommand: launchCommand) {
         case .success(let opened):
             connection = opened
         case .failure(let error):

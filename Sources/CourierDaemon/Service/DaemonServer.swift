@@ -372,7 +372,10 @@ package final class DaemonServer: @unchecked Sendable {
             reply(quit.request, on: connection) { () throws(JournalError) in
                 try journal.markForceQuit(quit.app)
                 for session in try journal.sessions(ofApp: quit.app) {
-                    runner(session)?.cancelAll(reason: "the user force-quit \(quit.app)")
+                    runner(session)?.cancelAll(
+                        reason: "the user force-quit \(quit.app)",
+                        cancelledReason: .userForceQuitApplication
+                    )
                 }
                 logger.notice("force-quit", metadata: ["app": "\(quit.app)"])
                 return .done

@@ -242,7 +242,10 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
 
     /// `invalidateAndCancel()`, or the user force-quit the app: every task ends with `cancelled` (and `reason`),
     /// journaled before this returns.
-    package func cancelAll(reason: String = "the session was invalidated") {
+    package func cancelAll(
+        reason: String = "the session was invalidated",
+        cancelledReason: BackgroundTaskCancelledReason? = nil
+    ) {
         let tasks = state.withLock { state -> [(Int, SessionTask?)] in
             var tasks: [(Int, SessionTask?)] = []
             for (identifier, var live) in state.live where !live.finished {
@@ -252,8 +255,10 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
             }
             return tasks.sorted { $0.0 < $1.0 }
         }
+        var error = CourierError(.cancelled, reason)
+        error.backgroundTaskCancelledReason = cancelledReason
         for (identifier, task) in tasks {
-            finish(identifier, events: [.completed(error: CourierError(.cancelled, reason))], file: nil)
+            finish(identifier, events: [.completed(error: error)], file: nil)
             task?.cancel()
         }
     }

@@ -34,6 +34,11 @@ package final class DaemonConnection: Sendable {
         self.descriptor = descriptor
     }
 
+    /// The name this process goes by with courierd: `$COURIER_APP`, else the process name.
+    package static var appName: String {
+        ProcessInfo.processInfo.environment["COURIER_APP"] ?? ProcessInfo.processInfo.processName
+    }
+
     /// Connects to courierd at `paths` (starting it when none answers, unless `startingDaemon` is false), says hello,
     /// and starts reading.
     package static func open(
