@@ -5,7 +5,9 @@
 #   zlib1g-dev libbrotli-dev libzstd-dev         (the test server's content encoders, Tests/CTestCompression)
 #   gcc make                                     (the engine's C checks: CSupport/tests/run.sh)
 #   python3  (only when there is no python3 on PATH: the demo and the CLI tests serve files with it)
-#   and any package named as an argument (Benchmarks/run.sh asks for nginx and curl).
+#   and any package named as an argument (Benchmarks/run.sh asks for nginx and curl; the test and sanitizer scripts
+#   for dbus-daemon, dbus-bin and libglib2.0-bin: a private session bus, dbus-monitor and gdbus for the desktop
+#   notification test).
 # Idempotent: does nothing (and needs no network) when everything is there. Runs apt-get as root, or through
 # sudo when not root and sudo is available. Debian 12 (bookworm) or a derivative.
 set -euo pipefail

@@ -21,7 +21,8 @@ esac
 sanitizer="$1"
 shift
 
-bash scripts/bootstrap.sh
+# The test-only tools: a private session bus and its monitor, for courierd's desktop notifications.
+bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin
 
 # Leaks of the toolchain's XCTest runner only; every leak in Courier's code still fails the run.
 export LSAN_OPTIONS="suppressions=$repo_root/scripts/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"

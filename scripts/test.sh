@@ -18,7 +18,8 @@ script_name=test
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$repo_root"
 
-bash scripts/bootstrap.sh
+# The test-only tools: a private session bus and its monitor, for courierd's desktop notifications.
+bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin
 
 # The engine's C sources with every warning an error. Package.swift carries no warning flags: SwiftPM refuses
 # unsafe flags in a package that another requires by version (scripts/dependent-check.sh).

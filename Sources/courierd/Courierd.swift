@@ -42,6 +42,9 @@ struct Courierd: ParsableCommand {
     @Option(help: "Seconds before an app is relaunched a second time for its background events; each later relaunch doubles it (the first is at once)")
     var relaunchDelay: Double = 60
 
+    @Flag(help: "Show no desktop notification when a background download finishes while its app is not running (shown by default where a session bus exists)")
+    var noNotifications = false
+
     func run() throws {
         var logger = Logger(label: "courierd") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .info
@@ -61,7 +64,8 @@ struct Courierd: ParsableCommand {
                 paths: paths,
                 logger: logger,
                 settings: settings,
-                relaunchLimiter: ResumeRateLimiter(initialDelay: relaunchDelay)
+                relaunchLimiter: ResumeRateLimiter(initialDelay: relaunchDelay),
+                notifier: noNotifications ? nil : DesktopNotifier(logger: logger)
             )
         } catch .alreadyRunning(let lockFile) {
             logger.notice("another courierd is running", metadata: ["lock": "\(lockFile)"])

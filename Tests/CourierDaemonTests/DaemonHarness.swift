@@ -30,9 +30,14 @@ final class Daemon {
     var environment: [String: String]
     private var child: ChildProcess?
 
+    /// The test's environment without a session bus (no test shows notifications on the desktop of whoever runs
+    /// it), then `environment`.
     init(arguments: [String] = [], environment: [String: String] = [:]) {
         extraArguments = arguments
-        self.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        var base = ProcessInfo.processInfo.environment
+        base["DBUS_SESSION_BUS_ADDRESS"] = nil
+        base["XDG_RUNTIME_DIR"] = nil
+        self.environment = base.merging(environment) { $1 }
     }
 
     static func executable() throws -> String {

@@ -34,6 +34,7 @@ package final class DaemonServer: @unchecked Sendable {
     private let instance: InstanceLock
     private let settings: TransferSettings
     private let launcher: AppLauncher
+    private let notifier: DesktopNotifier?
     private let state = LockedValue(State())
 
     /// Prepares the directories, takes the one-per-user lock, opens the journal and listens. Throws
@@ -43,6 +44,7 @@ package final class DaemonServer: @unchecked Sendable {
         logger: Logger,
         settings: TransferSettings = TransferSettings(),
         relaunchLimiter: ResumeRateLimiter = ResumeRateLimiter(),
+        notifier: DesktopNotifier? = nil,
         uid: uid_t = getuid()
     ) throws(DaemonSetupError) {
         try paths.prepare(uid: uid)
@@ -58,6 +60,7 @@ package final class DaemonServer: @unchecked Sendable {
         self.settings = settings
         self.uid = uid
         launcher = AppLauncher(limiter: relaunchLimiter, logger: logger)
+        self.notifier = notifier
         restoreSessions()
         logger.info("listening", metadata: ["socket": "\(paths.socket.path)", "journal": "\(paths.journal.path)"])
     }
@@ -128,15 +131,33 @@ package final class DaemonServer: @unchecked Sendable {
                 settings: settings,
                 logger: logger,
                 // Strong: the cycle (server → runner → closure → server) ends when `run()` drops the runners.
-                undelivered: { [self] session in self.wakeApp(of: session) }
+                undelivered: { [self] session, events in self.endedWhileAway(session, events) }
             )
             state.runners[configuration.identifier] = runner
             return runner
         }
     }
 
-    /// A task of `session` ended while its app is not connected: relaunch the app when its session asks for launch
-    /// events and it registered a launch command.
+    /// A task of `session` ended while its app is not connected: a finished download is shown as a desktop
+    /// notification (where there is a desktop), and the app is relaunched for its events.
+    private func endedWhileAway(_ session: String, _ events: [IPCMessage.SequencedEvent]) {
+        if let notifier {
+            let finished = Set(events.compactMap { event -> Int? in
+                if case .finishedDownloading = event.event { event.task } else { nil }
+            })
+            if !finished.isEmpty, let tasks = try? journal.tasks(session: session) {
+                let app = (try? journal.app(ofSession: session)) ?? session
+                for task in tasks where finished.contains(task.identifier) {
+                    let url = task.spec.request.request.url
+                    let name = task.spec.taskDescription ?? url?.lastPathComponent ?? "a file"
+                    notifier.notify(summary: app, body: "Downloaded \(name)")
+                }
+            }
+        }
+        wakeApp(of: session)
+    }
+
+    /// Relaunches the app of `session` when its session asks for launch events and it registered a launch command.
     private func wakeApp(of session: String) {
         guard let runner = runner(session), runner.sendsLaunchEvents,
             let app = try? journal.app(ofSession: session),

@@ -64,8 +64,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     let paths: DaemonPaths
     let settings: TransferSettings
     let logger: Logger
-    /// Called when a task's end was journaled while no app is connected (courierd may relaunch the app).
-    private let undelivered: @Sendable (String) -> Void
+    /// Called with the session's identifier and the events when a task's end was journaled while no app is
+    /// connected (courierd may relaunch the app, or tell the user).
+    private let undelivered: @Sendable (String, [IPCMessage.SequencedEvent]) -> Void
     let state: LockedValue<State>
     /// Held while an event is journaled and pushed; counts the batches recorded. (A counter rather than `()`:
     /// TSan reports inout access to a zero-sized value as a race.)
@@ -78,7 +79,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         paths: DaemonPaths,
         settings: TransferSettings,
         logger: Logger,
-        undelivered: @escaping @Sendable (String) -> Void = { _ in }
+        undelivered: @escaping @Sendable (String, [IPCMessage.SequencedEvent]) -> Void = { _, _ in }
     ) {
         identifier = configuration.identifier
         self.undelivered = undelivered
@@ -155,7 +156,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
             }
             guard let sink = state.withLock({ $0.sink }) else {
                 if events.contains(where: { if case .completed = $0.event { true } else { false } }) {
-                    undelivered(identifier)
+                    undelivered(identifier, events)
                 }
                 return
             }

@@ -1,0 +1,110 @@
+import Courier
+import CourierConcurrency
+import CourierDaemon
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A background download that finishes while its app is not running is shown as a desktop notification: a real
+/// session bus (a private `dbus-daemon`) watched by `dbus-monitor`, which sees the `Notify` call courierd's helper
+/// makes (no notification service runs, so the call itself is answered with an error nobody reads).
+@Suite("courierd desktop notifications", .serialized)
+struct DesktopNotificationTests {
+    static let tools = ["/usr/bin/dbus-daemon", "/usr/bin/dbus-monitor", "/usr/bin/gdbus"]
+    static var toolsPresent: Bool { tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) } }
+
+    /// A private session bus: its address, and the daemon to stop.
+    final class SessionBus: Sendable {
+        let address: String
+        private let daemon: ChildProcess
+
+        init() throws {
+            let printed = LockedValue(Data())
+            let gotAddress = DispatchSemaphore(value: 0)
+            daemon = try ChildProcess(
+                "/usr/bin/dbus-daemon",
+                arguments: ["--session", "--nofork", "--print-address=1"],
+                environment: ProcessInfo.processInfo.environment,
+                standardOutput: .stream { chunk in
+                    let line = printed.withLock { printed in
+                        printed.append(chunk)
+                        return printed.contains(0x0A)
+                    }
+                    if line {
+                        gotAddress.signal()
+                    }
+                }
+            )
+            guard gotAddress.wait(timeout: .now() + 10) == .success else {
+                daemon.send(SIGKILL)
+                throw POSIXError(.ETIMEDOUT)
+            }
+            let text = printed.withLock { String(decoding: $0, as: UTF8.self) }
+            address = text.split(separator: "\n").first.map(String.init) ?? ""
+        }
+
+        deinit {
+            daemon.send(SIGTERM)
+            _ = daemon.wait(timeout: .seconds(10))
+        }
+    }
+
+    @Test(
+        "a download finished while its app is away: Notify on the session bus; none with --no-notifications",
+        .enabled(if: toolsPresent, "needs dbus-daemon, dbus-monitor and gdbus (scripts/test.sh installs them)"),
+        arguments: [true, false]
+    )
+    func finishedWhileAway(notifying: Bool) async throws {
+        let server = try await TestServer.start()
+        let bus = try SessionBus()
+        let seen = LockedValue(Data())
+        let monitor = try ChildProcess(
+            "/usr/bin/dbus-monitor",
+            arguments: ["--address", bus.address, "interface='org.freedesktop.Notifications'"],
+            environment: ProcessInfo.processInfo.environment,
+            standardOutput: .stream { chunk in seen.withLock { $0.append(chunk) } }
+        )
+        defer {
+            monitor.send(SIGTERM)
+            _ = monitor.wait(timeout: .seconds(10))
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        let daemon = Daemon(arguments: notifying ? [] : ["--no-notifications"], environment: environment)
+        defer { daemon.cleanup() }
+        try daemon.start()
+        // Give dbus-monitor time to become a monitor before anything is sent.
+        usleep(300_000)
+
+        // The app creates the task and goes away; the download finishes while nobody holds the session.
+        var (client, _) = try Client.opening(BackgroundTransferTests.session, on: daemon)
+        try BackgroundTransferTests.create(
+            BackgroundTransferTests.download(1, server.url("/bytes/300000?trickle=65536&interval=50"), description: "episode-42"),
+            on: &client
+        )
+        client.close()
+
+        let deadline = Date().addingTimeInterval(notifying ? 20 : 5)
+        var text = ""
+        while Date() < deadline {
+            text = seen.withLock { String(decoding: $0, as: UTF8.self) }
+            if text.contains("Downloaded episode-42") {
+                break
+            }
+            usleep(100_000)
+        }
+        if notifying {
+            #expect(text.contains("member=Notify"), "dbus-monitor saw: \(text)")
+            #expect(text.contains("string \"com.example.podcasts\""))
+            #expect(text.contains("string \"Downloaded episode-42\""))
+        } else {
+            #expect(!text.contains("member=Notify"), "dbus-monitor saw: \(text)")
+        }
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+}
