@@ -6,8 +6,8 @@
 #   gcc make                                     (the engine's C checks: CSupport/tests/run.sh)
 #   python3  (only when there is no python3 on PATH: the demo and the CLI tests serve files with it)
 #   and any package named as an argument (Benchmarks/run.sh asks for nginx and curl; the test and sanitizer scripts
-#   for dbus-daemon, dbus-bin and libglib2.0-bin: a private session bus, dbus-monitor and gdbus for the desktop
-#   notification test).
+#   for dbus-daemon, dbus-bin, libglib2.0-bin and python3-jeepney: a private bus, dbus-monitor, gdbus and a
+#   NetworkManager stand-in for the desktop notification and metered network tests).
 # Idempotent: does nothing (and needs no network) when everything is there. Runs apt-get as root, or through
 # sudo when not root and sudo is available. Debian 12 (bookworm) or a derivative.
 set -euo pipefail

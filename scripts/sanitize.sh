@@ -21,8 +21,9 @@ esac
 sanitizer="$1"
 shift
 
-# The test-only tools: a private session bus and its monitor, for courierd's desktop notifications.
-bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin
+# The test-only tools: a private bus, its monitor and gdbus (courierd's desktop notifications), and python3-jeepney
+# for the NetworkManager stand-in on it (metered networks).
+bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin python3-jeepney
 
 # Leaks of the toolchain's XCTest runner only; every leak in Courier's code still fails the run.
 export LSAN_OPTIONS="suppressions=$repo_root/scripts/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"

@@ -18,8 +18,9 @@ script_name=test
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$repo_root"
 
-# The test-only tools: a private session bus and its monitor, for courierd's desktop notifications.
-bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin
+# The test-only tools: a private bus, its monitor and gdbus (courierd's desktop notifications), and python3-jeepney
+# for the NetworkManager stand-in on it (metered networks).
+bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin python3-jeepney
 
 # The engine's C sources with every warning an error. Package.swift carries no warning flags: SwiftPM refuses
 # unsafe flags in a package that another requires by version (scripts/dependent-check.sh).

@@ -1,8 +1,14 @@
+import Courier
 import CourierDaemon
 import Foundation
 import Testing
 
-/// Power and metering as courierd reads them, from a sysfs tree made on disk for each case.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Power and metering as courierd reads them: from a sysfs tree made on disk for each case, and from a NetworkManager
+/// stand-in on a private bus (Tests/Fixtures/NetworkManager).
 @Suite("courierd transfer conditions")
 struct ConditionTests {
     /// A `/sys/class/power_supply` lookalike: supply name → attribute → value.
@@ -53,9 +59,81 @@ struct ConditionTests {
         #expect(try Self.power(Self.onBattery, environment: ["COURIER_POWER": "ac"]))
         let root = try Self.sysfs([:])
         defer { try? FileManager.default.removeItem(at: root) }
-        #expect(ConditionReader(powerSupplyDirectory: root, environment: [:]).read().networkIsMetered == false)
+        let noNetworkManager = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/courier-test-bus"]
+        #expect(ConditionReader(powerSupplyDirectory: root, environment: noNetworkManager).read().networkIsMetered == false)
         let metered = ConditionReader(powerSupplyDirectory: root, environment: ["COURIER_NETWORK": "metered"]).read()
         #expect(metered == TransferConditions(onExternalPower: true, networkIsMetered: true))
+    }
+
+    static var busToolsPresent: Bool {
+        ["/usr/bin/dbus-daemon", "/usr/bin/busctl", "/usr/bin/python3"].allSatisfy {
+            FileManager.default.isExecutableFile(atPath: $0)
+        } && FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/jeepney")
+    }
+
+    @Test("busctl's and gdbus's answers are read; anything else is no answer")
+    func networkManagerAnswers() {
+        #expect(NetworkManagerMetering.parse("u 4\n") == 4)
+        #expect(NetworkManagerMetering.parse("(<uint32 1>,)\n") == 1)
+        #expect(NetworkManagerMetering.parse("Failed to connect to bus: No such file or directory") == nil)
+        #expect(NetworkManagerMetering.parse("u x") == nil)
+        #expect([0, 1, 2, 3, 4, 5].map(NetworkManagerMetering.meaning(of:)) == [nil, true, false, true, false, nil])
+    }
+
+    @Test(
+        "NetworkManager's Metered property, read over a system bus: yes and guessed yes are metered; COURIER_NETWORK overrides it",
+        .enabled(if: busToolsPresent, "needs dbus-daemon, busctl and python3-jeepney (scripts/test.sh installs them)")
+    )
+    func networkManagerOnABus() throws {
+        let bus = try PrivateBus()
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+        #expect(NetworkManagerMetering(environment: environment).isMetered() == nil, "no NetworkManager on the bus yet")
+        for (value, expected) in [(1, true), (2, false), (3, true), (4, false), (0, nil)] as [(UInt32, Bool?)] {
+            let networkManager = try bus.networkManager(metered: value)
+            defer {
+                networkManager.send(SIGKILL)
+                _ = networkManager.wait(timeout: .seconds(10))
+            }
+            #expect(NetworkManagerMetering(environment: environment).isMetered() == expected, "Metered = \(value)")
+            let root = try Self.sysfs([:])
+            defer { try? FileManager.default.removeItem(at: root) }
+            let reader = ConditionReader(powerSupplyDirectory: root, environment: environment)
+            #expect(reader.read().networkIsMetered == (expected ?? false))
+            var overridden = environment
+            overridden["COURIER_NETWORK"] = "unmetered"
+            #expect(ConditionReader(powerSupplyDirectory: root, environment: overridden).read().networkIsMetered == false)
+        }
+    }
+
+    @Test(
+        "courierd on a network NetworkManager calls metered: a task that may not use expensive networks waits, and says why",
+        .enabled(if: busToolsPresent, "needs dbus-daemon, busctl and python3-jeepney (scripts/test.sh installs them)")
+    )
+    func meteredNetworkHoldsTasks() throws {
+        let bus = try PrivateBus()
+        let networkManager = try bus.networkManager(metered: 1)
+        defer {
+            networkManager.send(SIGKILL)
+            _ = networkManager.wait(timeout: .seconds(10))
+        }
+        let daemon = Daemon(environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var session = BackgroundTransferTests.session
+        session.allowsExpensiveNetworkAccess = false
+        var (client, _) = try Client.opening(session, on: daemon)
+        try BackgroundTransferTests.create(
+            BackgroundTransferTests.download(1, URL(string: "http://127.0.0.1:9/x")!),
+            on: &client
+        )
+        let answer = try client.request { .listTasks(.init(request: $0, session: BackgroundTransferTests.identifier)) }
+        guard case .reply(let reply)? = answer, case .tasks(let snapshots) = reply.result else {
+            Issue.record("no task list: \(String(describing: answer))")
+            return
+        }
+        #expect(snapshots.first?.waitingReason == "waiting for an unmetered network (expensive network access not allowed)")
+        client.close()
+        #expect(daemon.stop() == .exited(0))
     }
 
     @Test("who waits for what, and says why")

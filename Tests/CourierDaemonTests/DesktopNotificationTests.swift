@@ -14,42 +14,9 @@ import Glibc
 /// makes (no notification service runs, so the call itself is answered with an error nobody reads).
 @Suite("courierd desktop notifications", .serialized)
 struct DesktopNotificationTests {
-    static let tools = ["/usr/bin/dbus-daemon", "/usr/bin/dbus-monitor", "/usr/bin/gdbus"]
-    static var toolsPresent: Bool { tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) } }
-
-    /// A private session bus: its address, and the daemon to stop.
-    final class SessionBus: Sendable {
-        let address: String
-        private let daemon: ChildProcess
-
-        init() throws {
-            let printed = LockedValue(Data())
-            let gotAddress = DispatchSemaphore(value: 0)
-            daemon = try ChildProcess(
-                "/usr/bin/dbus-daemon",
-                arguments: ["--session", "--nofork", "--print-address=1"],
-                environment: ProcessInfo.processInfo.environment,
-                standardOutput: .stream { chunk in
-                    let line = printed.withLock { printed in
-                        printed.append(chunk)
-                        return printed.contains(0x0A)
-                    }
-                    if line {
-                        gotAddress.signal()
-                    }
-                }
-            )
-            guard gotAddress.wait(timeout: .now() + 10) == .success else {
-                daemon.send(SIGKILL)
-                throw POSIXError(.ETIMEDOUT)
-            }
-            let text = printed.withLock { String(decoding: $0, as: UTF8.self) }
-            address = text.split(separator: "\n").first.map(String.init) ?? ""
-        }
-
-        deinit {
-            daemon.send(SIGTERM)
-            _ = daemon.wait(timeout: .seconds(10))
+    static var toolsPresent: Bool {
+        ["/usr/bin/dbus-daemon", "/usr/bin/dbus-monitor", "/usr/bin/gdbus"].allSatisfy {
+            FileManager.default.isExecutableFile(atPath: $0)
         }
     }
 
@@ -60,7 +27,7 @@ struct DesktopNotificationTests {
     )
     func finishedWhileAway(notifying: Bool) async throws {
         let server = try await TestServer.start()
-        let bus = try SessionBus()
+        let bus = try PrivateBus()
         let seen = LockedValue(Data())
         let monitor = try ChildProcess(
             "/usr/bin/dbus-monitor",

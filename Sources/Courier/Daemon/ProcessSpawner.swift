@@ -10,9 +10,20 @@ import Glibc
 package enum ProcessSpawner {
     /// Runs `arguments[0]` (looked up on `PATH` when it has no slash) with `arguments` and `environment`; returns its
     /// pid, or the `errno` of the failure.
-    package static func spawn(_ arguments: [String], environment: [String: String]) -> Result<pid_t, POSIXError> {
+    /// With `standardOutput`, the child's standard output is that descriptor (this process keeps its own copy).
+    package static func spawn(
+        _ arguments: [String],
+        environment: [String: String],
+        standardOutput: Int32? = nil
+    ) -> Result<pid_t, POSIXError> {
         guard let executable = arguments.first else {
             return .failure(POSIXError(.ENOENT))
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let standardOutput {
+            posix_spawn_file_actions_adddup2(&actions, standardOutput, 1)
         }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -31,10 +42,55 @@ package enum ProcessSpawner {
             envp.forEach { free($0) }
         }
         var pid = pid_t()
-        let result = posix_spawnp(&pid, executable, nil, &attributes, argv, envp)
+        let result = posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
         guard result == 0 else {
             return .failure(POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL))
         }
         return .success(pid)
+    }
+
+    /// Runs `arguments` to the end and returns what it printed on its standard output (at most 64 KiB); nil when it
+    /// cannot be started or has not finished within `timeout` (it is killed then). Its exit status is not read.
+    package static func output(
+        of arguments: [String],
+        environment: [String: String],
+        timeout: TimeInterval = 2
+    ) -> String? {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            return nil
+        }
+        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+        let spawned = spawn(arguments, environment: environment, standardOutput: ends[1])
+        close(ends[1])
+        defer { close(ends[0]) }
+        guard case .success(let pid) = spawned else {
+            return nil
+        }
+        var output: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        var finished = false
+        while output.count < 65_536 {
+            let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+            var poller = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+            guard left > 0, poll(&poller, 1, left) > 0 else {
+                break
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = read(ends[0], &buffer, buffer.count)
+            if count <= 0 {
+                finished = count == 0
+                break
+            }
+            output += buffer[0..<count]
+        }
+        if !finished {
+            kill(pid, SIGKILL)
+        }
+        // Reaped here (or by the kernel, where this process ignores SIGCHLD: then waitpid fails with ECHILD).
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return finished ? String(decoding: output, as: UTF8.self) : nil
     }
 }

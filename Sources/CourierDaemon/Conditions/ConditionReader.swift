@@ -1,15 +1,15 @@
 package import Foundation
 
 /// Reads ``TransferConditions`` from the system: power from `/sys/class/power_supply` (the kernel's view, on every
-/// Linux), metering from the environment.
+/// Linux), metering from NetworkManager's `Metered` property over the system bus where NetworkManager runs
+/// (``NetworkManagerMetering``).
 ///
 /// - `COURIER_POWER=ac|battery` overrides what sysfs says (tests, and machines whose sysfs lies).
-/// - `COURIER_NETWORK=metered|unmetered` says whether the network is metered; unset means unmetered.
-///   (NetworkManager's `Metered` property is the system's answer where NetworkManager runs; reading it over D-Bus is
-///   not built yet.)
+/// - `COURIER_NETWORK=metered|unmetered` overrides NetworkManager; with neither, the network counts as unmetered.
 package struct ConditionReader: Sendable {
     package var powerSupplyDirectory: URL
     package var environment: [String: String]
+    private let networkManager: NetworkManagerMetering
 
     package init(
         powerSupplyDirectory: URL = URL(fileURLWithPath: "/sys/class/power_supply"),
@@ -17,13 +17,19 @@ package struct ConditionReader: Sendable {
     ) {
         self.powerSupplyDirectory = powerSupplyDirectory
         self.environment = environment
+        networkManager = NetworkManagerMetering(environment: environment)
     }
 
     package func read() -> TransferConditions {
-        TransferConditions(
-            onExternalPower: onExternalPower(),
-            networkIsMetered: environment["COURIER_NETWORK"] == "metered"
-        )
+        TransferConditions(onExternalPower: onExternalPower(), networkIsMetered: networkIsMetered())
+    }
+
+    private func networkIsMetered() -> Bool {
+        switch environment["COURIER_NETWORK"] {
+        case "metered": return true
+        case "unmetered": return false
+        default: return networkManager.isMetered() ?? false
+        }
     }
 
     /// Mains online, or no battery at all; a battery that is not discharging counts as external power too (it is
