@@ -58,6 +58,17 @@ struct BackgroundSessionTests {
             }
         }
 
+        func urlSession(
+            _ session: Session,
+            downloadTask: DownloadTask,
+            didResumeAtOffset fileOffset: Int64,
+            expectedTotalBytes: Int64
+        ) {
+            lock.withLock {
+                _calls.append("resumed \(downloadTask.taskIdentifier) at \(fileOffset) of \(expectedTotalBytes)")
+            }
+        }
+
         func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
             lock.withLock {
                 _calls.append("completed \(task.taskIdentifier)")
@@ -156,6 +167,43 @@ struct BackgroundSessionTests {
         // A task made now does not reuse the daemon's identifier.
         #expect(second.downloadTask(with: url).taskIdentifier == 2)
         second.invalidateAndCancel()
+        try await server.shutdown()
+    }
+
+    @Test("cancel(byProducingResumeData:) in a background session: resume data that a new background task resumes from")
+    func resumeData() async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let count = 3_000_000
+        let url = server.url("/bytes/\(count)?seed=11&trickle=100000&interval=50")
+        let recorder = Recorder()
+        let session = Session(configuration: place.configuration("com.example.resume"), delegate: recorder)
+        let task = session.downloadTask(with: url)
+        task.resume()
+        let deadline = Date().addingTimeInterval(20)
+        while task.countOfBytesReceived < 300_000, Date() < deadline {
+            usleep(20_000)
+        }
+        let produced = await withCheckedContinuation { continuation in
+            task.cancel(byProducingResumeData: { continuation.resume(returning: $0) })
+        }
+        let resumeData = try #require(produced, "no resume data")
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[task.taskIdentifier]??.code == .cancelled)
+
+        let resumed = session.downloadTask(withResumeData: resumeData)
+        resumed.resume()
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[resumed.taskIdentifier] == .some(nil))
+        #expect(recorder.files[resumed.taskIdentifier] == TestServer.bytes(count: count, seed: 11))
+        // courierd went on from its partial file: one didResumeAtOffset, past the bytes the first task had.
+        let resumes = recorder.calls.filter { $0.hasPrefix("resumed \(resumed.taskIdentifier) ") }
+        #expect(resumes.count == 1, "\(recorder.calls)")
+        let offset = resumes.first.flatMap { Int64($0.split(separator: " ")[3]) } ?? 0
+        #expect(offset >= 300_000 && offset < Int64(count), "\(resumes)")
+        #expect(resumes.first?.hasSuffix("of \(count)") == true, "\(resumes)")
+        session.finishTasksAndInvalidate()
         try await server.shutdown()
     }
 

@@ -97,8 +97,12 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
+    /// A download whose task was asked for resume data (`cancel(byProducingResumeData:)`) is cancelled by courierd
+    /// with resume data naming its partial file; any other is just cancelled.
     func cancel(_ transfer: UInt64) {
-        command(.cancel, transfer)
+        let task = hooks.task(Int(transfer))
+        let wantsResumeData = task?.kind == .download && task?.storage.withLock({ $0.resumeDataHandler != nil }) == true
+        command(wantsResumeData ? .cancelProducingResumeData : .cancel, transfer)
     }
 
     func pause(_ transfer: UInt64) {
@@ -124,7 +128,7 @@ final class DaemonBackend: TransferBackend {
     /// The daemon task for a submission, or the background rule it breaks.
     private func backgroundTask(_ spec: TransferSpec, id: TransferID) -> Result<IPCMessage.BackgroundTask, CourierError> {
         let url = URL(string: spec.url)
-        guard let task = hooks.task(id.task), case .delegate = task.sink else {
+        guard let sessionTask = hooks.task(id.task), case .delegate = sessionTask.sink else {
             return .failure(
                 CourierError(
                     .unsupportedInBackgroundSession,
@@ -177,8 +181,10 @@ final class DaemonBackend: TransferBackend {
                 kind: kind,
                 request: CodableRequest(request),
                 uploadFile: uploadFile,
-                taskDescription: task.taskDescription,
-                priority: task.priority
+                // From `downloadTask(withResumeData:)`: courierd resumes from its partial file.
+                resumeData: sessionTask.storage.withLock { $0.resumeSource }?.encoded(),
+                taskDescription: sessionTask.taskDescription,
+                priority: sessionTask.priority
             )
         )
     }
@@ -232,9 +238,10 @@ final class DaemonBackend: TransferBackend {
             progress.sent = total
             progress.expectedToSend = expected
             payload = .progress
-        case .resumed:
-            // The daemon picked the transfer up again from its partial file; the task's counters go on.
-            return nil
+        case .resumed(let offset, let expectedTotal):
+            // courierd went on from its partial file (after a restart, or from resume data): didResumeAtOffset.
+            progress.received = offset
+            payload = .resumed(offset: offset, expectedTotal: expectedTotal)
         case .response(let response):
             payload = .response(held: false, resumeOffset: 0, head: ResponseHead(status: response.status, fields: response.headers))
         case .receivedData(let data):

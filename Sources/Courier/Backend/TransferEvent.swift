@@ -33,6 +33,10 @@ struct TransferEvent: Codable, Sendable, Equatable {
         case progress
         /// The transfer ended; its id is dead.
         case complete(TransferCompletion)
+        /// The backend went on from bytes it kept on disk (courierd, after a restart or from resume data): at
+        /// `offset`, 0 when the entity changed and it started again; `expectedTotal` is the whole entity's length
+        /// or -1.
+        case resumed(offset: Int64, expectedTotal: Int64)
     }
 
     var id: TransferID

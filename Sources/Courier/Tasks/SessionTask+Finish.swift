@@ -15,6 +15,10 @@ extension SessionTask {
         if kind == .download {
             if error == nil {
                 downloadedFile = final.staging
+            } else if let carried = error?.resumeData {
+                // courierd's resume data (a background session): its partial file is courierd's.
+                resumeData = carried
+                final.staging.map { try? FileManager.default.removeItem(at: $0) }
             } else if let staging = final.staging {
                 resumeData = keepForResume(staging: staging, final: final, error: error)
                 if resumeData == nil {

@@ -63,7 +63,9 @@ extension SessionTask {
         guard kind == .download else {
             return .success((0, nil))
         }
-        if let resumeSource {
+        // A background session's resume data names courierd's partial file: courierd resumes it (the resume data
+        // goes along with the task); the app's staging file only receives the finished download.
+        if let resumeSource, core.configuration.identifier == nil {
             return claimPartialFile(resumeSource).map { (resumeSource.bytesOnDisk, $0) }
         }
         return core.makeStagingFile().map { (0, $0) }

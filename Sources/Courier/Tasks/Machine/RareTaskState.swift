@@ -10,6 +10,8 @@ struct RareTaskState: Sendable {
     var resumeSource: ResumeData?
     var resumeSourceError: CourierError?
     var resumeDataHandler: (@Sendable (Data?) -> Void)?
+    /// The backend reported where it resumed (courierd): `didResumeAtOffset` went out then, not with the response.
+    var backendResumed = false
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

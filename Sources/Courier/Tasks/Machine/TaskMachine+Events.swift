@@ -21,6 +21,10 @@ extension TaskMachine {
             received += Int64(data.count)
         case .progress, .response, .complete:
             received = max(received, event.progress.received)
+        case .resumed(let offset, _):
+            // The count starts again where the backend resumed (0 for a changed entity).
+            received = offset
+            reportedReceived = offset
         }
         if event.progress.expectedToReceive >= 0 {
             expectedToReceive = event.progress.expectedToReceive
@@ -40,6 +44,9 @@ extension TaskMachine {
             }
         case .progress:
             reportProgress(into: &actions)
+        case .resumed(let offset, let expectedTotal):
+            backendResumed = true
+            actions.append(.deliver(.resumed(offset: offset, expectedTotal: expectedTotal)))
         case .complete(let completion):
             reportProgress(into: &actions)
             transferCompleted(completion, at: now, into: &actions)
@@ -81,7 +88,11 @@ extension TaskMachine {
             outcome = forcedOutcome
         } else if var error = completion.error {
             if completion.wasCancelled && cancelRequested {
+                // The backend's resume data stays (courierd's, for `cancel(byProducingResumeData:)` in a background
+                // session); the in-process engine's cancellations carry none.
+                let resumeData = error.resumeData
                 error = CourierError(.cancelled, "cancelled")
+                error.resumeData = resumeData
             } else if error.code == .timedOut, let resourceDeadline, now >= resourceDeadline {
                 error.message = "the resource timeout expired"
             }

@@ -207,7 +207,7 @@ extension TaskMachine {
             if held {
                 actions.append(.decide(transfer, .allow))
             }
-            if resumeSource != nil {
+            if resumeSource != nil && !backendResumed {
                 let total = expectedToReceive >= 0 ? resumeOffset + expectedToReceive : SessionTask.transferSizeUnknown
                 actions.append(.deliver(.resumed(offset: resumeOffset, expectedTotal: total)))
             }

@@ -122,6 +122,11 @@ struct TaskMachine: Sendable {
         get { rare[\.resumeSource] }
         set { rare[\.resumeSource] = newValue }
     }
+    var backendResumed: Bool {
+        get { rare[\.backendResumed] }
+        set { rare[\.backendResumed] = newValue }
+    }
+
     var resumeSourceError: CourierError? {
         get { rare[\.resumeSourceError] }
         set { rare[\.resumeSourceError] = newValue }
