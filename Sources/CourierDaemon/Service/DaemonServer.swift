@@ -139,22 +139,28 @@ package final class DaemonServer: @unchecked Sendable {
     }
 
     /// A task of `session` ended while its app is not connected: a finished download is shown as a desktop
-    /// notification (where there is a desktop), and the app is relaunched for its events.
+    /// notification (where there is a desktop), and the app is relaunched for its events. Called under the runner's
+    /// delivery lock: the work (journal reads, spawning helpers) happens after it is released.
     private func endedWhileAway(_ session: String, _ events: [IPCMessage.SequencedEvent]) {
-        if let notifier {
-            let finished = Set(events.compactMap { event -> Int? in
-                if case .finishedDownloading = event.event { event.task } else { nil }
-            })
-            if !finished.isEmpty, let tasks = try? journal.tasks(session: session) {
-                let app = (try? journal.app(ofSession: session)) ?? session
-                for task in tasks where finished.contains(task.identifier) {
-                    let url = task.spec.request.request.url
-                    let name = task.spec.taskDescription ?? url?.lastPathComponent ?? "a file"
-                    notifier.notify(summary: app, body: "Downloaded \(name)")
-                }
-            }
+        DispatchQueue.global().async { [self] in
+            self.notifyFinishedDownloads(session, events)
+            self.wakeApp(of: session)
         }
-        wakeApp(of: session)
+    }
+
+    /// One notification per download these events finished ("Downloaded <description>"), titled with the app.
+    private func notifyFinishedDownloads(_ session: String, _ events: [IPCMessage.SequencedEvent]) {
+        let finished = Set(events.compactMap { event -> Int? in
+            if case .finishedDownloading = event.event { event.task } else { nil }
+        })
+        guard let notifier, !finished.isEmpty, let tasks = try? journal.tasks(session: session) else {
+            return
+        }
+        let app = (try? journal.app(ofSession: session)) ?? session
+        for task in tasks where finished.contains(task.identifier) {
+            let name = task.spec.taskDescription ?? task.spec.request.request.url?.lastPathComponent ?? "a file"
+            notifier.notify(summary: app, body: "Downloaded \(name)")
+        }
     }
 
     /// Relaunches the app of `session` when its session asks for launch events and it registered a launch command.
