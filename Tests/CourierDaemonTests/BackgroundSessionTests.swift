@@ -140,6 +140,26 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
+    @Test("redirects followed by courierd: the task's current request and response name where they led")
+    func redirected() async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let recorder = Recorder()
+        let session = Session(configuration: place.configuration("com.example.redirects"), delegate: recorder)
+        let start = server.url("/redirect/2?to=/bytes/5000%3Fseed%3D3")
+        let task = session.downloadTask(with: start)
+        task.resume()
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+        #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: 5000, seed: 3))
+        #expect(task.originalRequest?.url == start)
+        #expect(task.currentRequest?.url?.path == "/bytes/5000")
+        #expect(task.response?.url?.path == "/bytes/5000")
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
     @Test("relaunch: the app goes away mid-download; a new session with the same identifier gets the task and its events")
     func relaunch() async throws {
         let server = try await TestServer.start()

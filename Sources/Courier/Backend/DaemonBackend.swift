@@ -206,9 +206,7 @@ final class DaemonBackend: TransferBackend {
                 continue
             }
             last = sequenced.sequence
-            if let event = transferEvent(sequenced, binding: binding) {
-                events.append(event)
-            }
+            events += transferEvents(sequenced, binding: binding)
         }
         if !events.isEmpty {
             hooks.deliver(events)
@@ -225,10 +223,13 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
-    private func transferEvent(_ sequenced: IPCMessage.SequencedEvent, binding: Binding) -> TransferEvent? {
+    /// The task-layer events for one daemon event: none, one, or (for the final response) where courierd's
+    /// redirects led, then the response.
+    private func transferEvents(_ sequenced: IPCMessage.SequencedEvent, binding: Binding) -> [TransferEvent] {
         let task = sequenced.task
         var progress = binding.progress
         let payload: TransferEvent.Payload
+        var relocation: TransferEvent.Payload?
         switch sequenced.event {
         case .wroteData(_, let total, let expected):
             progress.received = total
@@ -243,12 +244,13 @@ final class DaemonBackend: TransferBackend {
             progress.received = offset
             payload = .resumed(offset: offset, expectedTotal: expectedTotal)
         case .response(let response):
+            relocation = .relocated(url: response.url)
             payload = .response(held: false, resumeOffset: 0, head: ResponseHead(status: response.status, fields: response.headers))
         case .receivedData(let data):
             payload = .data(data)
         case .finishedDownloading(let path):
             place(path, at: binding.sinkPath)
-            return nil
+            return []
         case .completed(let error):
             var completion = TransferCompletion(error: error)
             if let sink = binding.sinkPath {
@@ -257,7 +259,10 @@ final class DaemonBackend: TransferBackend {
             payload = .complete(completion)
         }
         state.withLock { $0.bindings[task]?.progress = progress }
-        return TransferEvent(id: TransferID(task: task, hop: binding.hop), transfer: UInt64(task), progress: progress, payload: payload)
+        let id = TransferID(task: task, hop: binding.hop)
+        return [relocation, payload].compactMap { payload in
+            payload.map { TransferEvent(id: id, transfer: UInt64(task), progress: progress, payload: $0) }
+        }
     }
 
     /// Puts the daemon's finished file where the task expects its download: a hard link when both are on one file

@@ -37,6 +37,9 @@ struct TransferEvent: Codable, Sendable, Equatable {
         /// `offset`, 0 when the entity changed and it started again; `expectedTotal` is the whole entity's length
         /// or -1.
         case resumed(offset: Int64, expectedTotal: Int64)
+        /// The backend followed redirects itself (courierd): the final response comes from `url`, which becomes the
+        /// task's current request. Sent right before that response.
+        case relocated(url: String)
     }
 
     var id: TransferID

@@ -157,7 +157,10 @@ extension BackgroundSessionRunner {
                 "partial file not adopted; the download starts again from zero",
                 metadata: ["session": "\(identifier)", "task": "\(task.identifier)", "error": "\(error)"]
             )
+            // Forgotten in the journal too, so that the next start does not look for it again.
             task.checkpoint = nil
+            task.bytesOnDisk = 0
+            try? journal.clearCheckpoint(session: identifier, task: task.identifier)
             return
         }
         partial.file = destination.path

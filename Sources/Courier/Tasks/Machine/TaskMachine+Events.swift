@@ -25,6 +25,8 @@ extension TaskMachine {
             // The count starts again where the backend resumed (0 for a changed entity).
             received = offset
             reportedReceived = offset
+        case .relocated:
+            break
         }
         if event.progress.expectedToReceive >= 0 {
             expectedToReceive = event.progress.expectedToReceive
@@ -47,6 +49,10 @@ extension TaskMachine {
         case .resumed(let offset, let expectedTotal):
             backendResumed = true
             actions.append(.deliver(.resumed(offset: offset, expectedTotal: expectedTotal)))
+        case .relocated(let url):
+            if let target = URL(string: url) {
+                currentRequest?.url = target
+            }
         case .complete(let completion):
             reportProgress(into: &actions)
             transferCompleted(completion, at: now, into: &actions)
