@@ -56,6 +56,8 @@ package enum ProcessSpawner {
         environment: [String: String],
         timeout: TimeInterval = 2
     ) -> String? {
+        // Close-on-exec, so that other children do not hold the write end open (pipe2 is hidden by Glibc's module
+        // map; a child spawned by another thread between these lines could still inherit them).
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else {
             return nil

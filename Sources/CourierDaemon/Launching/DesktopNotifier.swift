@@ -5,8 +5,8 @@ package import Logging
 /// Shows a desktop notification through the freedesktop Notifications interface: `notify-send` when it is on `PATH`,
 /// else a D-Bus call through `gdbus`. Used when a background download finishes while its app is not running.
 ///
-/// Only where a session bus exists (`DBUS_SESSION_BUS_ADDRESS`, or the systemd user bus at `$XDG_RUNTIME_DIR/bus`);
-/// elsewhere (a server, CI) every call does nothing. The helper runs without being waited for (courierd ignores
+/// Only where a session bus exists (`DBUS_SESSION_BUS_ADDRESS`, or the systemd user bus at `$XDG_RUNTIME_DIR/bus`):
+/// elsewhere (a server, CI) there is no notifier (the initialiser answers nil). The helper runs without being waited for (courierd ignores
 /// SIGCHLD, so the kernel reaps it); a desktop with no notification service answers it with an error nobody reads.
 package struct DesktopNotifier: Sendable {
     /// The environment the helper runs with, including the bus address.
