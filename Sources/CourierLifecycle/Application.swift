@@ -31,6 +31,10 @@ public final class Application: Sendable {
     let delegateBox = LockedValue<DelegateBox?>(nil)
     /// The clock timers of the current background period, cancelled on return to the foreground.
     let backgroundTimers = LockedValue<[any LifecycleClockTimer]>([])
+    /// Background fetch state: the interval asked for, the last fetch, the snapshot handler
+    /// (`Application+BackgroundFetch.swift`).
+    let fetchState = LockedValue(FetchState())
+    let launchOptionsStorage = LockedValue<LaunchOptions?>(nil)
 
     /// Creates an application. Use ``shared`` in a program; create others only in tests or to embed
     /// a lifecycle with an injected clock, callback queue and process control.
@@ -52,6 +56,12 @@ public final class Application: Sendable {
     var logger: Logger { self.configuration.logger }
 
     // MARK: State
+
+    /// Why the application was launched (a background launch's reason, as `COURIER_BACKGROUND_LAUNCH` said): nil
+    /// before ``launch(delegate:options:)``. Callable from any thread.
+    public var launchOptions: LaunchOptions? {
+        self.launchOptionsStorage.withLock { $0 }
+    }
 
     /// The current state. Callable from any thread.
     public var applicationState: ApplicationState {

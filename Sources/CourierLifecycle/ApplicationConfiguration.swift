@@ -22,6 +22,10 @@ extension Application {
         /// watchdog terminates the process (5 s by default).
         public var delegateCallTimeLimit: Duration
 
+        /// How long the app has to call a background fetch's completion handler (30 s by default, as iOS gives);
+        /// after that the fetch counts as overrun and its background task ends.
+        public var backgroundFetchTimeLimit: Duration = .seconds(30)
+
         /// The clock for the budget, the expiration time and the watchdog.
         public var clock: any LifecycleClock
 

@@ -55,6 +55,16 @@ public protocol ApplicationDelegate: AnyObject {
         handleEventsForBackgroundURLSession identifier: String,
         completionHandler: @escaping @Sendable () -> Void
     )
+
+    /// A background fetch: once per fetch, on the callback queue — after a launch for one
+    /// (`COURIER_BACKGROUND_LAUNCH=fetch`), or when ``Application/performBackgroundFetch(completion:)`` asks (courierd
+    /// waking a running app, `courier fetch simulate`). Fetch, then call `completionHandler` once, from any thread,
+    /// with what you found, within ``Application/Configuration/backgroundFetchTimeLimit`` (30 s); the application
+    /// holds a background task until then. The default answers ``BackgroundFetchResult/noData`` at once.
+    func application(
+        _ application: Application,
+        performFetchWithCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
+    )
 }
 
 extension ApplicationDelegate {
@@ -70,5 +80,11 @@ extension ApplicationDelegate {
         completionHandler: @escaping @Sendable () -> Void
     ) {
         completionHandler()
+    }
+    public func application(
+        _ application: Application,
+        performFetchWithCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
+    ) {
+        completionHandler(.noData)
     }
 }

@@ -70,6 +70,7 @@ extension Application {
             return
         }
         self.delegateBox.withLock { $0 = box }
+        self.launchOptionsStorage.withLock { $0 = options }
         self.publishPresence()
         self.logger.info(
             "launched",
@@ -85,6 +86,11 @@ extension Application {
         if let identifier = options.backgroundLaunchReason?.urlSessionIdentifier {
             eventsTask = self.beginBackgroundTask(withName: "events of background session \(identifier)")
         }
+        // A launch for a background fetch holds one too, until the fetch's handler is called or its time is up.
+        var fetchTask: BackgroundTaskIdentifier?
+        if options.backgroundLaunchReason == .backgroundFetch {
+            fetchTask = self.beginBackgroundTask(withName: "background fetch")
+        }
         let followUp = self.machine.withLock { $0.finishLaunching(now: self.clock.now) }
         switch followUp {
         case .none:
@@ -97,9 +103,13 @@ extension Application {
         if let identifier = options.backgroundLaunchReason?.urlSessionIdentifier, let eventsTask {
             self.callDelegate { delegate in
                 delegate.application(self, handleEventsForBackgroundURLSession: identifier) { [self] in
+                    self.completedBackgroundWork()
                     self.endBackgroundTask(eventsTask)
                 }
             }
+        }
+        if let fetchTask {
+            self.runFetch(holding: fetchTask, completion: nil)
         }
     }
 
@@ -194,7 +204,7 @@ extension Application {
 
     /// Calls the delegate, if there is one and the application has not been terminated by the
     /// watchdog. On the callback queue only.
-    private func callDelegate(_ body: (any ApplicationDelegate) -> Void) {
+    func callDelegate(_ body: (any ApplicationDelegate) -> Void) {
         dispatchPrecondition(condition: .onQueue(self.callbackQueue))
         guard !self.machine.withLock({ $0.isTerminated }), let box = self.delegateBox.withLock({ $0 }) else {
             return

@@ -70,8 +70,8 @@ public struct BackgroundLaunchReason: RawRepresentable, Hashable, Sendable, Cust
     }
     /// `fetch`: launched for a background fetch.
     public static let backgroundFetch = BackgroundLaunchReason(rawValue: "fetch")
-    /// `push`: launched to handle a silent push notification.
-    public static let remoteNotification = BackgroundLaunchReason(rawValue: "push")
+    /// `remote-notification`: launched to handle a silent push notification.
+    public static let remoteNotification = BackgroundLaunchReason(rawValue: "remote-notification")
 
     public var description: String {
         self.rawValue

@@ -22,6 +22,6 @@ struct LaunchOptionsTests {
     func reasons() {
         #expect(BackgroundLaunchReason.backgroundTransfer.rawValue == "transfer")
         #expect(BackgroundLaunchReason.backgroundFetch.rawValue == "fetch")
-        #expect(BackgroundLaunchReason.remoteNotification.rawValue == "push")
+        #expect(BackgroundLaunchReason.remoteNotification.rawValue == "remote-notification")
     }
 }

@@ -17,6 +17,7 @@ final class RecordingDelegate: ApplicationDelegate, Sendable {
         var launchOptions: [LaunchOptions] = []
         var didEnterBackground: (@Sendable (Application) -> Void)?
         var willTerminate: (@Sendable (Application) -> Void)?
+        var performFetch: (@Sendable (Application, @escaping @Sendable (BackgroundFetchResult) -> Void) -> Void)?
     }
 
     private let state = LockedValue(State())
@@ -29,6 +30,14 @@ final class RecordingDelegate: ApplicationDelegate, Sendable {
     /// Runs inside `applicationWillTerminate`, on the callback queue.
     func onWillTerminate(_ hook: @escaping @Sendable (Application) -> Void) {
         self.state.withLock { $0.willTerminate = hook }
+    }
+
+    /// Runs inside `application(_:performFetchWithCompletionHandler:)`, on the callback queue, with the handler
+    /// (which it may keep, call later or never); without it, the fetch answers `.noData` at once.
+    func onPerformFetch(
+        _ hook: @escaping @Sendable (Application, @escaping @Sendable (BackgroundFetchResult) -> Void) -> Void
+    ) {
+        self.state.withLock { $0.performFetch = hook }
     }
 
     var calls: [Call] {
@@ -74,5 +83,17 @@ final class RecordingDelegate: ApplicationDelegate, Sendable {
     func applicationWillTerminate(_ application: Application) {
         self.record("willTerminate", application)
         self.state.withLock { $0.willTerminate }?(application)
+    }
+
+    func application(
+        _ application: Application,
+        performFetchWithCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
+    ) {
+        self.record("performFetch", application)
+        if let hook = self.state.withLock({ $0.performFetch }) {
+            hook(application, completionHandler)
+        } else {
+            completionHandler(.noData)
+        }
     }
 }

@@ -1,0 +1,89 @@
+import CourierConcurrency
+
+/// Background fetch (DESIGN.md §6, background-behaviours.md #14): the interval the app asks for, the fetch itself
+/// with its time limit, and the snapshot handler the completion handlers call.
+extension Application {
+    struct FetchState: Sendable {
+        var interval = BackgroundFetchInterval.never
+        var last: BackgroundFetchReport?
+        var snapshotHandler: (@Sendable (Application) -> Void)?
+    }
+
+    /// How often the app wants to be woken for a background fetch, at least apart; ``BackgroundFetchInterval/never``
+    /// (the default) means never. Callable from any thread.
+    public func setMinimumBackgroundFetchInterval(_ interval: BackgroundFetchInterval) {
+        self.fetchState.withLock { $0.interval = interval }
+        self.logger.info("minimum background fetch interval", metadata: ["interval": "\(interval)"])
+    }
+
+    /// The interval last set (``BackgroundFetchInterval/never`` until then).
+    public var minimumBackgroundFetchInterval: BackgroundFetchInterval {
+        self.fetchState.withLock { $0.interval }
+    }
+
+    /// How the last background fetch went; nil before the first has ended.
+    public var lastBackgroundFetch: BackgroundFetchReport? {
+        self.fetchState.withLock { $0.last }
+    }
+
+    /// Registers what to run each time a completion handler of background work is called (a background fetch's,
+    /// a background session's events handler): the Linux counterpart of iOS refreshing the app's snapshot, so the
+    /// app can write its state for the next launch. Runs on the thread that called the completion handler, once per
+    /// call; nil removes it.
+    public func setSnapshotHandler(_ handler: (@Sendable (Application) -> Void)?) {
+        self.fetchState.withLock { $0.snapshotHandler = handler }
+    }
+
+    /// Asks the delegate for a background fetch now, as courierd does when it wakes a running app (or Xcode's
+    /// "Simulate Background Fetch"): `application(_:performFetchWithCompletionHandler:)` runs on the callback queue
+    /// under a background task that ends when the app calls the handler or the time limit passes. `completion` gets
+    /// the report, once. Returns at once.
+    public func performBackgroundFetch(completion: (@Sendable (BackgroundFetchReport) -> Void)? = nil) {
+        let task = self.beginBackgroundTask(withName: "background fetch")
+        self.callbackQueue.async { self.runFetch(holding: task, completion: completion) }
+    }
+
+    /// Calls the delegate's fetch; the handler (or the time limit, whichever comes first) records the report, calls
+    /// the snapshot handler (not after an overrun), and ends `task`. Runs on the callback queue.
+    func runFetch(holding task: BackgroundTaskIdentifier, completion: (@Sendable (BackgroundFetchReport) -> Void)?) {
+        let started = self.clock.now
+        let once = OnceFlag()
+        let limit = self.clock.schedule(at: started + self.configuration.backgroundFetchTimeLimit) { [self] in
+            guard once.claim() else { return }
+            let report = BackgroundFetchReport(result: nil, overran: true, duration: self.clock.now - started)
+            self.fetchState.withLock { $0.last = report }
+            self.logger.warning(
+                "the background fetch's completion handler was not called in time",
+                metadata: ["limit": "\(self.configuration.backgroundFetchTimeLimit)"]
+            )
+            self.endBackgroundTask(task)
+            completion?(report)
+        }
+        let handler: @Sendable (BackgroundFetchResult) -> Void = { [self] result in
+            guard once.claim() else {
+                self.logger.notice("a background fetch's completion handler was called again, or too late")
+                return
+            }
+            limit.cancel()
+            let report = BackgroundFetchReport(result: result, overran: false, duration: self.clock.now - started)
+            self.fetchState.withLock { $0.last = report }
+            self.completedBackgroundWork()
+            self.endBackgroundTask(task)
+            completion?(report)
+        }
+        var asked = false
+        self.callDelegate { delegate in
+            asked = true
+            delegate.application(self, performFetchWithCompletionHandler: handler)
+        }
+        if !asked {
+            // No delegate (or terminated): nothing was fetched.
+            handler(.noData)
+        }
+    }
+
+    /// A completion handler of background work was called: the snapshot handler runs.
+    func completedBackgroundWork() {
+        self.fetchState.withLock { $0.snapshotHandler }?(self)
+    }
+}
