@@ -8,14 +8,22 @@ import Testing
 struct BackgroundFetchTests {
     typealias Call = RecordingDelegate.Call
 
-    @Test("launched for a fetch: performFetch in the background; the handler ends its task and the app is suspended")
-    func launchedForFetch() {
+    /// An application launched for a fetch whose delegate keeps the handler (not calling it), counting snapshots.
+    static func launchedForFetch() -> (
+        LifecycleHarness, kept: LockedValue<(@Sendable (BackgroundFetchResult) -> Void)?>, snapshots: LockedValue<Int>
+    ) {
         let harness = LifecycleHarness()
         let kept = LockedValue<(@Sendable (BackgroundFetchResult) -> Void)?>(nil)
         harness.delegate.onPerformFetch { _, handler in kept.withLock { $0 = handler } }
         let snapshots = LockedValue(0)
         harness.application.setSnapshotHandler { _ in snapshots.withLock { $0 += 1 } }
         harness.launch(LaunchOptions(backgroundLaunchReason: .backgroundFetch))
+        return (harness, kept, snapshots)
+    }
+
+    @Test("launched for a fetch: performFetch in the background; the handler ends its task and the app is suspended")
+    func launchedForFetch() {
+        let (harness, kept, snapshots) = Self.launchedForFetch()
         #expect(harness.application.launchOptions?.backgroundLaunchReason == .backgroundFetch)
         #expect(harness.delegate.calls.last == Call(name: "performFetch", state: .background))
         // The fetch holds a background task: not suspended while it runs.
@@ -37,12 +45,7 @@ struct BackgroundFetchTests {
 
     @Test("a handler not called within 30 s: the fetch is overrun, its task ends, a late answer is ignored")
     func overrun() {
-        let harness = LifecycleHarness()
-        let kept = LockedValue<(@Sendable (BackgroundFetchResult) -> Void)?>(nil)
-        harness.delegate.onPerformFetch { _, handler in kept.withLock { $0 = handler } }
-        let snapshots = LockedValue(0)
-        harness.application.setSnapshotHandler { _ in snapshots.withLock { $0 += 1 } }
-        harness.launch(LaunchOptions(backgroundLaunchReason: .backgroundFetch))
+        let (harness, kept, snapshots) = Self.launchedForFetch()
         harness.advance(by: .seconds(29))
         #expect(harness.application.lastBackgroundFetch == nil)
         harness.advance(by: .seconds(1))
