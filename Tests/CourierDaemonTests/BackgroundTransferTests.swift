@@ -343,12 +343,7 @@ struct BackgroundTransferTests {
         session.isDiscretionary = true
         var (client, _) = try Client.opening(session, on: daemon)
         try Self.create(Self.download(1, URL(string: "http://127.0.0.1:9/x")!), on: &client)
-        guard case .reply(let reply)? = try client.request({ .listTasks(.init(request: $0, session: Self.identifier)) }),
-            case .tasks(let snapshots) = reply.result
-        else {
-            Issue.record("no task list")
-            return
-        }
+        let snapshots = try client.tasks(of: Self.identifier) { $0.first?.waitingReason != nil }
         #expect(snapshots.first?.state == SessionTask.State.suspended.rawValue)
         #expect(snapshots.first?.waitingReason == "waiting for external power (discretionary)")
         client.close()
@@ -366,11 +361,9 @@ struct BackgroundTransferTests {
         try Self.create(Self.download(1, slow), on: &client)
         try client.send(.appState(.init(inForeground: true)))
         try Self.create(Self.download(2, slow), on: &client)
-        guard case .reply(let reply)? = try client.request({ .listTasks(.init(request: $0, session: Self.identifier)) }),
-            case .tasks(let snapshots) = reply.result
-        else {
-            Issue.record("no task list")
-            return
+        let snapshots = try client.tasks(of: Self.identifier) { snapshots in
+            snapshots.contains { $0.identifier == 1 && $0.waitingReason != nil }
+                && snapshots.contains { $0.identifier == 2 && $0.state == SessionTask.State.running.rawValue }
         }
         let byIdentifier = Dictionary(uniqueKeysWithValues: snapshots.map { ($0.identifier, $0) })
         #expect(

@@ -126,11 +126,7 @@ struct ConditionTests {
             BackgroundTransferTests.download(1, URL(string: "http://127.0.0.1:9/x")!),
             on: &client
         )
-        let answer = try client.request { .listTasks(.init(request: $0, session: BackgroundTransferTests.identifier)) }
-        guard case .reply(let reply)? = answer, case .tasks(let snapshots) = reply.result else {
-            Issue.record("no task list: \(String(describing: answer))")
-            return
-        }
+        let snapshots = try client.tasks(of: BackgroundTransferTests.identifier) { $0.first?.waitingReason != nil }
         #expect(snapshots.first?.waitingReason == "waiting for an unmetered network (expensive network access not allowed)")
         client.close()
         #expect(daemon.stop() == .exited(0))

@@ -172,6 +172,27 @@ struct Client {
         return try receiveAnswer(to: nextRequest)
     }
 
+    /// The session's task list once `ready` holds for it (a task's waiting reason is set when courierd has looked at
+    /// the conditions, a moment after `createTask` was answered), or the last list after `timeout`.
+    mutating func tasks(
+        of session: String,
+        timeout: TimeInterval = 10,
+        until ready: ([IPCMessage.TaskSnapshot]) -> Bool
+    ) throws -> [IPCMessage.TaskSnapshot] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let answer = try request { .listTasks(.init(request: $0, session: session)) }
+            guard case .reply(let reply)? = answer, case .tasks(let snapshots) = reply.result else {
+                Issue.record("no task list: \(String(describing: answer))")
+                return []
+            }
+            if ready(snapshots) || Date() >= deadline {
+                return snapshots
+            }
+            usleep(20_000)
+        }
+    }
+
     /// The next batch of events (a kept one first).
     mutating func nextBatch() throws -> IPCMessage.Events? {
         if !events.isEmpty {

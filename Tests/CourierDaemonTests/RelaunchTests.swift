@@ -61,11 +61,7 @@ struct RelaunchTests {
         var client = try Client(daemon.socket)
         try client.send(.hello(.init(app: "courier", pid: getpid())))
         _ = try client.receive()
-        let answer = try client.request { .listTasks(.init(request: $0, session: "com.example.probe.background")) }
-        guard case .reply(let reply)? = answer, case .tasks(let snapshots) = reply.result else {
-            Issue.record("no task list: \(String(describing: answer))")
-            return
-        }
+        let snapshots = try client.tasks(of: "com.example.probe.background") { $0.first?.waitingReason != nil }
         #expect(snapshots.count == 1)
         #expect(snapshots.first?.task?.createdInBackground == true)
         #expect(
