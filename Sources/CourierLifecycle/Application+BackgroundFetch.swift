@@ -48,8 +48,10 @@ extension Application {
     func runFetch(holding task: BackgroundTaskIdentifier, completion: (@Sendable (BackgroundFetchReport) -> Void)?) {
         let started = self.clock.now
         let once = OnceFlag()
-        let limit = self.clock.schedule(at: started + self.configuration.backgroundFetchTimeLimit) { [self] in
-            guard once.claim() else { return }
+        // Weak, as the other timers: the clock belongs to the application, and a strong capture would keep both alive
+        // until the limit passes (LeakSanitizer reported the cycle).
+        let limit = self.clock.schedule(at: started + self.configuration.backgroundFetchTimeLimit) { [weak self] in
+            guard let self, once.claim() else { return }
             let report = BackgroundFetchReport(result: nil, overran: true, duration: self.clock.now - started)
             self.fetchState.withLock { $0.last = report }
             self.logger.warning(

@@ -24,6 +24,8 @@ struct BackgroundFetchTests {
     @Test("launched for a fetch: performFetch in the background; the handler ends its task and the app is suspended")
     func launchedForFetch() {
         let (harness, kept, snapshots) = Self.launchedForFetch()
+        // The kept handler holds the application, which holds the delegate, which holds `kept`: let go at the end.
+        defer { kept.withLock { $0 = nil } }
         #expect(harness.application.launchOptions?.backgroundLaunchReason == .backgroundFetch)
         #expect(harness.delegate.calls.last == Call(name: "performFetch", state: .background))
         // The fetch holds a background task: not suspended while it runs.
@@ -46,6 +48,7 @@ struct BackgroundFetchTests {
     @Test("a handler not called within 30 s: the fetch is overrun, its task ends, a late answer is ignored")
     func overrun() {
         let (harness, kept, snapshots) = Self.launchedForFetch()
+        defer { kept.withLock { $0 = nil } }
         harness.advance(by: .seconds(29))
         #expect(harness.application.lastBackgroundFetch == nil)
         harness.advance(by: .seconds(1))
