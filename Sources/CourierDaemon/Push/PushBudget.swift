@@ -90,7 +90,7 @@ package struct PushBudget: Sendable, Equatable {
         }.min()
     }
 
-    private mutating func refilled(_ app: String, at now: Date) -> AppState {
+    private func refilled(_ app: String, at now: Date) -> AppState {
         refilledState(apps[app] ?? AppState(tokens: capacity, updatedAt: now), at: now)
     }
 
