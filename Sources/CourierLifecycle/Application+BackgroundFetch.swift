@@ -7,13 +7,17 @@ extension Application {
         var interval = BackgroundFetchInterval.never
         var last: BackgroundFetchReport?
         var snapshotHandler: (@Sendable (Application) -> Void)?
+        var remoteNotifications = false
     }
 
     /// How often the app wants to be woken for a background fetch, at least apart; ``BackgroundFetchInterval/never``
-    /// (the default) means never. Callable from any thread.
+    /// (the default) means never. courierd hears of it (it is started if it does not run, unless the interval is
+    /// never) and schedules the fetches: it learns when the app is used and fetches shortly before, backs off an app
+    /// that finds nothing. Callable from any thread; returns at once.
     public func setMinimumBackgroundFetchInterval(_ interval: BackgroundFetchInterval) {
         self.fetchState.withLock { $0.interval = interval }
         self.logger.info("minimum background fetch interval", metadata: ["interval": "\(interval)"])
+        self.registrationChanged(connecting: interval != .never)
     }
 
     /// The interval last set (``BackgroundFetchInterval/never`` until then).
@@ -43,9 +47,30 @@ extension Application {
         self.callbackQueue.async { self.runFetch(holding: task, completion: completion) }
     }
 
-    /// Calls the delegate's fetch; the handler (or the time limit, whichever comes first) records the report, calls
-    /// the snapshot handler (not after an overrun), and ends `task`. Runs on the callback queue.
+    /// Calls the delegate's fetch under ``runTimedWork(named:holding:recordsLastFetch:completion:call:)``.
     func runFetch(holding task: BackgroundTaskIdentifier, completion: (@Sendable (BackgroundFetchReport) -> Void)?) {
+        self.runTimedWork(named: "background fetch", holding: task, recordsLastFetch: true, completion: completion) { handler in
+            var asked = false
+            self.callDelegate { delegate in
+                asked = true
+                delegate.application(self, performFetchWithCompletionHandler: handler)
+            }
+            return asked
+        }
+    }
+
+    /// Runs a delegate method that ends with a ``BackgroundFetchResult`` handler (a fetch, a push) within
+    /// ``Configuration/backgroundFetchTimeLimit``: the handler (or the time limit, whichever comes first) records the
+    /// report (as ``lastBackgroundFetch`` with `recordsLastFetch`), calls the snapshot handler (not after an overrun),
+    /// calls `completion` and ends `task`, once. `call` calls the delegate and says whether there was one to call (if
+    /// not, the work ends with `.noData`). Runs on the callback queue.
+    func runTimedWork(
+        named name: String,
+        holding task: BackgroundTaskIdentifier,
+        recordsLastFetch: Bool,
+        completion: (@Sendable (BackgroundFetchReport) -> Void)?,
+        call: (@escaping @Sendable (BackgroundFetchResult) -> Void) -> Bool
+    ) {
         let started = self.clock.now
         let once = OnceFlag()
         // Weak, as the other timers: the clock belongs to the application, and a strong capture would keep both alive
@@ -53,32 +78,32 @@ extension Application {
         let limit = self.clock.schedule(at: started + self.configuration.backgroundFetchTimeLimit) { [weak self] in
             guard let self, once.claim() else { return }
             let report = BackgroundFetchReport(result: nil, overran: true, duration: self.clock.now - started)
-            self.fetchState.withLock { $0.last = report }
+            if recordsLastFetch {
+                self.fetchState.withLock { $0.last = report }
+            }
             self.logger.warning(
-                "the background fetch's completion handler was not called in time",
+                "the completion handler of a \(name) was not called in time",
                 metadata: ["limit": "\(self.configuration.backgroundFetchTimeLimit)"]
             )
-            self.endBackgroundTask(task)
+            // Reported before the task ends: ending it may suspend the process (SIGSTOP) before a report is written.
             completion?(report)
+            self.endBackgroundTask(task)
         }
         let handler: @Sendable (BackgroundFetchResult) -> Void = { [self] result in
             guard once.claim() else {
-                self.logger.notice("a background fetch's completion handler was called again, or too late")
+                self.logger.notice("the completion handler of a \(name) was called again, or too late")
                 return
             }
             limit.cancel()
             let report = BackgroundFetchReport(result: result, overran: false, duration: self.clock.now - started)
-            self.fetchState.withLock { $0.last = report }
+            if recordsLastFetch {
+                self.fetchState.withLock { $0.last = report }
+            }
             self.completedBackgroundWork()
-            self.endBackgroundTask(task)
             completion?(report)
+            self.endBackgroundTask(task)
         }
-        var asked = false
-        self.callDelegate { delegate in
-            asked = true
-            delegate.application(self, performFetchWithCompletionHandler: handler)
-        }
-        if !asked {
+        if !call(handler) {
             // No delegate (or terminated): nothing was fetched.
             handler(.noData)
         }

@@ -1,3 +1,5 @@
+public import struct Foundation.Data
+
 /// Receives the application's lifecycle transitions, like `UIApplicationDelegate`.
 ///
 /// Every method has an empty default implementation, so a delegate implements only what it needs.
@@ -65,6 +67,28 @@ public protocol ApplicationDelegate: AnyObject {
         _ application: Application,
         performFetchWithCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
     )
+
+    /// courierd registered the application for remote notifications: once per
+    /// ``Application/registerForRemoteNotifications()`` that succeeded. Hand `deviceToken` (32 bytes, stable for this
+    /// app and user) to your server; `courier push <hex of the token>` sends to it.
+    func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data)
+
+    /// Registering for remote notifications failed (courierd could not be reached or started, or Courier is not
+    /// linked in): once per ``Application/registerForRemoteNotifications()`` that failed.
+    func application(_ application: Application, didFailToRegisterForRemoteNotificationsWithError error: any Error)
+
+    /// A silent push (`content-available`) arrived: once per delivery, on the callback queue — in a running
+    /// application at once, in a suspended one after courierd resumed it (it stays in the background), in one that was
+    /// not running after courierd launched it (`COURIER_BACKGROUND_LAUNCH=remote-notification`). Pushes that arrived
+    /// while one was waiting are coalesced into one delivery of the newest. `userInfo` is the push's JSON payload.
+    /// Do the work, then call `completionHandler` once, from any thread, within
+    /// ``Application/Configuration/backgroundFetchTimeLimit`` (30 s); the application holds a background task until
+    /// then. The default answers ``BackgroundFetchResult/noData`` at once.
+    func application(
+        _ application: Application,
+        didReceiveRemoteNotification userInfo: [String: Any],
+        fetchCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
+    )
 }
 
 extension ApplicationDelegate {
@@ -84,6 +108,15 @@ extension ApplicationDelegate {
     public func application(
         _ application: Application,
         performFetchWithCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
+    ) {
+        completionHandler(.noData)
+    }
+    public func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data) {}
+    public func application(_ application: Application, didFailToRegisterForRemoteNotificationsWithError error: any Error) {}
+    public func application(
+        _ application: Application,
+        didReceiveRemoteNotification userInfo: [String: Any],
+        fetchCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
     ) {
         completionHandler(.noData)
     }

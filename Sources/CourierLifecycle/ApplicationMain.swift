@@ -54,6 +54,7 @@ extension Application {
         }
         let options = LaunchOptions.fromProcessEnvironment()
         unsetenv(LaunchOptions.environmentVariable)
+        unsetenv(LaunchOptions.remoteNotificationVariable)
         application.installSignalHandlers()
         application.launch(box, options: options)
         dispatchMain()
@@ -66,6 +67,8 @@ extension LaunchOptions {
         guard let value = getenv(Self.environmentVariable) else {
             return LaunchOptions()
         }
-        return LaunchOptions(environment: [Self.environmentVariable: String(cString: value)])
+        var environment = [Self.environmentVariable: String(cString: value)]
+        environment[Self.remoteNotificationVariable] = getenv(Self.remoteNotificationVariable).map { String(cString: $0) }
+        return LaunchOptions(environment: environment)
     }
 }

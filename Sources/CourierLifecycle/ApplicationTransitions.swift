@@ -86,10 +86,13 @@ extension Application {
         if let identifier = options.backgroundLaunchReason?.urlSessionIdentifier {
             eventsTask = self.beginBackgroundTask(withName: "events of background session \(identifier)")
         }
-        // A launch for a background fetch holds one too, until the fetch's handler is called or its time is up.
-        var fetchTask: BackgroundTaskIdentifier?
+        // A launch for a background fetch or a push holds one too, until the handler is called or its time is up.
+        var launchWork: (BackgroundWork, BackgroundTaskIdentifier)?
         if options.backgroundLaunchReason == .backgroundFetch {
-            fetchTask = self.beginBackgroundTask(withName: "background fetch")
+            launchWork = (BackgroundWork(kind: .fetch, wake: nil), self.beginBackgroundTask(withName: "background fetch"))
+        } else if options.backgroundLaunchReason == .remoteNotification {
+            let task = self.beginBackgroundTask(withName: "remote notification")
+            launchWork = (BackgroundWork(kind: .remoteNotification, wake: nil), task)
         }
         let followUp = self.machine.withLock { $0.finishLaunching(now: self.clock.now) }
         switch followUp {
@@ -108,8 +111,8 @@ extension Application {
                 }
             }
         }
-        if let fetchTask {
-            self.runFetch(holding: fetchTask, completion: nil)
+        if let (work, task) = launchWork {
+            self.runBackgroundWork(work, payload: options.remoteNotification, holding: task)
         }
     }
 
@@ -214,7 +217,7 @@ extension Application {
 
     // MARK: Timers (clock queue)
 
-    private func scheduleBackgroundTimers(_ period: LifecycleStateMachine.BackgroundPeriod) {
+    func scheduleBackgroundTimers(_ period: LifecycleStateMachine.BackgroundPeriod) {
         let number = period.number
         let expiration = self.clock.schedule(at: period.expirationTime) { [weak self] in
             self?.expirationTimeReached(period: number)

@@ -1,3 +1,5 @@
+public import struct Foundation.Data
+
 /// How and why the process was launched, passed to
 /// ``ApplicationDelegate/applicationDidFinishLaunching(_:options:)``.
 ///
@@ -17,6 +19,15 @@ public struct LaunchOptions: Sendable, Hashable {
     /// Why the program was launched into the background, or `nil` for an ordinary foreground launch.
     public var backgroundLaunchReason: BackgroundLaunchReason?
 
+    /// The environment variable that carries a push's JSON payload to a program launched for it
+    /// (`COURIER_BACKGROUND_LAUNCH=remote-notification`).
+    public static let remoteNotificationVariable = "COURIER_REMOTE_NOTIFICATION"
+
+    /// The push a `remote-notification` launch is for (its JSON payload), as iOS's
+    /// `UIApplication.LaunchOptionsKey.remoteNotification`;
+    /// ``ApplicationDelegate/application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`` follows the launch.
+    public var remoteNotification: Data?
+
     /// Whether the program was launched into the background.
     public var launchedIntoBackground: Bool {
         self.backgroundLaunchReason != nil
@@ -25,8 +36,9 @@ public struct LaunchOptions: Sendable, Hashable {
     /// An ordinary launch into the foreground.
     public static let foreground = LaunchOptions(backgroundLaunchReason: nil)
 
-    public init(backgroundLaunchReason: BackgroundLaunchReason? = nil) {
+    public init(backgroundLaunchReason: BackgroundLaunchReason? = nil, remoteNotification: Data? = nil) {
         self.backgroundLaunchReason = backgroundLaunchReason
+        self.remoteNotification = remoteNotification
     }
 
     /// Reads the launch options from an environment (as `ProcessInfo.processInfo.environment` gives it).
@@ -35,6 +47,9 @@ public struct LaunchOptions: Sendable, Hashable {
             self.backgroundLaunchReason = BackgroundLaunchReason(rawValue: value)
         } else {
             self.backgroundLaunchReason = nil
+        }
+        if self.backgroundLaunchReason == .remoteNotification, let payload = environment[Self.remoteNotificationVariable] {
+            self.remoteNotification = Data(payload.utf8)
         }
     }
 }

@@ -35,7 +35,8 @@ extension Application {
     /// calls it with ``LifecycleSignals/all``):
     /// - SIGTSTP → ``enterBackground()``; once no background task remains the process really stops
     ///   (``ProcessControl/suspend``: SIGSTOP), which is "suspended".
-    /// - SIGCONT → ``enterForeground()``: `applicationWillEnterForeground`, then active.
+    /// - SIGCONT → ``enterForeground()``: `applicationWillEnterForeground`, then active — unless courierd sent it
+    ///   to resume the suspended process for background work (a fetch, a push), which stays in the background.
     /// - SIGTERM → ``terminate()``: background with the budget as a deadline, then
     ///   `applicationWillTerminate` and exit status 0 once the tasks have ended.
     ///
@@ -82,7 +83,7 @@ enum LifecycleSignalSources {
                     guard let application else { return }
                     switch kind {
                     case .terminalStop: application.enterBackground()
-                    case .continue: application.enterForeground()
+                    case .continue: application.continued()
                     default: application.terminate()
                     }
                 }

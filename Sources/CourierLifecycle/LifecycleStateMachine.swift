@@ -283,6 +283,14 @@ struct LifecycleStateMachine: Sendable {
         return true
     }
 
+    /// courierd resumed a suspended application for background work: it stays in the background, with a new
+    /// background period. Nil (nothing to do) unless suspended and not terminating.
+    mutating func wakeForBackgroundWork(now: Duration) -> BackgroundPeriod? {
+        guard self.phase == .suspended, !self.terminationRequested else { return nil }
+        self.phase = .background
+        return self.startBackgroundPeriod(now: now)
+    }
+
     /// `applicationWillEnterForeground` returned. Returns whether to call `applicationDidBecomeActive`.
     mutating func becomeActive() -> Bool {
         guard self.phase == .enteringForeground else { return false }

@@ -9,6 +9,9 @@ struct CourierCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier",
         abstract: "Transfer files over HTTP and HTTPS with Courier.",
-        subcommands: [Get.self, Put.self, Sessions.self, Tasks.self, Cancel.self, Kill.self, Daemon.self]
+        subcommands: [
+            Get.self, Put.self, Sessions.self, Tasks.self, Cancel.self, Kill.self, Daemon.self, Push.self, Fetch.self,
+            Apps.self,
+        ]
     )
 }

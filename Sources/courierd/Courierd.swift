@@ -42,6 +42,12 @@ struct Courierd: ParsableCommand {
     @Option(help: "Seconds before an app is relaunched a second time for its background events; each later relaunch doubles it (the first is at once)")
     var relaunchDelay: Double = 60
 
+    @Option(help: "Serve pushes over HTTP on 127.0.0.1 at this port, as APNs's POST /3/device/<token> (0: a free port, written to push-port in the runtime directory)")
+    var pushPort: UInt16?
+
+    @Option(help: "The shortest interval between background fetches of an app, in seconds (default 900; shorter for testing)")
+    var fetchMinimumInterval: Double?
+
     @Flag(help: "Show no desktop notification when a background download finishes while its app is not running (shown by default where a session bus exists)")
     var noNotifications = false
 
@@ -55,6 +61,12 @@ struct Courierd: ParsableCommand {
         if let stateDirectory {
             paths.stateDirectory = URL(fileURLWithPath: stateDirectory)
         }
+        var fetchPolicy = FetchScheduler.Policy()
+        if let fetchMinimumInterval {
+            // Until a usual time of use is learned, fetches are this far apart too (an hour by default).
+            fetchPolicy.minimumInterval = fetchMinimumInterval
+            fetchPolicy.unlearnedInterval = fetchMinimumInterval
+        }
         let server: DaemonServer
         do {
             var settings = TransferSettings()
@@ -65,7 +77,9 @@ struct Courierd: ParsableCommand {
                 logger: logger,
                 settings: settings,
                 relaunchLimiter: ResumeRateLimiter(initialDelay: relaunchDelay),
-                notifier: noNotifications ? nil : DesktopNotifier(logger: logger)
+                notifier: noNotifications ? nil : DesktopNotifier(logger: logger),
+                fetchPolicy: fetchPolicy,
+                pushPort: pushPort
             )
         } catch .alreadyRunning(let lockFile) {
             logger.notice("another courierd is running", metadata: ["lock": "\(lockFile)"])

@@ -11,7 +11,7 @@ package import Logging
 /// newer courierd) is moved aside with a log line and a fresh one is started: the daemon always starts.
 package final class Journal: Sendable {
     /// The version of the schema this build writes; the migrations are named `v1`, `v2`, …
-    package static let schemaVersion = 2
+    package static let schemaVersion = 3
 
     private let database: DatabaseQueue
     package let url: URL
@@ -140,6 +140,22 @@ package final class Journal: Sendable {
                 // The user force-quit the app: its sessions' tasks were cancelled and it is not relaunched until it
                 // connects again by itself.
                 table.column("forceQuit", .boolean).notNull().defaults(to: false)
+            }
+        }
+        migrator.registerMigration("v3") { db in
+            try db.alter(table: "app") { table in
+                // Background fetch and remote notifications (Journal+Apps.swift): the device token, handed out at the
+                // app's first registration and kept; the fetch interval asked for (null: never); whether it
+                // registered for remote notifications.
+                table.add(column: "deviceToken", .text)
+                table.add(column: "fetchInterval", .double)
+                table.add(column: "remoteNotifications", .boolean).notNull().defaults(to: false)
+            }
+            try db.create(index: "app_deviceToken", on: "app", columns: ["deviceToken"], unique: true)
+            try db.create(table: "fetchSchedule") { table in
+                // One row: the FetchScheduler (JSON), what it learned and the fetches it recorded.
+                table.primaryKey("id", .integer).check { $0 == 1 }
+                table.column("scheduler", .blob).notNull()
             }
         }
         return migrator

@@ -71,24 +71,48 @@ package final class AppLauncher: Sendable {
         state.withLock { $0.limiter.appCameToForeground(app) }
     }
 
+    /// Launches `app` at once for background work (`COURIER_BACKGROUND_LAUNCH=reason`, plus `environment`), unless the
+    /// process of an earlier launch still runs. Returns the new process, or nil (running already, or not spawned).
+    package func launchForWork(
+        app: String,
+        command: [String],
+        reason: String,
+        environment: [String: String] = [:]
+    ) -> pid_t? {
+        let running = state.withLock { state in state.launched[app].map { kill($0, 0) == 0 } ?? false }
+        guard !running else {
+            return nil
+        }
+        return spawn(app: app, command: command, reason: reason, environment: environment)
+    }
+
     private func launch(app: String, session: String, command: [String]) {
-        var environment = ProcessInfo.processInfo.environment
-        environment["COURIER_BACKGROUND_LAUNCH"] = "urlsession:\(session)"
-        let pid: pid_t
+        if let pid = spawn(app: app, command: command, reason: "urlsession:\(session)") {
+            state.withLock { $0.limiter.recordWake(of: app, at: Date()) }
+            logger.info(
+                "relaunched the app for its background session",
+                metadata: ["app": "\(app)", "session": "\(session)", "pid": "\(pid)"]
+            )
+        }
+    }
+
+    /// Starts `command` with `COURIER_BACKGROUND_LAUNCH=reason`; records the process as `app`'s last launch.
+    private func spawn(app: String, command: [String], reason: String, environment extra: [String: String] = [:]) -> pid_t? {
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        environment["COURIER_BACKGROUND_LAUNCH"] = reason
         switch ProcessSpawner.spawn(command, environment: environment) {
-        case .success(let spawned):
-            pid = spawned
+        case .success(let pid):
+            state.withLock { $0.launched[app] = pid }
+            return pid
         case .failure(let error):
             logger.error(
-                "cannot relaunch the app",
-                metadata: ["app": "\(app)", "command": "\(command)", "error": "\(error.localizedDescription)"]
+                "cannot launch the app",
+                metadata: [
+                    "app": "\(app)", "reason": "\(reason)", "command": "\(command)",
+                    "error": "\(error.localizedDescription)",
+                ]
             )
-            return
+            return nil
         }
-        state.withLock { state in
-            state.launched[app] = pid
-            state.limiter.recordWake(of: app, at: Date())
-        }
-        logger.info("relaunched the app for its background session", metadata: ["app": "\(app)", "session": "\(session)", "pid": "\(pid)"])
     }
 }

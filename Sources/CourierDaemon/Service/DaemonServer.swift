@@ -35,6 +35,8 @@ package final class DaemonServer: @unchecked Sendable {
     private let settings: TransferSettings
     private let launcher: AppLauncher
     private let notifier: DesktopNotifier?
+    private let backgroundWork: BackgroundWorkService
+    private let pushEndpoint: PushEndpoint?
     private let state = LockedValue(State())
 
     /// Prepares the directories, takes the one-per-user lock, opens the journal and listens. Throws
@@ -45,6 +47,9 @@ package final class DaemonServer: @unchecked Sendable {
         settings: TransferSettings = TransferSettings(),
         relaunchLimiter: ResumeRateLimiter = ResumeRateLimiter(),
         notifier: DesktopNotifier? = nil,
+        fetchPolicy: FetchScheduler.Policy = FetchScheduler.Policy(),
+        pushBudget: PushBudget = PushBudget(),
+        pushPort: UInt16? = nil,
         uid: uid_t = getuid()
     ) throws(DaemonSetupError) {
         try paths.prepare(uid: uid)
@@ -61,6 +66,22 @@ package final class DaemonServer: @unchecked Sendable {
         self.uid = uid
         launcher = AppLauncher(limiter: relaunchLimiter, logger: logger)
         self.notifier = notifier
+        let backgroundWork = BackgroundWorkService(
+            journal: journal,
+            launcher: launcher,
+            notifier: notifier,
+            fetchPolicy: fetchPolicy,
+            pushBudget: pushBudget,
+            logger: logger
+        )
+        self.backgroundWork = backgroundWork
+        if let pushPort {
+            pushEndpoint = try PushEndpoint(port: pushPort, portFile: paths.runtimeDirectory.appendingPathComponent("push-port"), logger: logger) {
+                backgroundWork.push($0)
+            }
+        } else {
+            pushEndpoint = nil
+        }
         restoreSessions()
         logger.info("listening", metadata: ["socket": "\(paths.socket.path)", "journal": "\(paths.journal.path)"])
     }
@@ -223,6 +244,8 @@ package final class DaemonServer: @unchecked Sendable {
             }
         }
         unlink(paths.socket.path)
+        backgroundWork.stop()
+        pushEndpoint?.stop()
         for runner in state.withLock({ Array($0.runners.values) }) {
             runner.stop()
         }
@@ -273,6 +296,8 @@ package final class DaemonServer: @unchecked Sendable {
         var app: String?
         /// The app's last word on where it stands (hello, then `appState`).
         var inForeground = true
+        /// The hello's word on the foreground was heard (later ones are changes).
+        var heardState = false
         /// Held while a frame is written; counts the frames. (Not `()`: TSan reports inout access to a zero-sized value
         /// as a race.)
         private let writeLock = LockedValue<UInt64>(0)
@@ -320,6 +345,8 @@ package final class DaemonServer: @unchecked Sendable {
                 break reading
             }
         }
+        // Before the descriptor closes (it could be reused): no wake is written to it after this.
+        backgroundWork.disconnected(connection.descriptor)
         let released = state.withLock { state -> [String] in
             state.connections[connection.descriptor] = nil
             let held = state.sessionOwners.filter { $0.value == connection.descriptor }.map(\.key)
@@ -409,7 +436,32 @@ package final class DaemonServer: @unchecked Sendable {
             }
         case .appState(let state):
             appState(state, on: connection)
-        case .welcome, .reply, .failure, .events:
+        case .registerApp(let registration):
+            let answer = backgroundWork.register(
+                registration,
+                app: app,
+                pid: connection.pid,
+                connection: connection.descriptor
+            ) { [weak connection] message in connection?.send(message) ?? false }
+            reply(registration.request, on: connection) { () throws(JournalError) in
+                .registered(deviceToken: try answer.get())
+            }
+        case .wakeCompleted(let completed):
+            backgroundWork.completed(completed, app: app)
+        case .sendPush(let push):
+            _ = connection.send(.reply(.init(request: push.request, result: .push(backgroundWork.push(push)))))
+        case .listApps(let list):
+            _ = connection.send(.reply(.init(request: list.request, result: .apps(backgroundWork.apps()))))
+        case .triggerFetch(let trigger):
+            if let error = backgroundWork.triggerFetch(trigger.app, launch: trigger.launch) {
+                _ = connection.send(.failure(.init(request: trigger.request, error: error)))
+            } else {
+                _ = connection.send(.reply(.init(request: trigger.request, result: .done)))
+            }
+        case .continued(let continued):
+            let byDaemon = backgroundWork.continued(connection.descriptor)
+            _ = connection.send(.reply(.init(request: continued.request, result: .continued(byDaemon: byDaemon))))
+        case .welcome, .reply, .failure, .events, .wake:
             return "a \(message.kind) message is the daemon's to send"
         }
         return nil
@@ -418,10 +470,15 @@ package final class DaemonServer: @unchecked Sendable {
     /// The app moved between the foreground and the background: in the foreground, its relaunch delay resets
     /// (background-behaviours.md #8).
     private func appState(_ state: IPCMessage.AppState, on connection: Connection) {
+        let cameToForeground = state.inForeground && !connection.inForeground
         connection.inForeground = state.inForeground
         if state.inForeground, let app = connection.app {
             launcher.appCameToForeground(app)
+            if cameToForeground || !connection.heardState {
+                backgroundWork.cameToForeground(app)
+            }
         }
+        connection.heardState = true
     }
 
     private func openSession(_ open: IPCMessage.OpenSession, app: String, on connection: Connection) {

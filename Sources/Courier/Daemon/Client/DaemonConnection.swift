@@ -12,6 +12,7 @@ import Glibc
 /// Events that arrive before ``setEventHandler(_:)`` are kept and handed over then, in order.
 package final class DaemonConnection: Sendable {
     typealias EventHandler = @Sendable (IPCMessage.Events) -> Void
+    typealias WakeHandler = @Sendable (IPCMessage.Wake) -> Void
 
     private final class Waiter: Sendable {
         let done = DispatchSemaphore(value: 0)
@@ -23,6 +24,8 @@ package final class DaemonConnection: Sendable {
         var waiting: [UInt64: Waiter] = [:]
         var handler: EventHandler?
         var early: [IPCMessage.Events] = []
+        var wakeHandler: WakeHandler?
+        var earlyWakes: [IPCMessage.Wake] = []
         /// Why the connection ended, once it did.
         var ended: CourierError?
     }
@@ -141,6 +144,21 @@ package final class DaemonConnection: Sendable {
         }
     }
 
+    /// Hands wakes (background work courierd asks for) to `handler` from now on, the ones that came earlier first.
+    func setWakeHandler(_ handler: @escaping WakeHandler) {
+        let early = state.withLock { state -> [IPCMessage.Wake] in
+            defer { state.earlyWakes = [] }
+            state.wakeHandler = handler
+            return state.earlyWakes
+        }
+        early.forEach(handler)
+    }
+
+    /// Whether the connection ended (courierd closed it, or it was closed).
+    var hasEnded: Bool {
+        state.withLock { $0.ended != nil }
+    }
+
     /// Ends the connection; the daemon treats it as the app going away (its sessions are released).
     package func close() {
         shutdown(descriptor, Int32(SHUT_RDWR))
@@ -191,8 +209,17 @@ package final class DaemonConnection: Sendable {
                 return state.handler
             }
             handler?(events)
+        case .wake(let wake):
+            let handler = state.withLock { state -> WakeHandler? in
+                if state.wakeHandler == nil {
+                    state.earlyWakes.append(wake)
+                }
+                return state.wakeHandler
+            }
+            handler?(wake)
         case .welcome, .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession,
-            .listSessions, .stopDaemon, .forceQuit, .appState:
+            .listSessions, .stopDaemon, .forceQuit, .appState, .registerApp, .wakeCompleted, .sendPush, .listApps,
+            .triggerFetch, .continued:
             break
         }
     }

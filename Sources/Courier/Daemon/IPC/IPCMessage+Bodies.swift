@@ -272,6 +272,10 @@ extension IPCMessage {
             case done
             case tasks(snapshots: [TaskSnapshot])
             case sessions([SessionSummary])
+            case registered(deviceToken: String?)
+            case push(PushReceipt)
+            case apps([AppSummary])
+            case continued(byDaemon: Bool)
         }
 
         package var request: UInt64

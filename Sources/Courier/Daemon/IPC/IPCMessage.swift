@@ -17,6 +17,13 @@ package enum IPCMessage: Sendable, Equatable {
     case stopDaemon(StopDaemon)
     case forceQuit(ForceQuit)
     case appState(AppState)
+    case registerApp(RegisterApp)
+    case wake(Wake)
+    case wakeCompleted(WakeCompleted)
+    case sendPush(SendPush)
+    case listApps(ListApps)
+    case triggerFetch(TriggerFetch)
+    case continued(Continued)
 
     /// The message type numbers of the frame header; a number is never reused for another body.
     package enum Kind: UInt16, Sendable, CaseIterable {
@@ -35,6 +42,13 @@ package enum IPCMessage: Sendable, Equatable {
         case stopDaemon = 13
         case forceQuit = 14
         case appState = 15
+        case registerApp = 16
+        case wake = 17
+        case wakeCompleted = 18
+        case sendPush = 19
+        case listApps = 20
+        case triggerFetch = 21
+        case continued = 22
     }
 
     package var kind: Kind {
@@ -54,6 +68,13 @@ package enum IPCMessage: Sendable, Equatable {
         case .stopDaemon: .stopDaemon
         case .forceQuit: .forceQuit
         case .appState: .appState
+        case .registerApp: .registerApp
+        case .wake: .wake
+        case .wakeCompleted: .wakeCompleted
+        case .sendPush: .sendPush
+        case .listApps: .listApps
+        case .triggerFetch: .triggerFetch
+        case .continued: .continued
         }
     }
 
@@ -79,6 +100,13 @@ package enum IPCMessage: Sendable, Equatable {
             case .stopDaemon(let body): payload = try encoder.encode(body)
             case .forceQuit(let body): payload = try encoder.encode(body)
             case .appState(let body): payload = try encoder.encode(body)
+            case .registerApp(let body): payload = try encoder.encode(body)
+            case .wake(let body): payload = try encoder.encode(body)
+            case .wakeCompleted(let body): payload = try encoder.encode(body)
+            case .sendPush(let body): payload = try encoder.encode(body)
+            case .listApps(let body): payload = try encoder.encode(body)
+            case .triggerFetch(let body): payload = try encoder.encode(body)
+            case .continued(let body): payload = try encoder.encode(body)
             }
         } catch {
             throw .malformedPayload(type: kind.rawValue, reason: "cannot encode: \(error)")
@@ -116,6 +144,13 @@ package enum IPCMessage: Sendable, Equatable {
             case .stopDaemon: self = .stopDaemon(try decoder.decode(StopDaemon.self, from: payload))
             case .forceQuit: self = .forceQuit(try decoder.decode(ForceQuit.self, from: payload))
             case .appState: self = .appState(try decoder.decode(AppState.self, from: payload))
+            case .registerApp: self = .registerApp(try decoder.decode(RegisterApp.self, from: payload))
+            case .wake: self = .wake(try decoder.decode(Wake.self, from: payload))
+            case .wakeCompleted: self = .wakeCompleted(try decoder.decode(WakeCompleted.self, from: payload))
+            case .sendPush: self = .sendPush(try decoder.decode(SendPush.self, from: payload))
+            case .listApps: self = .listApps(try decoder.decode(ListApps.self, from: payload))
+            case .triggerFetch: self = .triggerFetch(try decoder.decode(TriggerFetch.self, from: payload))
+            case .continued: self = .continued(try decoder.decode(Continued.self, from: payload))
             }
         } catch {
             throw .malformedPayload(type: frame.type, reason: IPCMessage.reason(error))

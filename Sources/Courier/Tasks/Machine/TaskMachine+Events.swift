@@ -67,6 +67,9 @@ extension TaskMachine {
         let receivedDelta = received - reportedReceived
         reportedSent = sent
         reportedReceived = received
+        if sentDelta > 0 || receivedDelta > 0 {
+            TransferCounter.add(max(0, sentDelta) + max(0, receivedDelta))
+        }
         if sentDelta > 0 {
             actions.append(.deliver(.sentBodyData(delta: sentDelta, total: sent, expected: expectedToSend)))
         }

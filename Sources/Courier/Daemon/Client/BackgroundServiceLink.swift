@@ -1,0 +1,149 @@
+import CourierConcurrency
+import CourierLifecycle
+import Foundation
+
+/// The application's link to courierd for background fetch and remote notifications (the lifecycle's
+/// `BackgroundServiceLinking`, found by name): one connection per process, made the first time the application needs
+/// it, that registers the app, receives the wakes courierd sends and reports how each handler went.
+///
+/// A connection that ended (courierd restarted) is made again at the next registration or report, and the last
+/// registration is sent again on it.
+final class BackgroundServiceLink: BackgroundServiceLinking {
+    private struct Registration: Sendable, Equatable {
+        var fetchInterval: BackgroundFetchInterval
+        var remoteNotifications: Bool
+    }
+
+    private struct State {
+        var connection: DaemonConnection?
+        var registration: Registration?
+        /// `TransferCounter.bytes` when each wake arrived.
+        var bytesAtWake: [UInt64: Int64] = [:]
+    }
+
+    private weak let application: Application?
+    private let paths: DaemonPaths
+    private let state = LockedValue(State())
+
+    private init(application: Application, paths: DaemonPaths) {
+        self.application = application
+        self.paths = paths
+    }
+
+    static func connect(_ application: Application) -> BackgroundServiceLink {
+        let link = BackgroundServiceLink(application: application, paths: DaemonPaths.current)
+        _ = link.connection()
+        return link
+    }
+
+    /// The live connection, made (and the registration sent again) when there is none.
+    private func connection() -> Result<DaemonConnection, CourierError> {
+        if let live = state.withLock({ $0.connection }), !live.hasEnded {
+            return .success(live)
+        }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let opened = DaemonConnection.open(
+            paths: paths,
+            app: DaemonConnection.appName,
+            launchCommand: [executable] + CommandLine.arguments.dropFirst()
+        )
+        guard case .success(let connection) = opened else {
+            return opened
+        }
+        connection.setWakeHandler { [weak self] wake in
+            self?.wake(wake)
+        }
+        let registration = state.withLock { state in
+            state.connection = connection
+            return state.registration
+        }
+        if let registration {
+            _ = register(registration, on: connection)
+        }
+        return .success(connection)
+    }
+
+    func registrationChanged(
+        fetchInterval: BackgroundFetchInterval,
+        remoteNotifications: Bool,
+        deliveringToken: Bool
+    ) {
+        let registration = Registration(fetchInterval: fetchInterval, remoteNotifications: remoteNotifications)
+        state.withLock { $0.registration = registration }
+        let answer = connection().flatMap { register(registration, on: $0) }
+        guard deliveringToken, let application else {
+            return
+        }
+        switch answer {
+        case .success(let token?):
+            application.didRegisterForRemoteNotifications(.success(token))
+        case .success(nil):
+            application.didRegisterForRemoteNotifications(
+                .failure(CourierError(.badServerResponse, "courierd registered the app without a device token"))
+            )
+        case .failure(let error):
+            application.didRegisterForRemoteNotifications(.failure(error))
+        }
+    }
+
+    /// Sends the registration; returns the device token courierd answered with, if it gave one.
+    private func register(_ registration: Registration, on connection: DaemonConnection) -> Result<Data?, CourierError> {
+        let answer = connection.request { number in
+            .registerApp(
+                .init(
+                    request: number,
+                    fetchInterval: registration.fetchInterval.seconds,
+                    remoteNotifications: registration.remoteNotifications
+                )
+            )
+        }
+        switch answer {
+        case .success(.registered(let token)):
+            return .success(token.flatMap(DeviceToken.data(fromHex:)))
+        case .success:
+            return .failure(CourierError(.badServerResponse, "courierd answered a registration with something else"))
+        case .failure(let error):
+            return .failure(error)
+        }
+    }
+
+    func finished(_ work: BackgroundWork, report: BackgroundFetchReport) {
+        let (seconds, attoseconds) = report.duration.components
+        let before = work.wake.flatMap { wake in state.withLock { $0.bytesAtWake.removeValue(forKey: wake) } } ?? 0
+        let completed = IPCMessage.WakeCompleted(
+            wake: work.wake,
+            work: work.kind == .fetch ? .fetch : .remoteNotification,
+            result: report.overran ? nil : report.result?.rawValue,
+            duration: Double(seconds) + Double(attoseconds) / 1e18,
+            bytes: TransferCounter.bytes - before
+        )
+        if case .success(let connection) = connection() {
+            connection.send(.wakeCompleted(completed))
+        }
+    }
+
+    func wasContinuedForBackgroundWork() -> Bool {
+        guard let connection = state.withLock({ $0.connection }), !connection.hasEnded else {
+            return false
+        }
+        let answer = connection.request(timeout: 1) { .continued(.init(request: $0)) }
+        if case .success(.continued(let byDaemon)) = answer {
+            return byDaemon
+        }
+        return false
+    }
+
+    /// courierd asks for background work: the application runs the handler (after leaving suspension).
+    private func wake(_ wake: IPCMessage.Wake) {
+        guard let application else {
+            return
+        }
+        state.withLock { $0.bytesAtWake[wake.wake] = TransferCounter.bytes }
+        switch wake.reason {
+        case .fetch:
+            application.performBackgroundWork(BackgroundWork(kind: .fetch, wake: wake.wake), payload: nil)
+        case .remoteNotification(let payload, _):
+            application.performBackgroundWork(BackgroundWork(kind: .remoteNotification, wake: wake.wake), payload: payload)
+        }
+    }
+}

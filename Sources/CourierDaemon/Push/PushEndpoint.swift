@@ -1,0 +1,250 @@
+package import Courier
+package import Foundation
+package import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// courierd's optional HTTP endpoint for pushes, shaped like APNs's provider API so that a server written for APNs can
+/// be pointed at it in tests: `POST /3/device/<device token>` on 127.0.0.1, the JSON payload as the body, the
+/// `apns-push-type` and `apns-priority` headers; answered `200` with an `apns-id` header, or an APNs status with
+/// `{"reason": "…"}` (`BadDeviceToken`, `PayloadTooLarge`, `BadPath`, `MethodNotAllowed`, …).
+///
+/// HTTP/1.1 in clear text, one request per connection (`Connection: close`), bodies with a `Content-Length`. Only
+/// connections from this user's processes are served (the peer's uid, looked up in `/proc/net/tcp`); others get
+/// `403 Forbidden`. The port (given, or chosen by the kernel with 0) is written to `push-port` in the runtime
+/// directory.
+///
+/// `@unchecked Sendable`: `listener` and `port` are written once in `init`; the accept thread and the connection
+/// threads only read them.
+package final class PushEndpoint: @unchecked Sendable {
+    package let port: UInt16
+    private let listener: Int32
+    private let portFile: URL
+    private let logger: Logger
+    private let handle: @Sendable (IPCMessage.SendPush) -> IPCMessage.PushReceipt
+
+    /// The longest request head read; a longer one is answered `400`.
+    private static let maximumHeadLength = 16 * 1024
+
+    package init(
+        port: UInt16,
+        portFile: URL,
+        logger: Logger,
+        handle: @escaping @Sendable (IPCMessage.SendPush) -> IPCMessage.PushReceipt
+    ) throws(DaemonSetupError) {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else {
+            throw .cannotCreate(path: "127.0.0.1:\(port)", reason: String(cString: strerror(errno)))
+        }
+        var reuse: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+        }
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard bound == 0, named == 0, listen(descriptor, 64) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw .cannotCreate(path: "127.0.0.1:\(port)", reason: reason)
+        }
+        self.port = UInt16(bigEndian: address.sin_port)
+        listener = descriptor
+        self.portFile = portFile
+        self.logger = logger
+        self.handle = handle
+        try? Data("\(self.port)\n".utf8).write(to: portFile, options: .atomic)
+        logger.info("push endpoint listening", metadata: ["address": "127.0.0.1:\(self.port)"])
+        Thread.detachNewThread { [self] in
+            self.acceptLoop()
+        }
+    }
+
+    /// Stops accepting; requests being answered finish.
+    package func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        try? FileManager.default.removeItem(at: portFile)
+    }
+
+    deinit {
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while true {
+            var peer = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let descriptor = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &length) }
+            }
+            if descriptor < 0 {
+                if errno == EINTR || errno == ECONNABORTED {
+                    continue
+                }
+                return
+            }
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            let peerPort = UInt16(bigEndian: peer.sin_port)
+            Thread.detachNewThread { [self] in
+                self.serve(descriptor, peerPort: peerPort)
+                close(descriptor)
+            }
+        }
+    }
+
+    private func serve(_ descriptor: Int32, peerPort: UInt16) {
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard Self.owner(ofLoopbackPort: peerPort, connectedTo: port) == getuid() else {
+            respond(descriptor, status: 403, reason: "Forbidden", detail: "only the user running courierd may push")
+            return
+        }
+        guard let request = read(descriptor) else {
+            respond(descriptor, status: 400, reason: "BadRequest", detail: "not an HTTP/1.1 request with a Content-Length body")
+            return
+        }
+        guard request.method == "POST" else {
+            respond(descriptor, status: 405, reason: "MethodNotAllowed", detail: "pushes are POSTed")
+            return
+        }
+        let prefix = "/3/device/"
+        guard request.path.hasPrefix(prefix) else {
+            respond(descriptor, status: 404, reason: "BadPath", detail: "the path is /3/device/<device token>")
+            return
+        }
+        var priority: Int?
+        if let value = request.headers["apns-priority"] {
+            guard let number = Int(value) else {
+                respond(descriptor, status: 400, reason: "BadPriority", detail: "apns-priority is 5 or 10")
+                return
+            }
+            priority = number
+        }
+        let push = IPCMessage.SendPush(
+            request: 0,
+            deviceToken: String(request.path.dropFirst(prefix.count)),
+            payload: request.body,
+            pushType: request.headers["apns-push-type"],
+            priority: priority
+        )
+        let receipt = handle(push)
+        if receipt.status == 200 {
+            let id = request.headers["apns-id"] ?? receipt.id ?? UUID().uuidString
+            write(descriptor, "HTTP/1.1 200 OK\r\napns-id: \(id)\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        } else {
+            respond(descriptor, status: receipt.status, reason: receipt.reason ?? "BadRequest", detail: receipt.detail)
+        }
+    }
+
+    private struct Request {
+        var method: String
+        var path: String
+        /// Lowercased names.
+        var headers: [String: String]
+        var body: Data
+    }
+
+    /// Reads one request: the head up to the blank line, then `Content-Length` bytes of body.
+    private func read(_ descriptor: Int32) -> Request? {
+        var buffer = [UInt8]()
+        var headEnd: Int?
+        while headEnd == nil {
+            guard buffer.count <= Self.maximumHeadLength else {
+                return nil
+            }
+            let chunk = UnixSocket.read(from: descriptor)
+            guard !chunk.isEmpty else {
+                return nil
+            }
+            buffer.append(contentsOf: chunk)
+            headEnd = Self.find([13, 10, 13, 10], in: buffer)
+        }
+        guard let headEnd else {
+            return nil
+        }
+        let lines = String(decoding: buffer[..<headEnd], as: UTF8.self).components(separatedBy: "\r\n")
+        let requestLine = lines[0].split(separator: " ")
+        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1.") else {
+            return nil
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else {
+                return nil
+            }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = headers["content-length"].flatMap { Int($0) } ?? 0
+        // More than APNs accepts is still read (to answer PayloadTooLarge), up to a bound.
+        guard length >= 0, length <= 1 << 20 else {
+            return nil
+        }
+        var body = Array(buffer[(headEnd + 4)...])
+        while body.count < length {
+            let chunk = UnixSocket.read(from: descriptor)
+            guard !chunk.isEmpty else {
+                return nil
+            }
+            body.append(contentsOf: chunk)
+        }
+        return Request(
+            method: String(requestLine[0]),
+            path: String(requestLine[1]),
+            headers: headers,
+            body: Data(body.prefix(length))
+        )
+    }
+
+    private func respond(_ descriptor: Int32, status: Int, reason: String, detail: String?) {
+        var object = ["reason": reason]
+        object["detail"] = detail
+        let body = (try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys)) ?? Data()
+        let phrases = [400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 410: "Gone", 413: "Payload Too Large"]
+        let phrase = phrases[status] ?? "Error"
+        write(
+            descriptor,
+            "HTTP/1.1 \(status) \(phrase)\r\ncontent-type: application/json\r\ncontent-length: \(body.count)\r\n"
+                + "connection: close\r\n\r\n" + String(decoding: body, as: UTF8.self)
+        )
+        logger.notice("push refused", metadata: ["status": "\(status)", "reason": "\(reason)"])
+    }
+
+    private func write(_ descriptor: Int32, _ text: String) {
+        _ = UnixSocket.write(Data(text.utf8), to: descriptor)
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else {
+            return nil
+        }
+        for start in 0...(haystack.count - needle.count) where Array(haystack[start..<(start + needle.count)]) == needle {
+            return start
+        }
+        return nil
+    }
+
+    /// The uid owning the loopback TCP socket on `port` that is connected to `serverPort` (the peer of an accepted
+    /// connection), from `/proc/net/tcp`; nil when not found.
+    static func owner(ofLoopbackPort port: UInt16, connectedTo serverPort: UInt16) -> uid_t? {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else {
+            return nil
+        }
+        let local = String(format: "0100007F:%04X", port)
+        let remote = String(format: "0100007F:%04X", serverPort)
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            if fields.count > 7, fields[1] == local, fields[2] == remote {
+                return uid_t(fields[7])
+            }
+        }
+        return nil
+    }
+}
