@@ -112,6 +112,14 @@ let package = Package(
             path: "Tests/Fixtures/BackgroundProbe",
             swiftSettings: strictSwift
         ),
+        // An app registered for background fetch and pushes, woken, resumed and launched by courierd in the fetch and
+        // push end-to-end tests.
+        .executableTarget(
+            name: "PushProbe",
+            dependencies: ["Courier"],
+            path: "Tests/Fixtures/PushProbe",
+            swiftSettings: strictSwift
+        ),
         // The test server's content encoders (gzip, deflate, br, zstd) over the system's libraries.
         .target(
             name: "CTestCompression",

@@ -21,8 +21,8 @@ func siblingExecutable(_ name: String) throws -> String {
 /// A courierd running on fresh directories; `stop()` sends SIGTERM and returns how it ended, `kill()` SIGKILLs it.
 final class Daemon {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("courierd-\(UUID().uuidString)")
-    var runtime: URL { root.appendingPathComponent("run") }
-    var state: URL { root.appendingPathComponent("state") }
+    let runtime: URL
+    let state: URL
     var socket: String { runtime.appendingPathComponent("courierd.sock").path }
     var paths: DaemonPaths { DaemonPaths(runtimeDirectory: runtime, stateDirectory: state) }
     /// Arguments added to every launch (`--retry-delay 0.2`).
@@ -31,13 +31,26 @@ final class Daemon {
     private var child: ChildProcess?
 
     /// The test's environment without a session bus (no test shows notifications on the desktop of whoever runs
-    /// it), then `environment`.
-    init(arguments: [String] = [], environment: [String: String] = [:]) {
+    /// it), then `environment`. With `xdg`, the directories are where `$XDG_RUNTIME_DIR` and `$XDG_STATE_HOME` under
+    /// the root point (``xdgEnvironment``): apps and `courier` find this courierd as they find a user's, and the apps
+    /// courierd launches inherit the variables.
+    init(arguments: [String] = [], environment: [String: String] = [:], xdg: Bool = false) {
         extraArguments = arguments
+        runtime = xdg ? root.appendingPathComponent("xdg-run/courier") : root.appendingPathComponent("run")
+        state = xdg ? root.appendingPathComponent("xdg-state/courier") : root.appendingPathComponent("state")
         var base = ProcessInfo.processInfo.environment
         base["DBUS_SESSION_BUS_ADDRESS"] = nil
         base["XDG_RUNTIME_DIR"] = nil
+        if xdg {
+            base["XDG_RUNTIME_DIR"] = root.appendingPathComponent("xdg-run").path
+            base["XDG_STATE_HOME"] = root.appendingPathComponent("xdg-state").path
+        }
         self.environment = base.merging(environment) { $1 }
+    }
+
+    /// The environment of an app or a `courier` run against this daemon (the daemon's own).
+    var clientEnvironment: [String: String] {
+        environment
     }
 
     static func executable() throws -> String {

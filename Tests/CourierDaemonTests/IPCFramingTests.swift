@@ -80,6 +80,30 @@ enum SampleMessages {
                     finished: true
                 )
             ),
+            .registerApp(.init(request: 7, fetchInterval: 0, remoteNotifications: true)),
+            .reply(.init(request: 7, result: .registered(deviceToken: String(repeating: "ab", count: 32)))),
+            .wake(.init(wake: 1, reason: .fetch)),
+            .wake(.init(wake: 2, reason: .remoteNotification(payload: Data(#"{"aps":{}}"#.utf8), pushes: 3))),
+            .wakeCompleted(.init(wake: 2, work: .remoteNotification, result: "newData", duration: 0.5, bytes: 10)),
+            .wakeCompleted(.init(wake: nil, work: .fetch, result: nil, duration: 30, bytes: 0)),
+            .sendPush(.init(request: 8, deviceToken: "00", payload: Data("{}".utf8), pushType: "background", priority: 5)),
+            .reply(.init(request: 8, result: .push(.init(status: 400, reason: "BadDeviceToken", detail: "no app")))),
+            .listApps(.init(request: 9)),
+            .reply(
+                .init(
+                    request: 9,
+                    result: .apps([
+                        .init(
+                            app: "a", running: true, deviceToken: nil, fetchInterval: 0, effectiveInterval: 900,
+                            nextFetch: Date(timeIntervalSince1970: 1_000), nextFetchReason: "every 15 min",
+                            lastFetches: [.init(at: Date(timeIntervalSince1970: 10), duration: 1, bytes: 2, outcome: "noData")]
+                        )
+                    ])
+                )
+            ),
+            .triggerFetch(.init(request: 10, app: "a", launch: true)),
+            .continued(.init(request: 11)),
+            .reply(.init(request: 11, result: .continued(byDaemon: true))),
         ]
     }
 

@@ -10,11 +10,13 @@ import Glibc
 package enum ProcessSpawner {
     /// Runs `arguments[0]` (looked up on `PATH` when it has no slash) with `arguments` and `environment`; returns its
     /// pid, or the `errno` of the failure.
-    /// With `standardOutput`, the child's standard output is that descriptor (this process keeps its own copy).
+    /// With `standardOutput`, the child's standard output is that descriptor (this process keeps its own copy); with
+    /// `quiet`, its standard error goes to `/dev/null` (a helper whose complaints would only clutter courierd's log).
     package static func spawn(
         _ arguments: [String],
         environment: [String: String],
-        standardOutput: Int32? = nil
+        standardOutput: Int32? = nil,
+        quiet: Bool = false
     ) -> Result<pid_t, POSIXError> {
         guard let executable = arguments.first else {
             return .failure(POSIXError(.ENOENT))
@@ -24,6 +26,9 @@ package enum ProcessSpawner {
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let standardOutput {
             posix_spawn_file_actions_adddup2(&actions, standardOutput, 1)
+        }
+        if quiet {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -50,7 +55,8 @@ package enum ProcessSpawner {
     }
 
     /// Runs `arguments` to the end and returns what it printed on its standard output (at most 64 KiB); nil when it
-    /// cannot be started or has not finished within `timeout` (it is killed then). Its exit status is not read.
+    /// cannot be started or has not finished within `timeout` (it is killed then). Its exit status is not read, its
+    /// standard error is discarded.
     package static func output(
         of arguments: [String],
         environment: [String: String],
@@ -64,7 +70,7 @@ package enum ProcessSpawner {
         }
         _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
-        let spawned = spawn(arguments, environment: environment, standardOutput: ends[1])
+        let spawned = spawn(arguments, environment: environment, standardOutput: ends[1], quiet: true)
         close(ends[1])
         defer { close(ends[0]) }
         guard case .success(let pid) = spawned else {

@@ -26,6 +26,8 @@ package final class BackgroundWorkService: Sendable {
         let connection: Int32
         let pid: pid_t
         let send: @Sendable (IPCMessage) -> Bool
+        /// Fetching an app the user is looking at is pointless: it is not fetched then.
+        var inForeground: Bool
         /// courierd sent SIGCONT to resume the app for a wake and the app has not asked about it yet.
         var continuedForWork = false
     }
@@ -45,9 +47,17 @@ package final class BackgroundWorkService: Sendable {
         var links: [String: Link] = [:]
         var inFlight: [UInt64: InFlight] = [:]
         var nextWake: UInt64 = 1
+        /// Wakes for apps launched but not yet registered, sent when they register.
+        var pending: [String: [IPCMessage.Wake]] = [:]
         /// Bumped at every re-arming: a timer whose generation is not the current one does nothing.
         var timerGeneration: UInt64 = 0
         var stopped = false
+
+        /// Apps not to wake for a fetch now: one is under way, or the app is in the foreground.
+        var notToFetch: Set<String> {
+            Set(inFlight.values.filter { $0.work == .fetch }.map(\.app))
+                .union(links.filter { $0.value.inForeground }.map(\.key))
+        }
     }
 
     /// How long an app's fetch or push handler may take before courierd counts an overrun (the app's own limit is
@@ -100,6 +110,7 @@ package final class BackgroundWorkService: Sendable {
         app: String,
         pid: pid_t,
         connection: Int32,
+        inForeground: Bool,
         send: @escaping @Sendable (IPCMessage) -> Bool
     ) -> Result<String?, JournalError> {
         let token: String
@@ -112,12 +123,15 @@ package final class BackgroundWorkService: Sendable {
         } catch {
             return .failure(error)
         }
-        let scheduler = state.withLock { state in
-            state.links[app] = Link(connection: connection, pid: pid, send: send)
-            state.scheduler.setMinimumInterval(registration.fetchInterval, of: app)
-            return state.scheduler
+        let (scheduler, pending) = state.withLock { state in
+            state.links[app] = Link(connection: connection, pid: pid, send: send, inForeground: inForeground)
+            state.scheduler.setMinimumInterval(registration.fetchInterval, of: app, at: Date())
+            return (state.scheduler, state.pending.removeValue(forKey: app) ?? [])
         }
         save(scheduler)
+        for wake in pending {
+            _ = send(.wake(wake))
+        }
         logger.info(
             "app registered for background work",
             metadata: [
@@ -129,10 +143,14 @@ package final class BackgroundWorkService: Sendable {
         return .success(registration.remoteNotifications ? token : nil)
     }
 
-    /// The app came to the foreground (a launch by the user, or SIGCONT): a use the scheduler learns from.
-    package func cameToForeground(_ app: String, at date: Date = Date()) {
+    /// The app on `connection` says where it stands; coming to the foreground (a launch by the user, or SIGCONT) is
+    /// a use the scheduler learns from.
+    package func appState(_ app: String, connection: Int32, inForeground: Bool, cameToForeground: Bool, at date: Date = Date()) {
         let scheduler = state.withLock { state -> FetchScheduler? in
-            guard state.scheduler.apps[app] != nil else {
+            if state.links[app]?.connection == connection {
+                state.links[app]?.inForeground = inForeground
+            }
+            guard cameToForeground, state.scheduler.apps[app] != nil else {
                 return nil
             }
             state.scheduler.recordForeground(of: app, at: date)
@@ -140,8 +158,8 @@ package final class BackgroundWorkService: Sendable {
         }
         if let scheduler {
             save(scheduler)
-            rearm()
         }
+        rearm()
     }
 
     /// The connection closed: wakes go by launch from now on.
@@ -286,20 +304,23 @@ package final class BackgroundWorkService: Sendable {
             state.nextWake += 1
             let link = state.links[app]
             state.inFlight[number] = InFlight(app: app, work: work, started: now, byLaunch: link == nil)
-            if link != nil, Self.isStopped(link!.pid) {
-                state.links[app]?.continuedForWork = true
-            }
             return (number, link)
         }
         var delivered = false
         if let link {
             delivered = link.send(.wake(.init(wake: number, reason: reason)))
-            if delivered, Self.isStopped(link.pid) {
-                kill(link.pid, SIGCONT)
-                logger.info("resumed a suspended app for background work", metadata: ["app": "\(app)", "pid": "\(link.pid)"])
+            if delivered {
+                resumeWhileStopped(app, pid: link.pid, until: number)
             }
         }
-        if !delivered {
+        if !delivered, launcher.launchedProcessRuns(app) {
+            // Launched a moment ago (for other work) and not registered yet: the wake goes when it registers.
+            state.withLock { state in
+                state.inFlight[number] = InFlight(app: app, work: work, started: now, byLaunch: false)
+                state.pending[app, default: []].append(IPCMessage.Wake(wake: number, reason: reason))
+            }
+            delivered = true
+        } else if !delivered {
             delivered = launch(app, for: reason)
             if delivered, link != nil {
                 // The link was stale (the app died): the launched app reports without the wake's number.
@@ -324,6 +345,29 @@ package final class BackgroundWorkService: Sendable {
         }
     }
 
+    /// Resumes the app (SIGCONT, marked as courierd's) whenever it is found stopped until wake `number` has ended:
+    /// the wake may have arrived while its lifecycle was suspending it, after the first look.
+    private func resumeWhileStopped(_ app: String, pid: pid_t, until number: UInt64) {
+        let resumed = state.withLock { state -> Bool in
+            guard state.inFlight[number] != nil, state.links[app]?.pid == pid, Self.isStopped(pid) else {
+                return false
+            }
+            // Marked before the signal: the app asks right after it is continued.
+            state.links[app]?.continuedForWork = true
+            kill(pid, SIGCONT)
+            return true
+        }
+        if resumed {
+            logger.info("resumed a suspended app for background work", metadata: ["app": "\(app)", "pid": "\(pid)"])
+        }
+        let stillInFlight = state.withLock { $0.inFlight[number] != nil && $0.links[app]?.pid == pid }
+        if stillInFlight {
+            queue.asyncAfter(deadline: .now() + 0.25) { [weak self] in
+                self?.resumeWhileStopped(app, pid: pid, until: number)
+            }
+        }
+    }
+
     /// Launches the app for `reason`; false when it cannot be (no launch command, force-quit, spawn failed, or a
     /// process of an earlier launch still runs and has not connected).
     private func launch(_ app: String, for reason: IPCMessage.Wake.Reason) -> Bool {
@@ -341,7 +385,13 @@ package final class BackgroundWorkService: Sendable {
     }
 
     private func overran(_ number: UInt64) {
-        guard let flight = state.withLock({ $0.inFlight.removeValue(forKey: number) }) else {
+        let flight = state.withLock { state in
+            for (app, wakes) in state.pending {
+                state.pending[app] = wakes.filter { $0.wake != number }
+            }
+            return state.inFlight.removeValue(forKey: number)
+        }
+        guard let flight else {
             return
         }
         logger.warning("no report of background work in time: an overrun", metadata: ["app": "\(flight.app)", "wake": "\(number)"])
@@ -380,7 +430,7 @@ package final class BackgroundWorkService: Sendable {
             guard !state.stopped else {
                 return (state.timerGeneration, nil)
             }
-            let busy = Set(state.inFlight.values.filter { $0.work == .fetch }.map(\.app))
+            let busy = state.notToFetch
             let fetch = state.scheduler.apps.keys.filter { !busy.contains($0) }
                 .compactMap { state.scheduler.nextFetch(of: $0, after: now)?.date }.min()
             let push = state.budget.nextDue(after: now)
@@ -402,7 +452,7 @@ package final class BackgroundWorkService: Sendable {
             guard state.timerGeneration == generation, !state.stopped else {
                 return nil
             }
-            let busy = Set(state.inFlight.values.filter { $0.work == .fetch }.map(\.app))
+            let busy = state.notToFetch
             return (state.scheduler.due(at: now).filter { !busy.contains($0) }, state.budget.takeDue(at: now))
         }
         guard let work else {

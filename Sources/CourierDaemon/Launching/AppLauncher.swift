@@ -71,6 +71,11 @@ package final class AppLauncher: Sendable {
         state.withLock { $0.limiter.appCameToForeground(app) }
     }
 
+    /// Whether the process of `app`'s last launch still runs.
+    package func launchedProcessRuns(_ app: String) -> Bool {
+        state.withLock { state in state.launched[app].map { kill($0, 0) == 0 } ?? false }
+    }
+
     /// Launches `app` at once for background work (`COURIER_BACKGROUND_LAUNCH=reason`, plus `environment`), unless the
     /// process of an earlier launch still runs. Returns the new process, or nil (running already, or not spawned).
     package func launchForWork(
@@ -79,8 +84,7 @@ package final class AppLauncher: Sendable {
         reason: String,
         environment: [String: String] = [:]
     ) -> pid_t? {
-        let running = state.withLock { state in state.launched[app].map { kill($0, 0) == 0 } ?? false }
-        guard !running else {
+        guard !launchedProcessRuns(app) else {
             return nil
         }
         return spawn(app: app, command: command, reason: reason, environment: environment)

@@ -103,11 +103,13 @@ package final class PushEndpoint: @unchecked Sendable {
     private func serve(_ descriptor: Int32, peerPort: UInt16) {
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // The request is read before any answer: closing with a request unread would reset the connection.
+        let request = read(descriptor)
         guard Self.owner(ofLoopbackPort: peerPort, connectedTo: port) == getuid() else {
             respond(descriptor, status: 403, reason: "Forbidden", detail: "only the user running courierd may push")
             return
         }
-        guard let request = read(descriptor) else {
+        guard let request else {
             respond(descriptor, status: 400, reason: "BadRequest", detail: "not an HTTP/1.1 request with a Content-Length body")
             return
         }
@@ -234,9 +236,12 @@ package final class PushEndpoint: @unchecked Sendable {
     /// The uid owning the loopback TCP socket on `port` that is connected to `serverPort` (the peer of an accepted
     /// connection), from `/proc/net/tcp`; nil when not found.
     static func owner(ofLoopbackPort port: UInt16, connectedTo serverPort: UInt16) -> uid_t? {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else {
+        // Read to the end: procfs reports a size of 0, and a reader that trusts it stops after the first page.
+        guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp"), let data = try? file.readToEnd() else {
             return nil
         }
+        try? file.close()
+        let table = String(decoding: data, as: UTF8.self)
         let local = String(format: "0100007F:%04X", port)
         let remote = String(format: "0100007F:%04X", serverPort)
         for line in table.split(separator: "\n").dropFirst() {

@@ -65,6 +65,8 @@ package struct FetchScheduler: Sendable, Codable, Equatable {
         package var favoured = false
         /// The most recent fetches, oldest first (at most 50).
         package var fetches: [FetchRecord] = []
+        /// When the app first asked for fetches: the first one comes an interval after, not at once.
+        package var registeredAt: Date?
     }
 
     package var policy: Policy
@@ -77,8 +79,14 @@ package struct FetchScheduler: Sendable, Codable, Equatable {
     // MARK: What the apps tell
 
     /// `setMinimumBackgroundFetchInterval`: nil for never, 0 for `.minimum`, else seconds (at least the minimum).
-    package mutating func setMinimumInterval(_ interval: TimeInterval?, of app: String) {
-        apps[app, default: App()].minimumInterval = interval.map { max($0, policy.minimumInterval) }
+    /// `date`, when given, is when the app asked: the first fetch comes an interval later.
+    package mutating func setMinimumInterval(_ interval: TimeInterval?, of app: String, at date: Date? = nil) {
+        var record = apps[app, default: App()]
+        record.minimumInterval = interval.map { max($0, policy.minimumInterval) }
+        if interval != nil, record.registeredAt == nil {
+            record.registeredAt = date
+        }
+        apps[app] = record
     }
 
     /// The user brought `app` to the foreground at `date`.
@@ -137,7 +145,7 @@ package struct FetchScheduler: Sendable, Codable, Equatable {
         }
         let usual = usualSlots(of: record, now: now)
         let spacing = usual.isEmpty ? max(interval, policy.unlearnedInterval) : interval
-        let earliest = max(now, record.fetches.last.map { $0.at.addingTimeInterval(spacing) } ?? now)
+        let earliest = max(now, (record.fetches.last?.at ?? record.registeredAt)?.addingTimeInterval(spacing) ?? now)
         var reason = record.unproductiveStreak > 0
             ? "backed off after \(record.unproductiveStreak) fetches without new data"
             : "every \(Self.describe(spacing))"

@@ -441,7 +441,8 @@ package final class DaemonServer: @unchecked Sendable {
                 registration,
                 app: app,
                 pid: connection.pid,
-                connection: connection.descriptor
+                connection: connection.descriptor,
+                inForeground: connection.inForeground
             ) { [weak connection] message in connection?.send(message) ?? false }
             reply(registration.request, on: connection) { () throws(JournalError) in
                 .registered(deviceToken: try answer.get())
@@ -472,11 +473,16 @@ package final class DaemonServer: @unchecked Sendable {
     private func appState(_ state: IPCMessage.AppState, on connection: Connection) {
         let cameToForeground = state.inForeground && !connection.inForeground
         connection.inForeground = state.inForeground
-        if state.inForeground, let app = connection.app {
-            launcher.appCameToForeground(app)
-            if cameToForeground || !connection.heardState {
-                backgroundWork.cameToForeground(app)
+        if let app = connection.app {
+            if state.inForeground {
+                launcher.appCameToForeground(app)
             }
+            backgroundWork.appState(
+                app,
+                connection: connection.descriptor,
+                inForeground: state.inForeground,
+                cameToForeground: state.inForeground && (cameToForeground || !connection.heardState)
+            )
         }
         connection.heardState = true
     }
