@@ -189,6 +189,12 @@ struct LifecycleStateMachine: Sendable {
         self.phase == .suspended
     }
 
+    /// Suspended with nothing to do: a process running in this state (continued for work that was handed over
+    /// already) should stop again.
+    var isIdleWhileSuspended: Bool {
+        self.phase == .suspended && self.tasks.isEmpty && !self.terminationRequested
+    }
+
     var isTerminated: Bool {
         self.phase == .terminated
     }

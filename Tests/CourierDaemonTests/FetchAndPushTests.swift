@@ -1,4 +1,5 @@
 import Courier
+import CourierConcurrency
 import CourierDaemon
 import CourierTestSupport
 import Foundation
@@ -23,9 +24,9 @@ struct FetchAndPushTests {
         let server: TestServer
         var app: ChildProcess?
 
-        init(daemonArguments: [String] = ["--relaunch-delay", "0"]) async throws {
+        init(daemonArguments: [String] = ["--relaunch-delay", "0"], environment: [String: String] = [:]) async throws {
             server = try await TestServer.start()
-            daemon = Daemon(arguments: daemonArguments, xdg: true)
+            daemon = Daemon(arguments: daemonArguments, environment: environment, xdg: true)
             try daemon.start()
             log = daemon.root.appendingPathComponent("probe.log").path
         }
@@ -70,6 +71,11 @@ struct FetchAndPushTests {
                 environment: daemon.clientEnvironment,
                 timeout: .seconds(30)
             )
+        }
+
+        /// `courier apps --json`, decoded.
+        func apps() throws -> [IPCMessage.AppSummary] {
+            try JSONDecoder().decode([IPCMessage.AppSummary].self, from: try courier(["apps", "--json"]).standardOutput)
         }
 
         func finish() async throws {
@@ -170,6 +176,88 @@ struct FetchAndPushTests {
         try await scene.finish()
     }
 
+    @Test("a handler that does not finish in time is an overrun: the app is suspended again, courierd records it")
+    func overrun() async throws {
+        let scene = try await Scene()
+        do {
+            _ = try await scene.startApp(["--fetch-result", "hang", "--time-limit", "1"])
+            let app = try #require(scene.app)
+            app.send(SIGTSTP)
+            #expect(await Self.waitStopped(app.pid))
+            let started = Date()
+            _ = try scene.courier(["fetch", "simulate", "PushProbe"])
+            #expect(await scene.waitFor("fetch")?["state"] as? String == "background")
+            // The handler never answers: after the 1 s limit the app ends the fetch as an overrun and is suspended.
+            #expect(await Self.waitStopped(app.pid))
+            #expect(Date().timeIntervalSince(started) >= 1)
+            var fetches: [IPCMessage.AppSummary.Fetch] = []
+            for _ in 0..<50 where fetches.isEmpty {
+                fetches = try scene.apps().first { $0.app == "PushProbe" }?.lastFetches ?? []
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(fetches.map(\.outcome) == ["overrun"])
+        } catch {
+            Issue.record(error)
+        }
+        try await scene.finish()
+    }
+
+    @Test("the device token survives a restart of courierd, and pushes to it still reach the app")
+    func tokenSurvivesRestart() async throws {
+        let scene = try await Scene()
+        do {
+            let token = try await scene.startApp()
+            scene.app?.send(SIGKILL)
+            _ = scene.app?.wait(timeout: .seconds(10))
+            #expect(scene.daemon.stop() == .exited(0))
+            try scene.daemon.start()
+            #expect(try scene.apps().first { $0.app == "PushProbe" }?.deviceToken == token)
+            let push = try scene.courier(["push", token, "-n"])
+            #expect(String(decoding: push.standardOutput, as: UTF8.self).contains("delivered"))
+            #expect(await scene.waitFor("push") != nil)
+        } catch {
+            Issue.record(error)
+        }
+        try await scene.finish()
+    }
+
+    @Test(
+        "an alert push is shown as a desktop notification and does not wake the app",
+        .enabled(if: DesktopNotificationTests.toolsPresent, "needs dbus-daemon, dbus-monitor and gdbus")
+    )
+    func alertPush() async throws {
+        let bus = try PrivateBus()
+        let seen = LockedValue(Data())
+        let monitor = try ChildProcess(
+            "/usr/bin/dbus-monitor",
+            arguments: ["--address", bus.address, "interface='org.freedesktop.Notifications'"],
+            environment: ProcessInfo.processInfo.environment,
+            standardOutput: .stream { chunk in seen.withLock { $0.append(chunk) } }
+        )
+        defer {
+            monitor.send(SIGTERM)
+            _ = monitor.wait(timeout: .seconds(10))
+        }
+        let scene = try await Scene(environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        do {
+            let token = try await scene.startApp()
+            try await Task.sleep(for: .milliseconds(300))
+            let push = try scene.courier(["push", token, "--alert", "New episode"])
+            #expect(String(decoding: push.standardOutput, as: UTF8.self).contains("shown"))
+            var text = ""
+            for _ in 0..<100 where !text.contains("New episode") {
+                try await Task.sleep(for: .milliseconds(100))
+                text = seen.withLock { String(decoding: $0, as: UTF8.self) }
+            }
+            #expect(text.contains("member=Notify"), "dbus-monitor saw: \(text)")
+            #expect(text.contains("string \"New episode\""))
+            #expect(scene.entries("push").isEmpty, "an alert without content-available woke the app")
+        } catch {
+            Issue.record(error)
+        }
+        try await scene.finish()
+    }
+
     @Test("courierd fetches on its schedule, records each fetch, and backs off an app that finds nothing")
     func scheduledFetches() async throws {
         let scene = try await Scene(daemonArguments: ["--relaunch-delay", "0", "--fetch-minimum-interval", "2"])
@@ -182,13 +270,9 @@ struct FetchAndPushTests {
             app.send(SIGTSTP)
             // Suspended: each fetch resumes it in the background (2 s, then 4 s after the first noData).
             #expect(await scene.waitFor("fetch", skipping: 1, timeout: 30) != nil)
-            #expect(scene.entries("fetch").allSatisfy { $0["state"] as? String == "background" })
+            #expect(scene.entries("fetch").allSatisfy { $0["state"] as? String == "background" }, "\(RelaunchTests.entries(scene.log))")
             #expect(await Self.waitStopped(app.pid))
-            let listing = try scene.courier(["apps", "--json"])
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .deferredToDate
-            let apps = try decoder.decode([IPCMessage.AppSummary].self, from: listing.standardOutput)
-            let probe = try #require(apps.first { $0.app == "PushProbe" })
+            let probe = try #require(try scene.apps().first { $0.app == "PushProbe" })
             #expect(probe.running)
             #expect(probe.fetchInterval == 0)
             #expect(probe.lastFetches.count >= 2)

@@ -6,7 +6,7 @@
 // - relaunched for the background session's events it recreates the session, logs the file, and exits once
 //   `urlSessionDidFinishEvents` has run.
 //
-//   PushProbe --log FILE --server URL [--fetch-result newData|noData|failed|hang]
+//   PushProbe --log FILE --server URL [--fetch-result newData|noData|failed|hang] [--time-limit SECONDS]
 import Courier
 import Foundation
 
@@ -20,6 +20,8 @@ struct Options: Sendable {
     var log = ""
     var server = ""
     var fetchResult = "newData"
+    /// The fetch and push handlers' time limit.
+    var timeLimit = 30.0
 
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
@@ -29,6 +31,7 @@ struct Options: Sendable {
             case "--log": log = value
             case "--server": server = value
             case "--fetch-result": fetchResult = value
+            case "--time-limit": timeLimit = Double(value)!
             default: fatalError("unknown argument \(argument)")
             }
         }
@@ -166,4 +169,7 @@ final class ProbeDelegate: ApplicationDelegate {
     }
 }
 
-Application.main(delegate: ProbeDelegate(options: Options(Array(CommandLine.arguments.dropFirst()))))
+let options = Options(Array(CommandLine.arguments.dropFirst()))
+var configuration = Application.Configuration()
+configuration.backgroundFetchTimeLimit = .milliseconds(Int(options.timeLimit * 1000))
+Application.main(delegate: ProbeDelegate(options: options), configuration: configuration)

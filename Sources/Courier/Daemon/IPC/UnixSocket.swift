@@ -78,6 +78,16 @@ package enum UnixSocket {
         return entry.revents & (Int16(POLLHUP) | readHangUp) != 0
     }
 
+    /// The bytes written to a connected socket that its peer has not read yet (`SIOCOUTQ`); 0 when unknown.
+    package static func unreadByPeer(_ descriptor: Int32) -> Int {
+        // SIOCOUTQ is TIOCOUTQ (0x5411) on Linux; for a Unix stream socket it counts what the peer has not read.
+        var count: Int32 = 0
+        guard ioctl(descriptor, 0x5411, &count) == 0 else {
+            return 0
+        }
+        return Int(count)
+    }
+
     private static func withAddress<Result>(
         _ path: String,
         _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result
