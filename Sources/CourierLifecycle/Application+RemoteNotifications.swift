@@ -102,31 +102,20 @@ extension Application {
         }
     }
 
-    /// SIGCONT: courierd resuming the suspended process for background work leaves it in the background; anyone else
-    /// brings it to the foreground. The question to courierd is answered before the application may be suspended
-    /// again (``suspendWhenNoContinueIsBeingClassified()``): an answer read after a stop would come too late.
-    func continued() {
-        self.continueClassification.enter()
-        defer { self.continueClassification.leave() }
-        if BackgroundServiceLinks.existing?.wasContinuedForBackgroundWork() == true {
-            self.logger.info("continued by courierd for background work; staying in the background")
-            // The work comes as a wake read right after the continue; when it came earlier (courierd resumed the
-            // process once more, as it stopped with the work done) nothing starts, and the process stops again.
-            self.callbackQueue.asyncAfter(deadline: .now() + 0.2) {
-                guard self.machine.withLock({ $0.isIdleWhileSuspended }) else { return }
-                self.logger.info("continued by courierd with no work left: suspending again")
-                self.suspendWhenNoContinueIsBeingClassified()
-            }
+    /// SIGCONT from `sender`: courierd resuming the suspended process for background work leaves it in the
+    /// background (the work comes as a wake on the link); anyone else brings it to the foreground.
+    func continued(by sender: pid_t) {
+        guard let daemon = BackgroundServiceLinks.existing?.daemonProcess, sender == daemon else {
+            self.enterForeground()
             return
         }
-        self.enterForeground()
-    }
-
-    /// Suspends the process once no SIGCONT is being classified (at most 2 s of waiting).
-    func suspendWhenNoContinueIsBeingClassified() {
-        if self.continueClassification.wait(timeout: .now() + 2) == .timedOut {
-            self.logger.warning("suspending while courierd has not said who continued the process")
+        self.logger.info("continued by courierd for background work; staying in the background")
+        // The work comes as a wake read right after the continue; when it came earlier (the process stopped between
+        // reading a wake and starting it, and courierd resumed it once more) and is done, the process stops again.
+        self.callbackQueue.asyncAfter(deadline: .now() + 0.2) {
+            guard self.machine.withLock({ $0.isIdleWhileSuspended }) else { return }
+            self.logger.info("continued by courierd with no work left: suspending again")
+            self.configuration.processControl.suspend()
         }
-        self.configuration.processControl.suspend()
     }
 }

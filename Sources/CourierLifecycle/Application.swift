@@ -35,8 +35,6 @@ public final class Application: Sendable {
     /// (`Application+BackgroundFetch.swift`).
     let fetchState = LockedValue(FetchState())
     let launchOptionsStorage = LockedValue<LaunchOptions?>(nil)
-    /// Entered while a SIGCONT's origin is asked of courierd (``continued()``).
-    let continueClassification = DispatchGroup()
 
     /// Creates an application. Use ``shared`` in a program; create others only in tests or to embed
     /// a lifecycle with an injected clock, callback queue and process control.

@@ -20,9 +20,9 @@ package protocol BackgroundServiceLinking: AnyObject, Sendable {
     /// A fetch or push handler finished (or overran): tell courierd, which schedules the next one from it.
     func finished(_ work: BackgroundWork, report: BackgroundFetchReport)
 
-    /// The process was continued (SIGCONT) while suspended: whether courierd did it, to hand over background work
-    /// (then the application stays in the background). Blocks for at most a second.
-    func wasContinuedForBackgroundWork() -> Bool
+    /// courierd's process (the peer of the link's connection), which sends SIGCONT to resume the suspended
+    /// application for background work; nil while not connected.
+    var daemonProcess: Int32? { get }
 }
 
 /// Background work courierd asked for.

@@ -36,12 +36,14 @@ extension Application {
     /// - SIGTSTP → ``enterBackground()``; once no background task remains the process really stops
     ///   (``ProcessControl/suspend``: SIGSTOP), which is "suspended".
     /// - SIGCONT → ``enterForeground()``: `applicationWillEnterForeground`, then active — unless courierd sent it
-    ///   to resume the suspended process for background work (a fetch, a push), which stays in the background.
+    ///   (the sender's pid tells) to resume the suspended process for background work (a fetch, a push), which
+    ///   stays in the background.
     /// - SIGTERM → ``terminate()``: background with the budget as a deadline, then
     ///   `applicationWillTerminate` and exit status 0 once the tasks have ended.
     ///
     /// Each signal's default action is ignored first (`signal(SIG, SIG_IGN)`), the signals are
-    /// blocked on the calling thread, and a dispatch signal source on a private queue receives them.
+    /// blocked on the calling thread, and a dispatch signal source on a private queue receives them;
+    /// SIGCONT instead gets a handler that passes its sender's pid to that queue through a pipe.
     /// This method returns only once libdispatch has registered the sources (up to 10 s), so a
     /// signal sent after it returns — for example once `applicationDidBecomeActive` has run — is not
     /// lost. Once per process: a signal already handled for an application is not installed again.
@@ -61,6 +63,7 @@ enum LifecycleSignalSources {
     private struct Sources: @unchecked Sendable {
         var handled: LifecycleSignals = []
         var sources: [any DispatchSourceSignal] = []
+        var continueSource: (any DispatchSourceRead)?
     }
 
     private static let installed = LockedValue(Sources())
@@ -72,18 +75,22 @@ enum LifecycleSignalSources {
             let wanted = signals.subtracting(installed.handled)
             var mask = sigset_t()
             sigemptyset(&mask)
-            for (_, number) in wanted.signalNumbers {
+            // SIGCONT has a handler of its own, which learns who sent it (ContinueSignal).
+            let viaDispatch = wanted.subtracting(.continue)
+            for (_, number) in viaDispatch.signalNumbers {
                 sigaddset(&mask, number)
             }
             pthread_sigmask(SIG_BLOCK, &mask, nil)
-            for (kind, number) in wanted.signalNumbers {
+            if wanted.contains(.continue) {
+                installed.continueSource = ContinueSignal.install(on: self.queue, for: application)
+            }
+            for (kind, number) in viaDispatch.signalNumbers {
                 _ = signal(number, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: number, queue: self.queue)
                 source.setEventHandler { [weak application] in
                     guard let application else { return }
                     switch kind {
                     case .terminalStop: application.enterBackground()
-                    case .continue: application.continued()
                     default: application.terminate()
                     }
                 }

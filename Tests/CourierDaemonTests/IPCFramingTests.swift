@@ -102,8 +102,6 @@ enum SampleMessages {
                 )
             ),
             .triggerFetch(.init(request: 10, app: "a", launch: true)),
-            .continued(.init(request: 11)),
-            .reply(.init(request: 11, result: .continued(byDaemon: true))),
         ]
     }
 

@@ -84,8 +84,6 @@ extension BackgroundWorkService {
             else {
                 return false
             }
-            // Marked before the signal: the app asks right after it is continued.
-            state.links[app]?.resumedForWork = true
             kill(pid, SIGCONT)
             return true
         }

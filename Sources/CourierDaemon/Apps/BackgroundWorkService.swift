@@ -11,8 +11,8 @@ import Glibc
 /// apps register (device token, fetch interval), the ``FetchScheduler`` says when to fetch, pushes are checked and
 /// paced by the ``PushBudget``, and each piece of work is delivered the way the app can take it:
 /// - connected and running: a `wake` message at once;
-/// - connected but stopped (suspended by its lifecycle): the `wake` message, then SIGCONT — the app asks whether the
-///   continue was courierd's (`continued`) and stays in the background;
+/// - connected but stopped (suspended by its lifecycle): the `wake` message, then SIGCONT — the app sees the signal
+///   came from courierd and stays in the background;
 /// - not running: launched with `COURIER_BACKGROUND_LAUNCH=fetch` or `remote-notification` (the payload in
 ///   `COURIER_REMOTE_NOTIFICATION`).
 ///
@@ -28,8 +28,6 @@ package final class BackgroundWorkService: Sendable {
         let send: @Sendable (IPCMessage) -> Bool
         /// Fetching an app the user is looking at is pointless: it is not fetched then.
         var inForeground: Bool
-        /// courierd sent SIGCONT to resume the app for a wake, and the app has not asked about a continue since.
-        var resumedForWork = false
     }
 
     /// A delivery the app has not finished.
@@ -166,18 +164,6 @@ package final class BackgroundWorkService: Sendable {
     package func disconnected(_ connection: Int32) {
         state.withLock { state in
             state.links = state.links.filter { $0.value.connection != connection }
-        }
-    }
-
-    /// `continued`: whether courierd resumed the app on `connection` for a wake since it last asked (after each
-    /// SIGCONT; two signals close together may reach it as one).
-    package func continued(_ connection: Int32) -> Bool {
-        state.withLock { state in
-            guard let (app, link) = state.links.first(where: { $0.value.connection == connection }) else {
-                return false
-            }
-            state.links[app]?.resumedForWork = false
-            return link.resumedForWork
         }
     }
 

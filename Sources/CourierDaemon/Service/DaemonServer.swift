@@ -459,9 +459,6 @@ package final class DaemonServer: @unchecked Sendable {
             } else {
                 _ = connection.send(.reply(.init(request: trigger.request, result: .done)))
             }
-        case .continued(let continued):
-            let byDaemon = backgroundWork.continued(connection.descriptor)
-            _ = connection.send(.reply(.init(request: continued.request, result: .continued(byDaemon: byDaemon))))
         case .welcome, .reply, .failure, .events, .wake:
             return "a \(message.kind) message is the daemon's to send"
         }

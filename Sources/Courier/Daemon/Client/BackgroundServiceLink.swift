@@ -122,15 +122,11 @@ final class BackgroundServiceLink: BackgroundServiceLinking {
         }
     }
 
-    func wasContinuedForBackgroundWork() -> Bool {
+    var daemonProcess: Int32? {
         guard let connection = state.withLock({ $0.connection }), !connection.hasEnded else {
-            return false
+            return nil
         }
-        let answer = connection.request(timeout: 1) { .continued(.init(request: $0)) }
-        if case .success(.continued(let byDaemon)) = answer {
-            return byDaemon
-        }
-        return false
+        return connection.peer?.pid
     }
 
     /// courierd asks for background work: the application runs the handler (after leaving suspension).

@@ -154,6 +154,11 @@ package final class DaemonConnection: Sendable {
         early.forEach(handler)
     }
 
+    /// Who is at the other end (courierd's process), as the kernel says.
+    package var peer: PeerCredentials? {
+        PeerCredentials.of(socket: descriptor)
+    }
+
     /// Whether the connection ended (courierd closed it, or it was closed).
     var hasEnded: Bool {
         state.withLock { $0.ended != nil }
@@ -219,7 +224,7 @@ package final class DaemonConnection: Sendable {
             handler?(wake)
         case .welcome, .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession,
             .listSessions, .stopDaemon, .forceQuit, .appState, .registerApp, .wakeCompleted, .sendPush, .listApps,
-            .triggerFetch, .continued:
+            .triggerFetch:
             break
         }
     }

@@ -20,7 +20,8 @@ extension IPCMessage {
     }
 
     /// courierd asks the connected app to do background work: a fetch, or a silent push's handler. Sent before courierd
-    /// resumes an app that is stopped (suspended); the app answers with ``WakeCompleted``.
+    /// resumes an app that is stopped (suspended): the app knows the SIGCONT is courierd's by its sender and stays in
+    /// the background. The app answers with ``WakeCompleted``.
     package struct Wake: Codable, Sendable, Equatable {
         package enum Reason: Codable, Sendable, Equatable {
             case fetch
@@ -121,16 +122,6 @@ extension IPCMessage {
             self.request = request
             self.app = app
             self.launch = launch
-        }
-    }
-
-    /// The app was continued (SIGCONT) while suspended: was it courierd, resuming it for a wake (it stays in the
-    /// background), or the user (it comes to the foreground)? Answered with ``Reply/Result/continued(byDaemon:)``.
-    package struct Continued: Codable, Sendable, Equatable {
-        package var request: UInt64
-
-        package init(request: UInt64) {
-            self.request = request
         }
     }
 

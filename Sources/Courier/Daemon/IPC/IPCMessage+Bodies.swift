@@ -275,7 +275,6 @@ extension IPCMessage {
             case registered(deviceToken: String?)
             case push(PushReceipt)
             case apps([AppSummary])
-            case continued(byDaemon: Bool)
         }
 
         package var request: UInt64

@@ -23,7 +23,6 @@ package enum IPCMessage: Sendable, Equatable {
     case sendPush(SendPush)
     case listApps(ListApps)
     case triggerFetch(TriggerFetch)
-    case continued(Continued)
 
     /// The message type numbers of the frame header; a number is never reused for another body.
     package enum Kind: UInt16, Sendable, CaseIterable {
@@ -48,7 +47,6 @@ package enum IPCMessage: Sendable, Equatable {
         case sendPush = 19
         case listApps = 20
         case triggerFetch = 21
-        case continued = 22
     }
 
     package var kind: Kind {
@@ -74,7 +72,6 @@ package enum IPCMessage: Sendable, Equatable {
         case .sendPush: .sendPush
         case .listApps: .listApps
         case .triggerFetch: .triggerFetch
-        case .continued: .continued
         }
     }
 
@@ -106,7 +103,6 @@ package enum IPCMessage: Sendable, Equatable {
             case .sendPush(let body): payload = try encoder.encode(body)
             case .listApps(let body): payload = try encoder.encode(body)
             case .triggerFetch(let body): payload = try encoder.encode(body)
-            case .continued(let body): payload = try encoder.encode(body)
             }
         } catch {
             throw .malformedPayload(type: kind.rawValue, reason: "cannot encode: \(error)")
@@ -150,7 +146,6 @@ package enum IPCMessage: Sendable, Equatable {
             case .sendPush: self = .sendPush(try decoder.decode(SendPush.self, from: payload))
             case .listApps: self = .listApps(try decoder.decode(ListApps.self, from: payload))
             case .triggerFetch: self = .triggerFetch(try decoder.decode(TriggerFetch.self, from: payload))
-            case .continued: self = .continued(try decoder.decode(Continued.self, from: payload))
             }
         } catch {
             throw .malformedPayload(type: frame.type, reason: IPCMessage.reason(error))

@@ -1,0 +1,53 @@
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// SIGCONT with its sender: a `SA_SIGINFO` handler writes the sending process's pid into a pipe (`write` is
+/// async-signal-safe), and a dispatch read source hands each to ``Application/continued(by:)``. Whether courierd or
+/// the user (`fg`, `kill -CONT`) continued the process decides between staying in the background and coming to the
+/// foreground, and only the signal itself says it reliably: a handler may run late, after the process has stopped
+/// again. Two SIGCONTs that arrive while the process is stopped are one signal, as the kernel merges them.
+enum ContinueSignal {
+    /// The pipe's write end, for the handler: set once, before the handler is installed, never changed.
+    nonisolated(unsafe) private static var writeEnd: Int32 = -1
+
+    /// Installs the handler (once per process) and returns the source that reads the pipe; nil when no pipe can be
+    /// made (SIGCONT then only continues the process).
+    static func install(on queue: DispatchQueue, for application: Application) -> (any DispatchSourceRead)? {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            application.logger.error("no pipe for SIGCONT: continuing will not bring the application to the foreground")
+            return nil
+        }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        }
+        self.writeEnd = ends[1]
+        let source = DispatchSource.makeReadSource(fileDescriptor: ends[0], queue: queue)
+        source.setEventHandler { [weak application] in
+            var senders: [pid_t] = []
+            var pid: pid_t = 0
+            while read(ends[0], &pid, MemoryLayout<pid_t>.size) == MemoryLayout<pid_t>.size {
+                senders.append(pid)
+            }
+            guard let application, !senders.isEmpty else { return }
+            // A user's continue among them wins: the user wants the application in front.
+            application.continued(by: senders.first { $0 != BackgroundServiceLinks.existing?.daemonProcess } ?? senders[0])
+        }
+        source.resume()
+        var action = sigaction()
+        action.__sigaction_handler.sa_sigaction = { _, info, _ in
+            var sender = info?.pointee._sifields._kill.si_pid ?? 0
+            _ = write(ContinueSignal.writeEnd, &sender, MemoryLayout<pid_t>.size)
+        }
+        action.sa_flags = SA_SIGINFO | SA_RESTART
+        sigemptyset(&action.sa_mask)
+        sigaction(SIGCONT, &action, nil)
+        return source
+    }
+}
