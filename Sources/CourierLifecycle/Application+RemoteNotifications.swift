@@ -57,7 +57,9 @@ extension Application {
     /// delegate's handler runs under a background task within ``Configuration/backgroundFetchTimeLimit``; its report
     /// goes back to courierd. Returns at once.
     package func performBackgroundWork(_ work: BackgroundWork, payload: Data?) {
+        self.wakesWaiting.withLock { $0 += 1 }
         self.callbackQueue.async {
+            self.wakesWaiting.withLock { $0 -= 1 }
             let now = self.clock.now
             if let period = self.machine.withLock({ $0.wakeForBackgroundWork(now: now) }) {
                 self.logger.info("woken in the background", metadata: ["work": "\(work.kind.rawValue)"])
@@ -102,20 +104,52 @@ extension Application {
         }
     }
 
-    /// SIGCONT from `sender`: courierd resuming the suspended process for background work leaves it in the
-    /// background (the work comes as a wake on the link); anyone else brings it to the foreground.
-    func continued(by sender: pid_t) {
-        guard let daemon = BackgroundServiceLinks.existing?.daemonProcess, sender == daemon else {
+    /// Suspends the process (``ProcessControl/suspend``), and when it is continued, tells courierd's continue from the
+    /// user's at once: courierd writes a wake before it resumes a stopped process, so something received on the link
+    /// since the stop means courierd (the application stays in the background: the wake's work follows); nothing
+    /// means the user (it comes to the foreground). Without a link to courierd, SIGCONT's handler decides alone.
+    func suspendProcess() {
+        guard Application.isShared(self), let link = BackgroundServiceLinks.existing else {
+            self.configuration.processControl.suspend()
+            return
+        }
+        // A wake that arrived while the application was becoming idle waits on the callback queue: no stop, it starts.
+        guard self.wakesWaiting.withLock({ $0 }) == 0 else {
+            self.logger.info("not suspending: background work from courierd is waiting")
+            return
+        }
+        let mark = link.receiveMark()
+        self.configuration.processControl.suspend()
+        // The link's reader, continued at the same moment, may be between taking the wake off the socket and counting
+        // it: a few looks, 5 ms apart, before concluding it was the user.
+        var byDaemon = false
+        for look in 0..<10 where !byDaemon {
+            if look > 0 {
+                usleep(5_000)
+            }
+            byDaemon = link.hasReceived(since: mark) || self.wakesWaiting.withLock({ $0 }) > 0
+        }
+        guard byDaemon else {
             self.enterForeground()
             return
         }
         self.logger.info("continued by courierd for background work; staying in the background")
-        // The work comes as a wake read right after the continue; when it came earlier (the process stopped between
-        // reading a wake and starting it, and courierd resumed it once more) and is done, the process stops again.
+        // When the wake was read before the stop (courierd resumed the process once more, as it stopped between reading
+        // a wake and starting it) and is done, nothing starts, and the process stops again.
         self.callbackQueue.asyncAfter(deadline: .now() + 0.2) {
             guard self.machine.withLock({ $0.isIdleWhileSuspended }) else { return }
             self.logger.info("continued by courierd with no work left: suspending again")
-            self.configuration.processControl.suspend()
+            self.suspendProcess()
         }
+    }
+
+    /// SIGCONT from `sender` (its handler may run late, and the kernel keeps one sender of two merged signals): any
+    /// process but courierd brings the application to the foreground; courierd's continue is handled where the
+    /// process resumes (``suspendProcess()``).
+    func continued(by sender: pid_t) {
+        if let daemon = BackgroundServiceLinks.existing?.daemonProcess, sender == daemon {
+            return
+        }
+        self.enterForeground()
     }
 }

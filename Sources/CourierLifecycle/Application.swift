@@ -35,6 +35,8 @@ public final class Application: Sendable {
     /// (`Application+BackgroundFetch.swift`).
     let fetchState = LockedValue(FetchState())
     let launchOptionsStorage = LockedValue<LaunchOptions?>(nil)
+    /// Wakes from courierd handed to the callback queue and not started yet.
+    let wakesWaiting = LockedValue(0)
 
     /// Creates an application. Use ``shared`` in a program; create others only in tests or to embed
     /// a lifecycle with an injected clock, callback queue and process control.

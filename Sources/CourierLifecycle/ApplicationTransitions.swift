@@ -161,7 +161,7 @@ extension Application {
             break
         case .suspend:
             self.logger.info("suspending: in the background with no background task left")
-            self.configuration.processControl.suspend()
+            self.suspendProcess()
         case .finishTermination:
             self.runWillTerminate()
         }

@@ -23,6 +23,13 @@ package protocol BackgroundServiceLinking: AnyObject, Sendable {
     /// courierd's process (the peer of the link's connection), which sends SIGCONT to resume the suspended
     /// application for background work; nil while not connected.
     var daemonProcess: Int32? { get }
+
+    /// How much the link has received so far, taken before the process stops.
+    func receiveMark() -> UInt64
+
+    /// Whether courierd has sent anything since `mark` (read already, or waiting to be read). courierd writes a wake
+    /// before it resumes a stopped process, so right after a continue this tells courierd's continue from the user's.
+    func hasReceived(since mark: UInt64) -> Bool
 }
 
 /// Background work courierd asked for.

@@ -7,10 +7,11 @@ import Musl
 #endif
 
 /// SIGCONT with its sender: a `SA_SIGINFO` handler writes the sending process's pid into a pipe (`write` is
-/// async-signal-safe), and a dispatch read source hands each to ``Application/continued(by:)``. Whether courierd or
-/// the user (`fg`, `kill -CONT`) continued the process decides between staying in the background and coming to the
-/// foreground, and only the signal itself says it reliably: a handler may run late, after the process has stopped
-/// again. Two SIGCONTs that arrive while the process is stopped are one signal, as the kernel merges them.
+/// async-signal-safe), and a dispatch read source hands each to ``Application/continued(by:)``: a continue by anyone
+/// but courierd (`fg`, `kill -CONT`) brings the application to the foreground. courierd's continues (for background
+/// work) are told apart where the suspended process resumes (``Application/suspendProcess()``), as the handler may
+/// run late (ThreadSanitizer holds signals back), and two SIGCONTs that arrive while the process is stopped are one
+/// signal with one sender.
 enum ContinueSignal {
     /// The pipe's write end, for the handler: set once, before the handler is installed, never changed.
     nonisolated(unsafe) private static var writeEnd: Int32 = -1

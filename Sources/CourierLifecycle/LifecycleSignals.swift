@@ -75,11 +75,11 @@ enum LifecycleSignalSources {
             let wanted = signals.subtracting(installed.handled)
             var mask = sigset_t()
             sigemptyset(&mask)
-            // SIGCONT has a handler of its own, which learns who sent it (ContinueSignal).
-            let viaDispatch = wanted.subtracting(.continue)
-            for (_, number) in viaDispatch.signalNumbers {
+            for (_, number) in wanted.signalNumbers {
                 sigaddset(&mask, number)
             }
+            // SIGCONT has a handler of its own, which learns who sent it (ContinueSignal).
+            let viaDispatch = wanted.subtracting(.continue)
             pthread_sigmask(SIG_BLOCK, &mask, nil)
             if wanted.contains(.continue) {
                 installed.continueSource = ContinueSignal.install(on: self.queue, for: application)

@@ -122,6 +122,17 @@ final class BackgroundServiceLink: BackgroundServiceLinking {
         }
     }
 
+    func receiveMark() -> UInt64 {
+        state.withLock { $0.connection }?.bytesReceived ?? 0
+    }
+
+    func hasReceived(since mark: UInt64) -> Bool {
+        guard let connection = state.withLock({ $0.connection }) else {
+            return false
+        }
+        return connection.bytesReceived != mark || connection.hasUnreadBytes
+    }
+
     var daemonProcess: Int32? {
         guard let connection = state.withLock({ $0.connection }), !connection.hasEnded else {
             return nil

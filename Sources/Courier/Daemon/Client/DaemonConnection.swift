@@ -28,6 +28,8 @@ package final class DaemonConnection: Sendable {
         var earlyWakes: [IPCMessage.Wake] = []
         /// Why the connection ended, once it did.
         var ended: CourierError?
+        /// Bytes read so far, counted as soon as each read returns.
+        var bytesReceived: UInt64 = 0
     }
 
     private let descriptor: Int32
@@ -154,6 +156,17 @@ package final class DaemonConnection: Sendable {
         early.forEach(handler)
     }
 
+    /// Bytes read from courierd so far.
+    package var bytesReceived: UInt64 {
+        state.withLock { $0.bytesReceived }
+    }
+
+    /// Whether courierd wrote bytes not read yet.
+    package var hasUnreadBytes: Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLIN) != 0
+    }
+
     /// Who is at the other end (courierd's process), as the kernel says.
     package var peer: PeerCredentials? {
         PeerCredentials.of(socket: descriptor)
@@ -177,6 +190,7 @@ package final class DaemonConnection: Sendable {
             if bytes.isEmpty {
                 break
             }
+            state.withLock { $0.bytesReceived += UInt64(bytes.count) }
             do throws(IPCError) {
                 for frame in try decoder.feed(bytes) {
                     deliver(try IPCMessage(frame: frame))
