@@ -120,6 +120,10 @@ extension Application {
         }
         let mark = link.receiveMark()
         self.configuration.processControl.suspend()
+        let resumption = self.resumptions.withLock { count in
+            count += 1
+            return count
+        }
         // The link's reader, continued at the same moment, may be between taking the wake off the socket and counting
         // it: a few looks, 5 ms apart, before concluding it was the user.
         var byDaemon = false
@@ -137,7 +141,9 @@ extension Application {
         // When the wake was read before the stop (courierd resumed the process once more, as it stopped between reading
         // a wake and starting it) and is done, nothing starts, and the process stops again.
         self.callbackQueue.asyncAfter(deadline: .now() + 0.2) {
-            guard self.machine.withLock({ $0.isIdleWhileSuspended }) else { return }
+            // Only for this resumption: after a later one (the user's), the process is not stopped by this check.
+            guard self.resumptions.withLock({ $0 }) == resumption, self.machine.withLock({ $0.isIdleWhileSuspended })
+            else { return }
             self.logger.info("continued by courierd with no work left: suspending again")
             self.suspendProcess()
         }

@@ -37,6 +37,8 @@ public final class Application: Sendable {
     let launchOptionsStorage = LockedValue<LaunchOptions?>(nil)
     /// Wakes from courierd handed to the callback queue and not started yet.
     let wakesWaiting = LockedValue(0)
+    /// How many times the suspended process has been continued (``suspendProcess()``).
+    let resumptions = LockedValue<UInt64>(0)
 
     /// Creates an application. Use ``shared`` in a program; create others only in tests or to embed
     /// a lifecycle with an injected clock, callback queue and process control.
