@@ -1,5 +1,4 @@
 import Courier
-import CourierConcurrency
 import CourierDaemon
 import CourierTestSupport
 import Foundation
@@ -28,17 +27,7 @@ struct DesktopNotificationTests {
     func finishedWhileAway(notifying: Bool) async throws {
         let server = try await TestServer.start()
         let bus = try PrivateBus()
-        let seen = LockedValue(Data())
-        let monitor = try ChildProcess(
-            "/usr/bin/dbus-monitor",
-            arguments: ["--address", bus.address, "interface='org.freedesktop.Notifications'"],
-            environment: ProcessInfo.processInfo.environment,
-            standardOutput: .stream { chunk in seen.withLock { $0.append(chunk) } }
-        )
-        defer {
-            monitor.send(SIGTERM)
-            _ = monitor.wait(timeout: .seconds(10))
-        }
+        let watch = try NotificationWatch(bus)
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         let daemon = Daemon(arguments: notifying ? [] : ["--no-notifications"], environment: environment)
@@ -58,7 +47,7 @@ struct DesktopNotificationTests {
         let deadline = Date().addingTimeInterval(notifying ? 20 : 5)
         var text = ""
         while Date() < deadline {
-            text = seen.withLock { String(decoding: $0, as: UTF8.self) }
+            text = watch.text
             if text.contains("Downloaded episode-42") {
                 break
             }

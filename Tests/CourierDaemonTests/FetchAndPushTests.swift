@@ -1,5 +1,4 @@
 import Courier
-import CourierConcurrency
 import CourierDaemon
 import CourierTestSupport
 import Foundation
@@ -227,17 +226,7 @@ struct FetchAndPushTests {
     )
     func alertPush() async throws {
         let bus = try PrivateBus()
-        let seen = LockedValue(Data())
-        let monitor = try ChildProcess(
-            "/usr/bin/dbus-monitor",
-            arguments: ["--address", bus.address, "interface='org.freedesktop.Notifications'"],
-            environment: ProcessInfo.processInfo.environment,
-            standardOutput: .stream { chunk in seen.withLock { $0.append(chunk) } }
-        )
-        defer {
-            monitor.send(SIGTERM)
-            _ = monitor.wait(timeout: .seconds(10))
-        }
+        let watch = try NotificationWatch(bus)
         let scene = try await Scene(environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         do {
             let token = try await scene.startApp()
@@ -247,7 +236,7 @@ struct FetchAndPushTests {
             var text = ""
             for _ in 0..<100 where !text.contains("New episode") {
                 try await Task.sleep(for: .milliseconds(100))
-                text = seen.withLock { String(decoding: $0, as: UTF8.self) }
+                text = watch.text
             }
             #expect(text.contains("member=Notify"), "dbus-monitor saw: \(text)")
             #expect(text.contains("string \"New episode\""))

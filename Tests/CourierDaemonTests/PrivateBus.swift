@@ -67,3 +67,30 @@ final class PrivateBus: Sendable {
         _ = daemon.wait(timeout: .seconds(10))
     }
 }
+
+/// `dbus-monitor` on a private bus, watching the freedesktop Notifications interface (the `Notify` calls courierd's
+/// helper makes). Stopped when released.
+final class NotificationWatch: Sendable {
+    private let monitor: ChildProcess
+    private let seen = LockedValue(Data())
+
+    init(_ bus: PrivateBus) throws {
+        let seen = self.seen
+        monitor = try ChildProcess(
+            "/usr/bin/dbus-monitor",
+            arguments: ["--address", bus.address, "interface='org.freedesktop.Notifications'"],
+            environment: ProcessInfo.processInfo.environment,
+            standardOutput: .stream { chunk in seen.withLock { $0.append(chunk) } }
+        )
+    }
+
+    /// What the monitor printed so far.
+    var text: String {
+        seen.withLock { String(decoding: $0, as: UTF8.self) }
+    }
+
+    deinit {
+        monitor.send(SIGTERM)
+        _ = monitor.wait(timeout: .seconds(10))
+    }
+}

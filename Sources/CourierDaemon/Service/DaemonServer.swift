@@ -443,7 +443,10 @@ package final class DaemonServer: @unchecked Sendable {
                 pid: connection.pid,
                 connection: connection.descriptor,
                 inForeground: connection.inForeground
-            ) { [weak connection] message in connection?.send(message) ?? false }
+            ) { message in
+                // Strong: the service drops the link when the connection closes (`disconnected`, before the close).
+                connection.send(message)
+            }
             reply(registration.request, on: connection) { () throws(JournalError) in
                 .registered(deviceToken: try answer.get())
             }
