@@ -201,7 +201,7 @@ struct FetchAndPushTests {
         try await scene.finish()
     }
 
-    @Test("the device token survives a restart of courierd, and pushes to it still reach the app")
+    @Test("the device token survives a restart of courierd, pushes to it still reach the app, and are dropped once it is force-quit")
     func tokenSurvivesRestart() async throws {
         let scene = try await Scene()
         do {
@@ -214,6 +214,14 @@ struct FetchAndPushTests {
             let push = try scene.courier(["push", token, "-n"])
             #expect(String(decoding: push.standardOutput, as: UTF8.self).contains("delivered"))
             #expect(await scene.waitFor("push") != nil)
+            #expect(await scene.waitFor("exit") != nil)
+            // Force-quit by the user: not launched for pushes any more; they are accepted and dropped.
+            #expect(try scene.courier(["kill", "PushProbe"]).termination == .exited(0))
+            try await Task.sleep(for: .seconds(1))
+            let dropped = try scene.courier(["push", token, "-n"])
+            #expect(dropped.termination == .exited(0))
+            #expect(String(decoding: dropped.standardOutput, as: UTF8.self).contains("dropped"))
+            #expect(scene.entries("launched").count == 2, "a force-quit app was launched for a push")
         } catch {
             Issue.record(error)
         }

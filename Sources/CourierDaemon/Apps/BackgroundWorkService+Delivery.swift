@@ -23,8 +23,9 @@ extension BackgroundWorkService {
     }
 
     /// Hands `reason` to `app`: by message when it is connected (resuming it first when it is stopped), else by
-    /// launching it.
-    func deliver(_ reason: IPCMessage.Wake.Reason, to app: String, at now: Date) {
+    /// launching it. False when it could not be handed over (not running and not launchable).
+    @discardableResult
+    func deliver(_ reason: IPCMessage.Wake.Reason, to app: String, at now: Date) -> Bool {
         let work: IPCMessage.WakeCompleted.Work = if case .fetch = reason { .fetch } else { .remoteNotification }
         let (number, link) = state.withLock { state -> (UInt64, Link?) in
             let number = state.nextWake
@@ -65,11 +66,12 @@ extension BackgroundWorkService {
             if let flight {
                 end(flight, outcome: .failed, duration: 0, bytes: 0, at: now)
             }
-            return
+            return false
         }
         queue.asyncAfter(deadline: .now() + Self.handlerTimeLimit + Self.grace) { [weak self] in
             self?.overran(number)
         }
+        return true
     }
 
     /// Resumes the app (SIGCONT, marked as courierd's) when it is found stopped with wake `number` not yet read: the

@@ -50,8 +50,10 @@ extension BackgroundWorkService {
             let decision = state.withLock { $0.budget.offer(notification, to: registration.app, at: now) }
             switch decision {
             case .deliver:
-                disposition = "delivered"
-                deliver(.remoteNotification(payload: notification.payload, pushes: 1), to: registration.app, at: now)
+                let handed = deliver(.remoteNotification(payload: notification.payload, pushes: 1), to: registration.app, at: now)
+                // As APNs accepts a push for a device that is off, a push for an app that is not running and cannot
+                // be launched (force-quit, no launch command) is accepted, and dropped.
+                disposition = handed ? "delivered" : "dropped (the app is not running and cannot be launched)"
             case .coalesced:
                 disposition = "coalesced"
             case .queued:

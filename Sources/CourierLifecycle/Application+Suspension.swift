@@ -1,0 +1,66 @@
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Stopping the suspended process and continuing it: courierd continues it for background work (it stays in the
+/// background), anyone else brings it to the foreground.
+extension Application {
+    /// Suspends the process (``ProcessControl/suspend``), and when it is continued, tells courierd's continue from the
+    /// user's at once: courierd writes a wake before it resumes a stopped process, so something received on the link
+    /// since the stop means courierd (the application stays in the background: the wake's work follows); nothing
+    /// means the user (it comes to the foreground). Without a link to courierd, SIGCONT's handler decides alone.
+    func suspendProcess() {
+        guard Application.isShared(self), let link = BackgroundServiceLinks.existing else {
+            self.configuration.processControl.suspend()
+            return
+        }
+        // A wake that arrived while the application was becoming idle waits on the callback queue: no stop, it starts.
+        guard self.wakesWaiting.withLock({ $0 }) == 0 else {
+            self.logger.info("not suspending: background work from courierd is waiting")
+            return
+        }
+        let mark = link.receiveMark()
+        self.configuration.processControl.suspend()
+        let resumption = self.resumptions.withLock { count in
+            count += 1
+            return count
+        }
+        // The link's reader, continued at the same moment, may be between taking the wake off the socket and counting
+        // it: a few looks, 5 ms apart, before concluding it was the user.
+        var byDaemon = false
+        for look in 0..<10 where !byDaemon {
+            if look > 0 {
+                usleep(5_000)
+            }
+            byDaemon = link.hasReceived(since: mark) || self.wakesWaiting.withLock({ $0 }) > 0
+        }
+        guard byDaemon else {
+            self.enterForeground()
+            return
+        }
+        self.logger.info("continued by courierd for background work; staying in the background")
+        // When the wake was read before the stop (courierd resumed the process once more, as it stopped between reading
+        // a wake and starting it) and is done, nothing starts, and the process stops again.
+        self.callbackQueue.asyncAfter(deadline: .now() + 0.2) {
+            // Only for this resumption: after a later one (the user's), the process is not stopped by this check.
+            guard self.resumptions.withLock({ $0 }) == resumption, self.machine.withLock({ $0.isIdleWhileSuspended })
+            else { return }
+            self.logger.info("continued by courierd with no work left: suspending again")
+            self.suspendProcess()
+        }
+    }
+
+    /// SIGCONT from `sender` (its handler may run late, and the kernel keeps one sender of two merged signals): any
+    /// process but courierd brings the application to the foreground; courierd's continue is handled where the
+    /// process resumes (``suspendProcess()``).
+    func continued(by sender: pid_t) {
+        if let daemon = BackgroundServiceLinks.existing?.daemonProcess, sender == daemon {
+            return
+        }
+        self.enterForeground()
+    }
+}
