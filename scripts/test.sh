@@ -106,4 +106,26 @@ if [ "$harness_status" -ne 0 ]; then
     log "comparison harness failed (exit status $harness_status; see Benchmarks/README.md)" >&2
     status=$harness_status
 fi
+
+# A client that hangs is killed at its run's deadline and fails the run, never waited on: the real clients, but
+# bench-courier replaced by one that sleeps.
+log "comparison harness: a hung client is killed at its deadline"
+bench_bin="$(swift build -c release --package-path Benchmarks --show-bin-path)"
+hung="$(mktemp -d)"
+for client in "$bench_bin"/bench-*; do
+    ln -s "$client" "$hung/"
+done
+rm "$hung/bench-courier"
+printf '#!/bin/sh\nexec sleep 600\n' >"$hung/bench-courier"
+chmod +x "$hung/bench-courier"
+started=$SECONDS
+hung_status=0
+timeout 120 "$bench_bin/courier-bench" --clients "$hung" --peers courier --workloads W1 --scale 0.02 --runs 1 \
+    --skip-queued --run-deadline 3 >"$hung/out.txt" 2>&1 || hung_status=$?
+if [ "$hung_status" -ne 1 ] || ! grep -q "did not finish within 3" "$hung/out.txt" || [ $((SECONDS - started)) -gt 60 ]; then
+    log "the hung client was not killed at its deadline (exit status $hung_status after $((SECONDS - started)) s):" >&2
+    cat "$hung/out.txt" >&2
+    status=1
+fi
+rm -rf "$hung"
 exit "$status"

@@ -4,7 +4,8 @@ import Foundation
 import Glibc
 #endif
 
-/// A program started with `posix_spawn`, its standard output and error sent to files.
+/// A program started with `posix_spawn` in a process group of its own (so that a hung client and what it started can be
+/// killed together), its standard output and error sent to files.
 struct ChildProcess {
     let pid: pid_t
 
@@ -23,20 +24,47 @@ struct ChildProcess {
         let envp = variables + [nil]
         defer { variables.forEach { free($0) } }
 
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+
         var pid: pid_t = 0
-        let status = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
+        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard status == 0 else {
             throw HarnessError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
         }
         self.pid = pid
     }
 
-    /// Waits for the exit; throws if the program did not exit with status 0.
-    func wait() throws {
+    /// Waits for the exit; throws if the program did not exit with status 0. With `deadline`, a program still running
+    /// after it is killed with its process group (SIGKILL) and reaped, and this throws: a hung client is a failure,
+    /// never waited on.
+    func wait(deadline: Duration? = nil) throws {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else {
-                throw HarnessError("waitpid(\(pid)): \(String(cString: strerror(errno)))")
+        if let deadline {
+            let end = ContinuousClock.now + deadline
+            while true {
+                let reaped = waitpid(pid, &status, WNOHANG)
+                if reaped == pid {
+                    break
+                }
+                guard reaped == 0 || errno == EINTR else {
+                    throw HarnessError("waitpid(\(pid)): \(String(cString: strerror(errno)))")
+                }
+                if ContinuousClock.now >= end {
+                    kill(-pid, SIGKILL)
+                    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                    throw HarnessError("did not finish within \(deadline): killed")
+                }
+                usleep(10_000)
+            }
+        } else {
+            while waitpid(pid, &status, 0) < 0 {
+                guard errno == EINTR else {
+                    throw HarnessError("waitpid(\(pid)): \(String(cString: strerror(errno)))")
+                }
             }
         }
         let exited = status & 0x7f == 0

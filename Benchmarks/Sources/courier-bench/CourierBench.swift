@@ -32,6 +32,9 @@ struct CourierBench: ParsableCommand {
             """)
     var peers = "courier,urlsession,ahc,curl,floor,courier-bg"
 
+    @Option(help: "Seconds a client run may take; a client still running then is killed and the run fails (a hung client is never waited on)")
+    var runDeadline: Int = 300
+
     @Option(help: "Multiplies every workload's transfer count (for a quick check: 0.05)")
     var scale = 1.0
 
@@ -144,7 +147,7 @@ struct CourierBench: ParsableCommand {
         do {
             measurement = try Measurement.run(
                 arguments, launcher: command.launcher, report: scratch.appendingPathComponent("costs.txt"),
-                stdout: stdout, stderr: stderr)
+                stdout: stdout, stderr: stderr, deadline: .seconds(runDeadline))
         } catch {
             let said = (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? ""
             throw HarnessError("\(workload.name) with \(peer.rawValue) failed (\(error)):\n\(said.suffix(2000))")
@@ -199,7 +202,7 @@ struct CourierBench: ParsableCommand {
     private func measureQueuedTasks(client: String, scratch: URL) throws -> Double {
         let stdout = scratch.appendingPathComponent("queued.txt").path
         _ = try ChildProcess([client, "queued", "--count", "100000"], stdout: stdout,
-            stderr: scratch.appendingPathComponent("queued-stderr.txt").path).wait()
+            stderr: scratch.appendingPathComponent("queued-stderr.txt").path).wait(deadline: .seconds(runDeadline))
         let line = try String(contentsOfFile: stdout, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let bytes = try ClientReport(line: line).bytesPerQueuedTask ?? .nan
         log(String(format: "100,000 queued tasks: %.0f bytes each", bytes))

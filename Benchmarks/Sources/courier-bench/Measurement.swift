@@ -14,12 +14,17 @@ struct Measurement: Sendable, Codable {
     var peakRSS: Int
 
     /// Runs `arguments` through `launcher` (bench-launch), which writes the run's costs to `report`; throws if the
-    /// program did not exit with status 0.
-    static func run(_ arguments: [String], launcher: String, report: URL, stdout: String, stderr: String) throws
-        -> Measurement
-    {
+    /// program did not exit with status 0, or was still running after `deadline` (it is killed then).
+    static func run(
+        _ arguments: [String],
+        launcher: String,
+        report: URL,
+        stdout: String,
+        stderr: String,
+        deadline: Duration
+    ) throws -> Measurement {
         try? FileManager.default.removeItem(at: report)
-        try ChildProcess([launcher, report.path] + arguments, stdout: stdout, stderr: stderr).wait()
+        try ChildProcess([launcher, report.path] + arguments, stdout: stdout, stderr: stderr).wait(deadline: deadline)
         let line = try String(contentsOf: report, encoding: .utf8)
         let fields = line.split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
         guard fields.count == 5, let wall = Double(fields[0]), let user = Double(fields[1]),
