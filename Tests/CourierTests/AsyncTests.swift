@@ -187,6 +187,23 @@ struct BadInputTests {
         }
     }
 
+    @Test("download(from:) stages in and returns a file of the configuration's temporary directory")
+    func stagesInConfiguredDirectory() async throws {
+        try await withServer { server in
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("courier-staging-\(UUID().uuidString)", isDirectory: true)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            var configuration = testConfiguration()
+            configuration.temporaryDirectory = directory
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            let (file, _) = try await session.download(from: server.url("/bytes/1000"))
+            #expect(file.deletingLastPathComponent().standardizedFileURL.path == directory.standardizedFileURL.path)
+            #expect(try Data(contentsOf: file) == TestServer.bytes(count: 1000, seed: 0))
+        }
+    }
+
     @Test("an unwritable staging directory: cannotCreateFile")
     func unwritable() async throws {
         try await withServer { server in
