@@ -86,8 +86,7 @@ public final class Application: Sendable {
         guard let remaining = self.machine.withLock({ $0.backgroundTimeRemaining(now: now) }) else {
             return .greatestFiniteMagnitude
         }
-        let (seconds, attoseconds) = remaining.components
-        return Double(seconds) + Double(attoseconds) / 1e18
+        return remaining.inSeconds
     }
 
     /// The background tasks begun and not yet ended, oldest first. Callable from any thread.

@@ -1,3 +1,4 @@
+import Courier
 import Foundation
 
 #if canImport(Glibc)
@@ -217,7 +218,7 @@ final class ProgressDisplay {
         }
         line += "  \(Formatting.bytes(transfer.written))"
         if let start = transfer.startedAt, let end = transfer.endedAt {
-            let seconds = Self.seconds(end - start)
+            let seconds = (end - start).inSeconds
             if seconds > 0 {
                 line += " in \(Formatting.seconds(seconds)), "
                 line += Formatting.rate(Double(transfer.receivedThisRun) / seconds)
@@ -252,7 +253,7 @@ final class ProgressDisplay {
             text += " of \(Formatting.bytes(expected)) (\(percent.trimmingCharacters(in: .whitespaces)))"
         }
         text += ", \(Formatting.rate(totalSample?.rate ?? 0))"
-        text += ", \(Formatting.seconds(Self.seconds(now - snapshot.startedAt)))"
+        text += ", \(Formatting.seconds((now - snapshot.startedAt).inSeconds))"
         return text
     }
 
@@ -260,7 +261,7 @@ final class ProgressDisplay {
         for (index, transfer) in snapshot.transfers.enumerated() where transfer.phase == .running {
             let bytes = transfer.receivedThisRun
             if let sample = samples[index] {
-                let elapsed = Self.seconds(now - sample.at)
+                let elapsed = (now - sample.at).inSeconds
                 if elapsed >= 0.2 {
                     let instant = Double(bytes - sample.bytes) / elapsed
                     samples[index] = (bytes, now, sample.rate == 0 ? instant : sample.rate * 0.6 + instant * 0.4)
@@ -274,7 +275,7 @@ final class ProgressDisplay {
         }
         let total = snapshot.transfers.reduce(Int64(0)) { $0 + $1.receivedThisRun }
         if let sample = totalSample {
-            let elapsed = Self.seconds(now - sample.at)
+            let elapsed = (now - sample.at).inSeconds
             if elapsed >= 0.2 {
                 let instant = Double(total - sample.bytes) / elapsed
                 totalSample = (total, now, sample.rate == 0 ? instant : sample.rate * 0.6 + instant * 0.4)
@@ -285,11 +286,6 @@ final class ProgressDisplay {
     }
 
     // MARK: Output
-
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 
     private static func terminalSize(fd: Int32) -> (columns: Int, rows: Int) {
         var size = winsize()

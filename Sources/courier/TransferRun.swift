@@ -138,7 +138,7 @@ struct TransferRun {
         let failed = transfers.count { $0.phase == .failed }
         let bytes = transfers.reduce(Int64(0)) { $0 + $1.receivedThisRun }
         let end = interrupted ? ContinuousClock.now : (snapshot.lastEndedAt ?? .now)
-        let wall = max(ProgressDisplay.seconds(end - snapshot.startedAt), 0.000_001)
+        let wall = max((end - snapshot.startedAt).inSeconds, 0.000_001)
         var text = "summary: \(succeeded)/\(transfers.count) files, \(bytes) bytes (\(Formatting.bytes(bytes)))"
         text += " in \(Formatting.seconds(wall)), \(Formatting.rate(Double(bytes) / wall))"
         if failed > 0 {

@@ -108,13 +108,12 @@ final class BackgroundServiceLink: BackgroundServiceLinking {
     }
 
     func finished(_ work: BackgroundWork, report: BackgroundFetchReport) {
-        let (seconds, attoseconds) = report.duration.components
         let before = work.wake.flatMap { wake in state.withLock { $0.bytesAtWake.removeValue(forKey: wake) } } ?? 0
         let completed = IPCMessage.WakeCompleted(
             wake: work.wake,
             work: work.kind == .fetch ? .fetch : .remoteNotification,
             result: report.overran ? nil : report.result?.rawValue,
-            duration: Double(seconds) + Double(attoseconds) / 1e18,
+            duration: report.duration.inSeconds,
             bytes: TransferCounter.bytes - before
         )
         if case .success(let connection) = connection() {
