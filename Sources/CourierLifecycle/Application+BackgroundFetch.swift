@@ -49,27 +49,23 @@ extension Application {
 
     /// Calls the delegate's fetch under ``runTimedWork(named:holding:recordsLastFetch:completion:call:)``.
     func runFetch(holding task: BackgroundTaskIdentifier, completion: (@Sendable (BackgroundFetchReport) -> Void)?) {
-        self.runTimedWork(named: "background fetch", holding: task, recordsLastFetch: true, completion: completion) { handler in
-            var asked = false
-            self.callDelegate { delegate in
-                asked = true
-                delegate.application(self, performFetchWithCompletionHandler: handler)
-            }
-            return asked
+        self.runTimedWork(named: "background fetch", holding: task, recordsLastFetch: true, completion: completion) {
+            delegate, handler in
+            delegate.application(self, performFetchWithCompletionHandler: handler)
         }
     }
 
     /// Runs a delegate method that ends with a ``BackgroundFetchResult`` handler (a fetch, a push) within
     /// ``Configuration/backgroundFetchTimeLimit``: the handler (or the time limit, whichever comes first) records the
     /// report (as ``lastBackgroundFetch`` with `recordsLastFetch`), calls the snapshot handler (not after an overrun),
-    /// calls `completion` and ends `task`, once. `call` calls the delegate and says whether there was one to call (if
-    /// not, the work ends with `.noData`). Runs on the callback queue.
+    /// calls `completion` and ends `task`, once. `call` calls the delegate's method with the handler; without a
+    /// delegate (or once terminated) the work ends with `.noData`. Runs on the callback queue.
     func runTimedWork(
         named name: String,
         holding task: BackgroundTaskIdentifier,
         recordsLastFetch: Bool,
         completion: (@Sendable (BackgroundFetchReport) -> Void)?,
-        call: (@escaping @Sendable (BackgroundFetchResult) -> Void) -> Bool
+        call: (any ApplicationDelegate, @escaping @Sendable (BackgroundFetchResult) -> Void) -> Void
     ) {
         let started = self.clock.now
         let once = OnceFlag()
@@ -103,7 +99,12 @@ extension Application {
             completion?(report)
             self.endBackgroundTask(task)
         }
-        if !call(handler) {
+        var asked = false
+        self.callDelegate { delegate in
+            asked = true
+            call(delegate, handler)
+        }
+        if !asked {
             // No delegate (or terminated): nothing was fetched.
             handler(.noData)
         }

@@ -93,14 +93,9 @@ extension Application {
         completion: (@Sendable (BackgroundFetchReport) -> Void)?
     ) {
         self.runTimedWork(named: "remote notification", holding: task, recordsLastFetch: false, completion: completion) {
-            handler in
+            delegate, handler in
             let userInfo = ((try? JSONSerialization.jsonObject(with: payload)) as? [String: Any]) ?? [:]
-            var asked = false
-            self.callDelegate { delegate in
-                asked = true
-                delegate.application(self, didReceiveRemoteNotification: userInfo, fetchCompletionHandler: handler)
-            }
-            return asked
+            delegate.application(self, didReceiveRemoteNotification: userInfo, fetchCompletionHandler: handler)
         }
     }
 }

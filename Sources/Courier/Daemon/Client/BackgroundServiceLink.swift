@@ -145,11 +145,11 @@ final class BackgroundServiceLink: BackgroundServiceLinking {
             return
         }
         state.withLock { $0.bytesAtWake[wake.wake] = TransferCounter.bytes }
-        switch wake.reason {
-        case .fetch:
-            application.performBackgroundWork(BackgroundWork(kind: .fetch, wake: wake.wake), payload: nil)
-        case .remoteNotification(let payload, _):
-            application.performBackgroundWork(BackgroundWork(kind: .remoteNotification, wake: wake.wake), payload: payload)
-        }
+        let (kind, payload): (BackgroundWork.Kind, Data?) =
+            switch wake.reason {
+            case .fetch: (.fetch, nil)
+            case .remoteNotification(let payload, _): (.remoteNotification, payload)
+            }
+        application.performBackgroundWork(BackgroundWork(kind: kind, wake: wake.wake), payload: payload)
     }
 }
