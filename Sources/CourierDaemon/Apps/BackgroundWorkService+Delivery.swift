@@ -162,9 +162,7 @@ extension BackgroundWorkService {
             guard !state.stopped else {
                 return (state.timerGeneration, nil)
             }
-            let busy = state.notToFetch
-            let fetch = state.scheduler.apps.keys.filter { !busy.contains($0) }
-                .compactMap { state.scheduler.nextFetch(of: $0, after: now)?.date }.min()
+            let fetch = state.scheduler.nextWake(after: now, excluding: state.notToFetch)
             let push = state.budget.nextDue(after: now)
             return (state.timerGeneration, [fetch, push].compactMap { $0 }.min())
         }
@@ -184,8 +182,7 @@ extension BackgroundWorkService {
             guard state.timerGeneration == generation, !state.stopped else {
                 return nil
             }
-            let busy = state.notToFetch
-            return (state.scheduler.due(at: now).filter { !busy.contains($0) }, state.budget.takeDue(at: now))
+            return (state.scheduler.due(at: now, excluding: state.notToFetch), state.budget.takeDue(at: now))
         }
         guard let work else {
             return

@@ -174,18 +174,21 @@ package struct FetchScheduler: Sendable, Codable, Equatable {
         return (earliest, reason)
     }
 
-    /// The apps to wake at `now`: every app due by now, and, if any is, those due within the batch window after it.
-    package func due(at now: Date) -> [String] {
+    /// The apps to wake at `now`: every app due by now, and, if any is, those due within the batch window after it;
+    /// none of `excluded` (apps courierd cannot wake now: a fetch under way, in the foreground).
+    package func due(at now: Date, excluding excluded: Set<String> = []) -> [String] {
         let times = apps.keys.compactMap { app in nextFetch(of: app, after: now).map { (app, $0.date) } }
         guard times.contains(where: { $0.1 <= now }) else {
             return []
         }
-        return times.filter { $0.1 <= now.addingTimeInterval(policy.batchWindow) }.map(\.0).sorted()
+        return times.filter { $0.1 <= now.addingTimeInterval(policy.batchWindow) && !excluded.contains($0.0) }
+            .map(\.0).sorted()
     }
 
-    /// The next time any app is due (when courierd should look again), or nil when none is ever fetched.
-    package func nextWake(after now: Date) -> Date? {
-        apps.keys.compactMap { nextFetch(of: $0, after: now)?.date }.min()
+    /// The next time any app but `excluded` is due (when courierd should look again), or nil when none is ever
+    /// fetched.
+    package func nextWake(after now: Date, excluding excluded: Set<String> = []) -> Date? {
+        apps.keys.filter { !excluded.contains($0) }.compactMap { nextFetch(of: $0, after: now)?.date }.min()
     }
 
     // MARK: Learning
