@@ -44,18 +44,14 @@ extension BackgroundWorkService {
         if !delivered, launcher.launchedProcessRuns(app) {
             // Launched a moment ago (for other work) and not registered yet: the wake goes when it registers.
             state.withLock { state in
-                state.inFlight[number] = InFlight(app: app, work: work, started: now, byLaunch: false)
+                state.inFlight[number]?.byLaunch = false
                 state.pending[app, default: []].append(IPCMessage.Wake(wake: number, reason: reason))
             }
             delivered = true
         } else if !delivered {
+            // Also when the link was stale (the app died): the launched app reports without the wake's number.
+            state.withLock { $0.inFlight[number]?.byLaunch = true }
             delivered = launch(app, for: reason)
-            if delivered, link != nil {
-                // The link was stale (the app died): the launched app reports without the wake's number.
-                state.withLock { state in
-                    state.inFlight[number] = InFlight(app: app, work: work, started: now, byLaunch: true)
-                }
-            }
         }
         logger.info(
             "background work",

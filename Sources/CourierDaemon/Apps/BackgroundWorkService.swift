@@ -36,7 +36,7 @@ package final class BackgroundWorkService: Sendable {
         let work: IPCMessage.WakeCompleted.Work
         let started: Date
         /// Set for a delivery by launch: the app reports it without the wake's number.
-        let byLaunch: Bool
+        var byLaunch: Bool
     }
 
     struct State {
