@@ -12,11 +12,13 @@ extension BackgroundWorkService {
     package func push(_ push: IPCMessage.SendPush, at now: Date = Date()) -> IPCMessage.PushReceipt {
         let registration: Journal.AppRegistration?
         do {
-            registration = try journal.app(withDeviceToken: push.deviceToken)
+            // A token that is not 64 hex digits is not looked up.
+            registration = DeviceToken.data(fromHex: push.deviceToken) == nil
+                ? nil : try journal.app(withDeviceToken: push.deviceToken)
         } catch {
             return IPCMessage.PushReceipt(status: 500, reason: "InternalServerError", detail: "\(error)")
         }
-        guard DeviceToken.data(fromHex: push.deviceToken) != nil, let registration else {
+        guard let registration else {
             return IPCMessage.PushReceipt(
                 status: 400,
                 reason: "BadDeviceToken",

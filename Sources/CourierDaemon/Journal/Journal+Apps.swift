@@ -34,20 +34,25 @@ extension Journal {
         }
     }
 
-    /// The app a device token belongs to (any case of hex digits); nil for a token never handed out.
+    /// The app a device token belongs to (any case of hex digits); nil for a token never handed out. One lookup in
+    /// the token's unique index.
     package func app(withDeviceToken token: String) throws(JournalError) -> AppRegistration? {
-        try registrations().first { $0.deviceToken == token.lowercased() }
+        try registrations(where: "deviceToken = ?", [token.lowercased()]).first
     }
 
     /// Every app that registered for background work, by name.
     package func registrations() throws(JournalError) -> [AppRegistration] {
+        try registrations(where: "deviceToken IS NOT NULL", [])
+    }
+
+    private func registrations(where condition: String, _ arguments: StatementArguments) throws(JournalError)
+        -> [AppRegistration]
+    {
         try read { db in
             try Row.fetchAll(
                 db,
-                sql: """
-                    SELECT name, deviceToken, fetchInterval, remoteNotifications FROM app
-                    WHERE deviceToken IS NOT NULL ORDER BY name
-                    """
+                sql: "SELECT name, deviceToken, fetchInterval, remoteNotifications FROM app WHERE \(condition) ORDER BY name",
+                arguments: arguments
             ).map { row in
                 AppRegistration(
                     app: row["name"],
