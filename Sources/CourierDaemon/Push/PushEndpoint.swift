@@ -156,8 +156,8 @@ package final class PushEndpoint: @unchecked Sendable {
 
     /// Reads one request: the head up to the blank line, then `Content-Length` bytes of body.
     private func read(_ descriptor: Int32) -> Request? {
-        var buffer = [UInt8]()
-        var headEnd: Int?
+        var buffer = Data()
+        var headEnd: Range<Data.Index>?
         while headEnd == nil {
             guard buffer.count <= Self.maximumHeadLength else {
                 return nil
@@ -166,13 +166,13 @@ package final class PushEndpoint: @unchecked Sendable {
             guard !chunk.isEmpty else {
                 return nil
             }
-            buffer.append(contentsOf: chunk)
-            headEnd = Self.find([13, 10, 13, 10], in: buffer)
+            buffer.append(chunk)
+            headEnd = buffer.range(of: Data("\r\n\r\n".utf8))
         }
         guard let headEnd else {
             return nil
         }
-        let lines = String(decoding: buffer[..<headEnd], as: UTF8.self).components(separatedBy: "\r\n")
+        let lines = String(decoding: buffer[..<headEnd.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         let requestLine = lines[0].split(separator: " ")
         guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1.") else {
             return nil
@@ -189,13 +189,13 @@ package final class PushEndpoint: @unchecked Sendable {
         guard length >= 0, length <= 1 << 20 else {
             return nil
         }
-        var body = Array(buffer[(headEnd + 4)...])
+        var body = buffer[headEnd.upperBound...]
         while body.count < length {
             let chunk = UnixSocket.read(from: descriptor)
             guard !chunk.isEmpty else {
                 return nil
             }
-            body.append(contentsOf: chunk)
+            body.append(chunk)
         }
         return Request(
             method: String(requestLine[0]),
@@ -221,16 +221,6 @@ package final class PushEndpoint: @unchecked Sendable {
 
     private func write(_ descriptor: Int32, _ text: String) {
         _ = UnixSocket.write(Data(text.utf8), to: descriptor)
-    }
-
-    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count else {
-            return nil
-        }
-        for start in 0...(haystack.count - needle.count) where Array(haystack[start..<(start + needle.count)]) == needle {
-            return start
-        }
-        return nil
     }
 
     /// The uid owning the loopback TCP socket on `port` that is connected to `serverPort` (the peer of an accepted
