@@ -82,25 +82,24 @@ typedef enum {
   CR_AUTH_ANY = 3
 } cr_auth_t;
 
-/* A request body the engine reads when curl asks for it, instead of copying
- * it at submit. read() copies `length` bytes of the body, starting at
- * `offset`, into `buffer`; it runs on a loop thread, inside curl's read
- * callback, any number of times, and offsets start again from 0 when curl
- * rewinds. release() runs exactly once when the transfer no longer needs the
- * body, normally on a loop thread before the transfer's COMPLETE event is
- * delivered. Both must be thread-safe, must not block and must not call any
- * cr_* function. */
+/* A request body in memory that the engine borrows instead of copying it at
+ * submit: curl's upload buffer is filled from `bytes` directly, so no
+ * caller code runs while curl reads the body. `bytes` must stay valid and
+ * unchanged until release() is called, exactly once, when the transfer no
+ * longer needs the body: on a loop thread before the transfer's COMPLETE
+ * event is delivered, or in cr_engine_destroy(). release() must be
+ * thread-safe, must not block and must not call any cr_* function. */
 typedef struct {
-  void (*read)(void* context, int64_t offset, void* buffer, size_t length);
+  const void* bytes;
+  int64_t length;               /* bytes in the body, > 0                */
   void (*release)(void* context);
   void* context;
-  int64_t length;               /* bytes in the body, > 0                */
-} cr_body_source_t;
+} cr_borrowed_body_t;
 
 /* One request. Everything is copied by cr_engine_submit(); the caller keeps
- * ownership of its memory, except the file descriptors and body_source,
+ * ownership of its memory, except the file descriptors and borrowed_body,
  * which pass to the engine on success (it closes the descriptors and
- * releases the source when the transfer ends) and stay the caller's when
+ * releases the body when the transfer ends) and stay the caller's when
  * cr_engine_submit() fails. */
 typedef struct {
   const char* url;              /* absolute http or https URL            */
@@ -109,7 +108,7 @@ typedef struct {
   size_t header_count;
   const void* body;             /* request body from memory (copied)     */
   size_t body_length;
-  cr_body_source_t body_source; /* or read on demand (read != NULL)      */
+  cr_borrowed_body_t borrowed_body; /* or borrowed (bytes != NULL)     */
   int body_fd;                  /* request body from a file, or -1       */
   int64_t body_fd_length;       /* bytes to send from body_fd's offset 0 */
   cr_sink_t sink;

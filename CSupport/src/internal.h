@@ -125,7 +125,7 @@ struct cr_transfer_s {
   char* method;
   struct curl_slist* headers;
   char* body;                 /* a copied body, or NULL                     */
-  cr_body_source_t source;    /* or a borrowed one (source.read != NULL)    */
+  cr_borrowed_body_t borrowed; /* or a borrowed one (borrowed.bytes != NULL) */
   size_t body_length;         /* of either                                  */
   size_t body_position;
   int body_fd;
@@ -389,12 +389,12 @@ void cr__name_thread(const char* prefix, int index);
 cr_transfer_t* cr__transfer_create(const cr_request_t* request,
                                    cr_error_t* error);
 void cr__transfer_free(cr_transfer_t* t);
-/* Frees a transfer that was never submitted: its descriptors and body
- * source stay the caller's (neither closed nor released). */
+/* Frees a transfer that was never submitted: its descriptors and borrowed
+ * body stay the caller's (neither closed nor released). */
 void cr__transfer_free_unsubmitted(cr_transfer_t* t);
-/* Releases a borrowed body source once (complete() does it before the
- * COMPLETE event is handed over; cr__transfer_free() if still held). */
-void cr__transfer_release_source(cr_transfer_t* t);
+/* Releases a borrowed body once (complete() does it before the COMPLETE
+ * event is handed over; cr__transfer_free() if still held). */
+void cr__transfer_release_borrowed(cr_transfer_t* t);
 /* Prepares t->easy for the request. Returns 0 or an error code. */
 cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy);
 /* Body bytes of the response as they came off the connection (before any

@@ -124,7 +124,7 @@ static void complete_at(cr_transfer_t* t, const char* file, int line) {
     close(t->body_fd);
     t->body_fd = -1;
   }
-  cr__transfer_release_source(t);
+  cr__transfer_release_borrowed(t);
   if (!t->in_dirty_list)
     cr__transfer_free(t);
 }

@@ -75,8 +75,8 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   cr_transfer_t* t;
   cr_error_t url_error = validate_url(request->url);
   int has_expect = 0;
-  int borrows_source =
-      request->body_source.read != NULL && request->body_source.length > 0;
+  int borrows_body =
+      request->borrowed_body.bytes != NULL && request->borrowed_body.length > 0;
 
   if (url_error != CR_OK) {
     *error = url_error;
@@ -118,8 +118,8 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
       goto oom;
     t->headers = next;
   }
-  if (borrows_source) {
-    t->body_length = (size_t)request->body_source.length;
+  if (borrows_body) {
+    t->body_length = (size_t)request->borrowed_body.length;
   } else if (request->body && request->body_length > 0) {
     t->body = cr__malloc(request->body_length);
     if (t->body == NULL)
@@ -151,10 +151,10 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     t->expected_to_send = -1;
   t->submitted_us = cr__now_us();
   atomic_init(&t->writer_failed, 0);
-  /* Ownership of the descriptors and the body source passes last: nothing
+  /* Ownership of the descriptors and the borrowed body passes last: nothing
    * can fail after. */
-  if (borrows_source)
-    t->source = request->body_source;
+  if (borrows_body)
+    t->borrowed = request->borrowed_body;
   t->body_fd = request->body_fd;
   t->sink_fd = request->sink == CR_SINK_FILE ? request->sink_fd : -1;
   *error = CR_OK;
@@ -168,14 +168,14 @@ oom:
 
 void cr__transfer_free_unsubmitted(cr_transfer_t* t) {
   t->body_fd = t->sink_fd = -1;
-  memset(&t->source, 0, sizeof(t->source));
+  memset(&t->borrowed, 0, sizeof(t->borrowed));
   cr__transfer_free(t);
 }
 
-void cr__transfer_release_source(cr_transfer_t* t) {
-  if (t->source.release)
-    t->source.release(t->source.context);
-  memset(&t->source, 0, sizeof(t->source));
+void cr__transfer_release_borrowed(cr_transfer_t* t) {
+  if (t->borrowed.release)
+    t->borrowed.release(t->borrowed.context);
+  memset(&t->borrowed, 0, sizeof(t->borrowed));
 }
 
 void cr__transfer_free(cr_transfer_t* t) {
@@ -190,7 +190,7 @@ void cr__transfer_free(cr_transfer_t* t) {
   free(t->method);
   curl_slist_free_all(t->headers);
   free(t->body);
-  cr__transfer_release_source(t);
+  cr__transfer_release_borrowed(t);
   free(t->username);
   free(t->password);
   free(t->error_buffer);
@@ -503,11 +503,10 @@ static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
     t->body_fd_position += got;
   } else {
     size_t left = t->body_length - t->body_position;
+    const char* bytes = t->body ? t->body : t->borrowed.bytes;
     n = room < left ? room : left;
-    if (t->body)
-      memcpy(buffer, t->body + t->body_position, n);
-    else if (n > 0)
-      t->source.read(t->source.context, (int64_t)t->body_position, buffer, n);
+    if (n > 0)
+      memcpy(buffer, bytes + t->body_position, n);
     t->body_position += n;
   }
   t->sent += (int64_t)n;

@@ -51,18 +51,34 @@ static inline int is_pattern(const unsigned char* bytes, size_t length,
   return 1;
 }
 
-/* A borrowed upload body (cr_body_source_t): the pattern, read on demand;
- * every release is counted (exactly one per transfer). */
-static atomic_int source_releases;
-static inline void source_read(void* context, int64_t offset, void* buffer,
-                               size_t length) {
+/* A borrowed upload body (cr_borrowed_body_t) of `length` pattern bytes, in
+ * one buffer that grows as needed and is never freed (the engine may read it
+ * until the release); every release is counted (exactly one per transfer). */
+static atomic_int borrowed_releases;
+static inline void borrowed_release(void* context) {
   (void)context;
-  for (size_t i = 0; i < length; i++)
-    ((unsigned char*)buffer)[i] = pattern_byte(offset + (int64_t)i);
+  atomic_fetch_add(&borrowed_releases, 1);
 }
-static inline void source_release(void* context) {
-  (void)context;
-  atomic_fetch_add(&source_releases, 1);
+static inline cr_borrowed_body_t borrowed_pattern(int64_t length) {
+  static unsigned char* bytes;
+  static int64_t filled;
+  cr_borrowed_body_t body;
+  if (length > filled) {
+    unsigned char* grown = realloc(bytes, (size_t)length);
+    if (grown == NULL) {
+      fprintf(stderr, "out of memory for a %lld-byte body\n", (long long)length);
+      exit(1);
+    }
+    for (int64_t i = filled; i < length; i++)
+      grown[i] = pattern_byte(i);
+    bytes = grown;
+    filled = length;
+  }
+  memset(&body, 0, sizeof(body));
+  body.bytes = bytes;
+  body.length = length;
+  body.release = borrowed_release;
+  return body;
 }
 
 /* A GET of `url` into memory that holds redirects and challenges. */

@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   ended(submit(engine, &r, ANSWER_ALLOW), CR_ERR_TIMED_OUT);
   printf("stall: idle timeout\n");
 
-  /* Uploads: from memory, from a borrowed source, and a source cancelled. */
+  /* Uploads: copied from memory, borrowed, and a borrowed one cancelled. */
   for (size_t i = 0; i < sizeof(upload); i++)
     upload[i] = (char)pattern_byte((int64_t)i);
   snprintf(url, sizeof(url), "%s/upload", base);
@@ -208,12 +208,10 @@ int main(int argc, char** argv) {
   body_is_text(ended(submit(engine, &r, ANSWER_ALLOW), CR_OK), "3000000");
   r.body = NULL;
   r.body_length = 0;
-  r.body_source.read = source_read;
-  r.body_source.release = source_release;
-  r.body_source.length = 2000000;
+  r.borrowed_body = borrowed_pattern(2000000);
   body_is_text(ended(submit(engine, &r, ANSWER_ALLOW), CR_OK), "2000000");
-  CHECK(atomic_load(&source_releases) == 1, "%d releases", atomic_load(&source_releases));
-  r.body_source.length = 50000000;
+  CHECK(atomic_load(&borrowed_releases) == 1, "%d releases", atomic_load(&borrowed_releases));
+  r.borrowed_body = borrowed_pattern(50000000);
   tag = recorder_add(&recorder, ANSWER_ALLOW, -1);
   r.tag = tag;
   {
@@ -223,8 +221,8 @@ int main(int argc, char** argv) {
     cr_transfer_cancel(engine, id);
   }
   ended(tag, CR_ERR_CANCELLED);
-  CHECK(atomic_load(&source_releases) == 2, "%d releases", atomic_load(&source_releases));
-  printf("uploads: 3000000 and 2000000 bytes arrived; the source released once each, "
+  CHECK(atomic_load(&borrowed_releases) == 2, "%d releases", atomic_load(&borrowed_releases));
+  printf("uploads: 3000000 and 2000000 bytes arrived; the borrowed body released once each, "
          "also when cancelled\n");
 
   /* Held redirects with no body (decided out of curl), and gzip decoded. */

@@ -44,7 +44,7 @@
 #define WAIT_SECONDS 20
 #define FILE_BODY 300000
 #define UPLOAD_MEMORY 100000
-#define UPLOAD_SOURCE 70000
+#define UPLOAD_BORROWED 70000
 #define UPLOAD_FILE 50000
 #define RESUME_TOTAL 10000
 #define RESUME_FROM 4000
@@ -228,14 +228,14 @@ static void run_workload(void) {
   cr_request_t r;
   plan_t* plan;
   int first;
-  int sources = 0;
+  int borrowed = 0;
   static unsigned char upload[UPLOAD_MEMORY];
 
   for (size_t i = 0; i < sizeof(upload); i++)
     upload[i] = pattern_byte((int64_t)i);
   plan_count = 0;
   recorder_reset(&recorder);
-  atomic_store(&source_releases, 0);
+  atomic_store(&borrowed_releases, 0);
 
   memset(&config, 0, sizeof(config));
   config.loop_count = 1;
@@ -276,7 +276,7 @@ static void run_workload(void) {
   submit(engine, &r, ANSWER_ALLOW, -1, CR_OK, BODY_PATTERN, 100000, NULL);
   wait_group(first);
 
-  /* 2. Uploads: from memory, from a borrowed source, from a file. */
+  /* 2. Uploads: copied from memory, borrowed, from a file. */
   first = plan_count;
   url(address[n], sizeof(address[n]), "/upload");
   r = request(address[n++]);
@@ -286,12 +286,10 @@ static void run_workload(void) {
   submit(engine, &r, ANSWER_ALLOW, -1, CR_OK, BODY_TEXT, 0, "100000");
   r.body = NULL;
   r.body_length = 0;
-  r.body_source.read = source_read;
-  r.body_source.release = source_release;
-  r.body_source.length = UPLOAD_SOURCE;
+  r.borrowed_body = borrowed_pattern(UPLOAD_BORROWED);
   if (submit(engine, &r, ANSWER_ALLOW, -1, CR_OK, BODY_TEXT, 0, "70000"))
-    sources++;
-  memset(&r.body_source, 0, sizeof(r.body_source));
+    borrowed++;
+  memset(&r.borrowed_body, 0, sizeof(r.borrowed_body));
   {
     char path[4200];
     snprintf(path, sizeof(path), "%s/upload.bin", directory);
@@ -366,9 +364,9 @@ static void run_workload(void) {
 
   for (int i = 0; i < plan_count; i++)
     check_plan(&plans[i]);
-  CHECK(atomic_load(&source_releases) == sources,
-        "%d body source releases for %d submitted", atomic_load(&source_releases),
-        sources);
+  CHECK(atomic_load(&borrowed_releases) == borrowed,
+        "%d borrowed body releases for %d submitted", atomic_load(&borrowed_releases),
+        borrowed);
   {
     cr_engine_stats_t stats;
     cr_engine_stats(engine, &stats);

@@ -227,6 +227,40 @@ struct UploadTaskTests {
         }
     }
 
+    @Test("bodies the engine copies and bodies it borrows (16 KiB and up) arrive byte for byte, changed or not")
+    func copiedAndBorrowedBodies() async throws {
+        try await withServer { server in
+            let session = Session(configuration: testConfiguration())
+            defer { session.invalidateAndCancel() }
+            var put = URLRequest(url: server.url("/upload"))
+            put.httpMethod = "PUT"
+            let source = TestServer.bytes(count: 1_048_576 + 100, seed: 21)
+            // Inline (≤ 14 bytes), either side of the borrowing threshold, and slices not starting at index 0.
+            let bodies: [Data] = [
+                Data([42]), source.prefix(14), source.prefix(15), source.prefix(16_383), source.prefix(16_384),
+                source[3..<(3 + 16_385)], source.suffix(1_048_576 + 97), Data(source[100...]),
+            ]
+            for body in bodies {
+                let (reply, _) = try await session.upload(for: put, from: body)
+                #expect(jsonObject(reply)["length"] as? Int == body.count)
+                #expect(jsonObject(reply)["sha256"] as? String == TestServer.sha256Hex(body), "\(body.count) bytes")
+            }
+            // The caller keeps changing its own copy while the engine reads the one it was handed.
+            let (recording, delegate) = makeRecordingSession()
+            defer { recording.invalidateAndCancel() }
+            var changing = source
+            let expected = TestServer.sha256Hex(changing)
+            let task = recording.uploadTask(with: put, from: changing)
+            task.resume()
+            for index in stride(from: changing.startIndex, to: changing.endIndex, by: 4096) {
+                changing[index] &+= 1
+            }
+            #expect(try await delegate.completion(of: task) == nil)
+            #expect(jsonObject(delegate.body(of: task))["sha256"] as? String == expected)
+            #expect(TestServer.sha256Hex(changing) != expected)
+        }
+    }
+
     @Test("a missing upload file fails clearly")
     func missingFile() async throws {
         let session = Session(configuration: testConfiguration())

@@ -49,8 +49,8 @@ final class FloorEngine: @unchecked Sendable {
             // The tag carries one retain of the exchange until its COMPLETE event.
             let retained = Unmanaged.passRetained(exchange)
             request.tag = UInt64(UInt(bitPattern: retained.toOpaque()))
-            if let body, !body.isEmpty {
-                request.body_source = exchange.retainedBodySource(length: body.count)
+            if let body = exchange.body, !body.isEmpty {
+                request.borrowed_body = exchange.retainedBorrowedBody(body)
             }
             var error = CR_OK
             let transfer = url.absoluteString.withCString { urlString in
@@ -61,7 +61,7 @@ final class FloorEngine: @unchecked Sendable {
                 }
             }
             if transfer == 0 {
-                request.body_source.release?(request.body_source.context)
+                request.borrowed_body.release?(request.borrowed_body.context)
                 if sinkDescriptor >= 0 {
                     close(sinkDescriptor)
                 }

@@ -21,18 +21,19 @@ final class FloorExchange: @unchecked Sendable {
         self.body = body
     }
 
-    /// A `cr_body_source_t` over `body`, holding its own retain of the exchange.
-    func retainedBodySource(length: Int) -> cr_body_source_t {
-        var source = cr_body_source_t()
-        source.read = floorBodyRead
-        source.release = { context in
+    /// A `cr_borrowed_body_t` over `body` (1 MiB in W5: its bytes live in `Data`'s heap storage, which `body`
+    /// holds unchanged), holding its own retain of the exchange, as Courier's `EngineBorrowedBody` does.
+    func retainedBorrowedBody(_ body: Data) -> cr_borrowed_body_t {
+        var borrowed = cr_borrowed_body_t()
+        borrowed.bytes = body.withUnsafeBytes { UnsafeRawPointer($0.baseAddress) }
+        borrowed.length = Int64(body.count)
+        borrowed.release = { context in
             if let context {
                 Unmanaged<FloorExchange>.fromOpaque(context).release()
             }
         }
-        source.context = Unmanaged.passRetained(self).toOpaque()
-        source.length = Int64(length)
-        return source
+        borrowed.context = Unmanaged.passRetained(self).toOpaque()
+        return borrowed
     }
 
     /// Handles one event and takes over its DATA buffer; COMPLETE resumes the caller and gives back the tag's
@@ -110,19 +111,4 @@ let floorEngineEvents: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<c
             free(event.data)
         }
     }
-}
-
-/// `cr_body_source_t.read`: copies a piece of the body into curl's upload buffer, as Courier's body source does.
-private let floorBodyRead: @convention(c) (UnsafeMutableRawPointer?, Int64, UnsafeMutableRawPointer?, Int) -> Void = {
-    context,
-    offset,
-    buffer,
-    length in
-    guard let context, let buffer, length > 0,
-        let body = Unmanaged<FloorExchange>.fromOpaque(context).takeUnretainedValue().body
-    else {
-        return
-    }
-    let start = body.startIndex + Int(offset)
-    body.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), from: start..<(start + length))
 }

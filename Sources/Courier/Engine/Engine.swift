@@ -258,11 +258,18 @@ extension Engine {
             guard case .data(let body) = spec.body, !body.isEmpty else {
                 return cr_engine_submit(pointer, &request, &engineError)
             }
-            // Read on demand rather than copied: large bodies in flight cost no second copy.
-            request.body_source = EngineBodySource.retained(body)
+            guard let borrowed = EngineBorrowedBody.retained(body) else {
+                // Small: the engine copies it during the submit.
+                return body.withUnsafeBytes { bytes in
+                    request.body = bytes.baseAddress
+                    request.body_length = bytes.count
+                    return cr_engine_submit(pointer, &request, &engineError)
+                }
+            }
+            request.borrowed_body = borrowed
             let transfer = cr_engine_submit(pointer, &request, &engineError)
             if transfer == 0 {
-                EngineBodySource.releaseUnsubmitted(request.body_source)
+                EngineBorrowedBody.releaseUnsubmitted(borrowed)
             }
             return transfer
         }
