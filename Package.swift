@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // libcurl and libuv, found through pkg-config; a missing one gets SwiftPM's hint to install the package.
@@ -67,13 +68,15 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
-        // The public library: sessions, tasks, delegates; re-exports the lifecycle.
+        // The public library: sessions, tasks, delegates; re-exports the lifecycle. swift-http-types for the
+        // `HTTPRequest` / `HTTPResponse` overloads (Session+HTTPTypes.swift).
         .target(
             name: "Courier",
             dependencies: [
                 "CSupport",
                 "CourierConcurrency",
                 "CourierLifecycle",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
@@ -168,7 +171,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierTests",
-            dependencies: ["Courier", "CourierConcurrency", "CourierTestSupport"],
+            dependencies: [
+                "Courier", "CourierConcurrency", "CourierTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(

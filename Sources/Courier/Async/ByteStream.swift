@@ -21,8 +21,8 @@ final class ByteStream: Sendable {
         var paused = false
         var finished = false
         var error: CourierError?
-        var response: URLResponse?
-        var responseWaiter: CheckedContinuation<URLResponse, any Error>?
+        var response: TaskResponse?
+        var responseWaiter: CheckedContinuation<TaskResponse, any Error>?
         var chunkWaiter: CheckedContinuation<Data?, any Error>?
     }
 
@@ -36,8 +36,8 @@ final class ByteStream: Sendable {
 
     // MARK: Producer
 
-    func receive(_ response: URLResponse) {
-        let waiter = state.withLock { state -> CheckedContinuation<URLResponse, any Error>? in
+    func receive(_ response: TaskResponse) {
+        let waiter = state.withLock { state -> CheckedContinuation<TaskResponse, any Error>? in
             state.response = response
             defer { state.responseWaiter = nil }
             return state.responseWaiter
@@ -91,9 +91,9 @@ final class ByteStream: Sendable {
 
     // MARK: Consumer
 
-    func response() async throws -> URLResponse {
+    func response() async throws -> TaskResponse {
         try await withCheckedThrowingContinuation { continuation in
-            let result = state.withLock { state -> Result<URLResponse, any Error>? in
+            let result = state.withLock { state -> Result<TaskResponse, any Error>? in
                 if let response = state.response {
                     return .success(response)
                 }

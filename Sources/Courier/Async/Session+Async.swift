@@ -8,9 +8,9 @@ extension Session {
     /// Fetches `request` into memory. Throws ``CourierError``; any HTTP status is a success. Cancelling the
     /// calling Swift task cancels the transfer.
     public func data(for request: URLRequest) async throws -> (Data, URLResponse) {
-        try await runDataTask { sink in
+        try withURLResponse(await runDataTask { sink in
             DataTask(core: self.core, kind: .data, identifier: self.core.makeIdentifier(), request: request, sink: sink)
-        }
+        })
     }
 
     public func data(from url: URL) async throws -> (Data, URLResponse) {
@@ -19,22 +19,22 @@ extension Session {
 
     /// Uploads `bodyData` and returns the response body.
     public func upload(for request: URLRequest, from bodyData: Data) async throws -> (Data, URLResponse) {
-        try await runDataTask { sink in
+        try withURLResponse(await runDataTask { sink in
             self.makeUploadTask(request, body: .data(bodyData), sink: sink)
-        }
+        })
     }
 
     /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
     public func upload(for request: URLRequest, fromFile fileURL: URL) async throws -> (Data, URLResponse) {
-        try await runDataTask { sink in
+        try withURLResponse(await runDataTask { sink in
             self.makeUploadTask(request, body: .file(fileURL), sink: sink)
-        }
+        })
     }
 
     /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's
     /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it.
     public func download(for request: URLRequest) async throws -> (URL, URLResponse) {
-        try await runDownloadTask { sink in
+        try withURLResponse(await runDownloadTask { sink in
             DownloadTask(
                 core: self.core,
                 kind: .download,
@@ -42,7 +42,7 @@ extension Session {
                 request: request,
                 sink: sink
             )
-        }
+        })
     }
 
     public func download(from url: URL) async throws -> (URL, URLResponse) {
@@ -51,45 +51,27 @@ extension Session {
 
     /// Continues a download from resume data; see ``downloadTask(withResumeData:)``.
     public func download(resumeFrom resumeData: Data) async throws -> (URL, URLResponse) {
-        try await runDownloadTask { sink in
+        try withURLResponse(await runDownloadTask { sink in
             self.makeResumedTask(resumeData, sink: sink)
-        }
+        })
     }
 
     /// Starts `request` and returns once the response head arrived, with the body as ``AsyncBytes``.
     /// A slow consumer pauses the transfer; memory stays bounded.
     public func bytes(for request: URLRequest) async throws -> (AsyncBytes, URLResponse) {
-        let stream = ByteStream()
-        let task = DataTask(
-            core: core,
-            kind: .data,
-            identifier: core.makeIdentifier(),
-            request: request,
-            sink: .stream(stream)
-        )
-        stream.setDrainedHandler { [weak task] in
-            task?.setBackpressure(paused: false)
-        }
-        let lifetime = StreamLifetime(task: task)
-        let response = try await withTaskCancellationHandler {
-            task.resume()
-            return try await stream.response()
-        } onCancel: {
-            task.cancel()
-        }
-        return (AsyncBytes(task: task, stream: stream, lifetime: lifetime), response)
+        try withURLResponse(await runBytesTask(request))
     }
 
     public func bytes(from url: URL) async throws -> (AsyncBytes, URLResponse) {
         try await bytes(for: URLRequest(url: url))
     }
 
-    // MARK: Plumbing
+    // MARK: Plumbing (shared with the swift-http-types overloads)
 
-    private func runDataTask(
-        _ make: (TaskSink) -> DataTask
-    ) async throws -> (Data, URLResponse) {
-        let box = ContinuationBox<(Data, URLResponse)>()
+    /// Starts the data task `make` builds and waits for its end. The response is the task's own, from which each
+    /// API makes the type it returns.
+    func runDataTask(_ make: (TaskSink) -> DataTask) async throws -> (Data, TaskResponse) {
+        let box = ContinuationBox<(Data, TaskResponse)>()
         let task = make(
             .inlineData { data, response, error in
                 if let error {
@@ -110,10 +92,8 @@ extension Session {
         }
     }
 
-    private func runDownloadTask(
-        _ make: (TaskSink) -> DownloadTask
-    ) async throws -> (URL, URLResponse) {
-        let box = ContinuationBox<(URL, URLResponse)>()
+    func runDownloadTask(_ make: (TaskSink) -> DownloadTask) async throws -> (URL, TaskResponse) {
+        let box = ContinuationBox<(URL, TaskResponse)>()
         let temporaryDirectory = configuration.temporaryDirectory
         let task = make(
             .inlineDownload { location, response, error in
@@ -151,4 +131,35 @@ extension Session {
             task.cancel()
         }
     }
+
+    func runBytesTask(_ request: URLRequest) async throws -> (AsyncBytes, TaskResponse) {
+        let stream = ByteStream()
+        let task = DataTask(
+            core: core,
+            kind: .data,
+            identifier: core.makeIdentifier(),
+            request: request,
+            sink: .stream(stream)
+        )
+        stream.setDrainedHandler { [weak task] in
+            task?.setBackpressure(paused: false)
+        }
+        let lifetime = StreamLifetime(task: task)
+        let response = try await withTaskCancellationHandler {
+            task.resume()
+            return try await stream.response()
+        } onCancel: {
+            task.cancel()
+        }
+        return (AsyncBytes(task: task, stream: stream, lifetime: lifetime), response)
+    }
+}
+
+/// The body and the task's response as the `URLResponse` the URLSession-shaped API returns (an
+/// `HTTPURLResponse`, built here).
+private func withURLResponse<Body>(_ result: (Body, TaskResponse)) throws -> (Body, URLResponse) {
+    guard let response = result.1.httpResponse else {
+        throw CourierError(.badServerResponse, "the response cannot be represented as an HTTPURLResponse")
+    }
+    return (result.0, response)
 }

@@ -45,7 +45,7 @@ extension SessionTask {
     private func deliver(_ delivery: TaskDelivery, work: inout DelegateWork) {
         switch delivery {
         case .response(let response):
-            if case .stream(let stream) = sink, let response = response.httpResponse {
+            if case .stream(let stream) = sink {
                 stream.receive(response)
             }
         case .data(let data):

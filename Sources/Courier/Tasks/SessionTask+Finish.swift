@@ -41,7 +41,7 @@ extension SessionTask {
         let becameInvalid = core.unregister(key: registryKey, task: self)
         let downloaded = downloadedFile
         let metrics = core.isTaskDelegate ? makeMetrics(final) : nil
-        let response = final.response?.httpResponse
+        let taskResponse = final.response
         let reportedError: (any Error)? = error
 
         if let handler = final.resumeDataHandler {
@@ -83,21 +83,21 @@ extension SessionTask {
         case .dataHandler(let handler):
             let body = error == nil ? SessionTask.join(final.chunks) : nil
             appendMetrics(&work)
-            work.append { _ in handler(body, response, reportedError) }
+            work.append { _ in handler(body, taskResponse?.httpResponse, reportedError) }
         case .inlineData(let handler):
             appendMetrics(&work)
-            handler(error == nil ? SessionTask.join(final.chunks) : nil, response, reportedError)
+            handler(error == nil ? SessionTask.join(final.chunks) : nil, taskResponse, reportedError)
         case .downloadHandler(let handler):
             appendMetrics(&work)
             work.append { _ in
-                handler(downloaded, response, reportedError)
+                handler(downloaded, taskResponse?.httpResponse, reportedError)
                 if let downloadedFile = downloaded {
                     try? FileManager.default.removeItem(at: downloadedFile)
                 }
             }
         case .inlineDownload(let handler):
             appendMetrics(&work)
-            handler(downloadedFile, response, reportedError)
+            handler(downloadedFile, taskResponse, reportedError)
             if let downloadedFile {
                 try? FileManager.default.removeItem(at: downloadedFile)
             }

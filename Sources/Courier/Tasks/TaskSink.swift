@@ -8,6 +8,8 @@ import FoundationNetworking
 enum TaskSink: Sendable {
     typealias DataHandler = @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     typealias DownloadHandler = @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    typealias InlineDataHandler = @Sendable (Data?, TaskResponse?, (any Error)?) -> Void
+    typealias InlineDownloadHandler = @Sendable (URL?, TaskResponse?, (any Error)?) -> Void
 
     /// The session delegate gets every call.
     case delegate
@@ -16,9 +18,10 @@ enum TaskSink: Sendable {
     case dataHandler(DataHandler)
     case downloadHandler(DownloadHandler)
     /// An async convenience: the handler runs right where the completion is decided (it only resumes a
-    /// continuation or moves a file), not on the delegate queue.
-    case inlineData(DataHandler)
-    case inlineDownload(DownloadHandler)
+    /// continuation or moves a file), not on the delegate queue. It gets the response as the task saw it, so
+    /// that a caller who wants no `HTTPURLResponse` never makes one.
+    case inlineData(InlineDataHandler)
+    case inlineDownload(InlineDownloadHandler)
     /// `bytes(for:)`: body chunks go to a bounded buffer.
     case stream(ByteStream)
 

@@ -49,15 +49,20 @@ struct HopPlan: Codable, Sendable, Equatable {
 struct TaskResponse: Codable, Sendable, Equatable {
     let url: URL
     let head: ResponseHead
-    /// The `HTTPURLResponse`, built once when the response arrives and shared by everyone who asks (the delegate,
-    /// the completion handler, `task.response`, the metrics): one object per response, as before the machine. Not
-    /// part of the encoding or of equality; a decoded response builds its own.
-    let httpResponse: HTTPURLResponse?
+    /// Holds the `HTTPURLResponse` once someone asked for it. Not part of the encoding or of equality; a decoded
+    /// response builds its own.
+    private let built = BuiltOnce<HTTPURLResponse?>()
+
+    /// The `HTTPURLResponse`, built the first time someone asks (the delegate, the completion handler,
+    /// `task.response`, the metrics) and shared by all of them: one object per response. The swift-http-types
+    /// API never asks, and never pays for it.
+    var httpResponse: HTTPURLResponse? {
+        built.value { head.response(for: url) }
+    }
 
     init(url: URL, head: ResponseHead) {
         self.url = url
         self.head = head
-        self.httpResponse = head.response(for: url)
     }
 
     private enum CodingKeys: String, CodingKey {

@@ -1,0 +1,80 @@
+public import Foundation
+public import HTTPTypes
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The async API on apple/swift-http-types, in the shape of its `HTTPTypesFoundation` extensions of `URLSession`
+/// (and of swift-openapi's transports), so that code written for them ports by changing the session.
+///
+/// The fast path: the response is made from the head Courier parsed, and no `HTTPURLResponse` is ever built for
+/// these calls (FoundationNetworking's initialiser costs more than the rest of receiving a small response).
+/// Everything else is the URLSession-shaped API's: the same tasks, redirects, cookies, authentication, delegates
+/// (with their `URLResponse` signatures) and errors (``CourierError``). Cancelling the calling Swift task cancels
+/// the transfer. A request without a scheme or authority throws ``CourierError/Code/badURL``.
+extension Session {
+    /// Fetches `request` into memory. Any HTTP status is a success.
+    public func data(for request: HTTPRequest) async throws -> (Data, HTTPResponse) {
+        let urlRequest = try URLRequest(courierHTTPRequest: request)
+        return try withHTTPResponse(
+            await runDataTask { sink in
+                DataTask(core: core, kind: .data, identifier: core.makeIdentifier(), request: urlRequest, sink: sink)
+            })
+    }
+
+    /// Uploads `bodyData` (borrowed by the engine, not copied, from 16 KiB) and returns the response body.
+    public func upload(for request: HTTPRequest, from bodyData: Data) async throws -> (Data, HTTPResponse) {
+        let urlRequest = try URLRequest(courierHTTPRequest: request)
+        return try withHTTPResponse(
+            await runDataTask { sink in
+                makeUploadTask(urlRequest, body: .data(bodyData), sink: sink)
+            })
+    }
+
+    /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
+    public func upload(for request: HTTPRequest, fromFile fileURL: URL) async throws -> (Data, HTTPResponse) {
+        let urlRequest = try URLRequest(courierHTTPRequest: request)
+        return try withHTTPResponse(
+            await runDataTask { sink in
+                makeUploadTask(urlRequest, body: .file(fileURL), sink: sink)
+            })
+    }
+
+    /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's
+    /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it.
+    public func download(for request: HTTPRequest) async throws -> (URL, HTTPResponse) {
+        let urlRequest = try URLRequest(courierHTTPRequest: request)
+        return try withHTTPResponse(
+            await runDownloadTask { sink in
+                DownloadTask(
+                    core: core,
+                    kind: .download,
+                    identifier: core.makeIdentifier(),
+                    request: urlRequest,
+                    sink: sink
+                )
+            })
+    }
+
+    /// Starts `request` and returns once the response head arrived, with the body as ``AsyncBytes``.
+    /// A slow consumer pauses the transfer; memory stays bounded.
+    public func bytes(for request: HTTPRequest) async throws -> (AsyncBytes, HTTPResponse) {
+        try withHTTPResponse(await runBytesTask(URLRequest(courierHTTPRequest: request)))
+    }
+}
+
+extension SessionTask {
+    /// The final response as swift-http-types' `HTTPResponse`, once it arrived (no `HTTPURLResponse` is made).
+    public var httpResponse: HTTPResponse? {
+        storage.withLock { $0.finalResponse }?.head.httpResponse
+    }
+}
+
+/// The body and the task's response as an `HTTPResponse`.
+private func withHTTPResponse<Body>(_ result: (Body, TaskResponse)) throws -> (Body, HTTPResponse) {
+    guard let response = result.1.head.httpResponse else {
+        throw CourierError(.badServerResponse, "status \(result.1.head.status) is not an HTTP status")
+    }
+    return (result.0, response)
+}
