@@ -5,7 +5,7 @@ import PackageDescription
 // (AsyncHTTPClient) or the benchmark framework.
 //
 // - courier-bench: the side-by-side comparison against nginx on loopback (see README.md).
-// - bench-courier, bench-courier-bg, bench-urlsession, bench-ahc, bench-floor: one workload with one Swift client,
+// - bench-courier, bench-courier-ht, bench-courier-bg, bench-urlsession, bench-ahc, bench-floor: one workload with one Swift client,
 //   spawned by courier-bench through bench-launch, which reports that process's own wall time, CPU time and peak
 //   RSS. bench-courier-bg runs a background session and needs courierd, which the root package builds.
 // - CourierMicro: microbenchmarks of the hot paths (package-benchmark), with allocation thresholds.
@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // What both executables agree on: the workloads, the peers, the fixture names, the client's report line.
@@ -52,6 +53,16 @@ let package = Package(
             dependencies: [
                 "BenchClientKit", "SessionClientKit",
                 .product(name: "Courier", package: courierPackage),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The same session through Courier's swift-http-types API (HTTPRequest in, HTTPResponse out).
+        .executableTarget(
+            name: "bench-courier-ht",
+            dependencies: [
+                "BenchClientKit",
+                .product(name: "Courier", package: courierPackage),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strictSwift
         ),

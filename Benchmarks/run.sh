@@ -10,7 +10,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 bash "$here/../scripts/bootstrap.sh" nginx curl
-for product in bench-launch bench-courier bench-courier-bg bench-urlsession bench-ahc bench-floor courier-bench; do
+for product in bench-launch bench-courier bench-courier-ht bench-courier-bg bench-urlsession bench-ahc bench-floor courier-bench; do
     swift build -c release --package-path "$here" --product "$product"
 done
 # courierd, for the background-session client (bench-courier-bg, W4): an executable of the root package, which

@@ -1,7 +1,10 @@
 /// A client the comparison runs: Courier, or a peer a Swift developer on Linux would otherwise pick.
 public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Courier's `Session`, through its async API.
+    /// Courier's `Session`, through its URLSession-shaped async API.
     case courier
+    /// Courier's `Session`, through its swift-http-types async API (`HTTPRequest` in, `HTTPResponse` out), which
+    /// builds no `HTTPURLResponse` (`bench-courier-ht`).
+    case courierHTTPTypes = "courier-ht"
     /// FoundationNetworking's `URLSession`, through its async API.
     case urlsession
     /// AsyncHTTPClient on its singleton event loop group.
@@ -20,6 +23,7 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
     public var displayName: String {
         switch self {
         case .courier: "Courier"
+        case .courierHTTPTypes: "Courier, swift-http-types API"
         case .urlsession: "URLSession (FoundationNetworking)"
         case .ahc: "AsyncHTTPClient"
         case .curl: "curl --parallel"
@@ -29,11 +33,16 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
     }
 
     /// Whether the harness runs this client on `workload`. The background session runs W4 only, the workload its
-    /// target is set on (issue: at least 0.8× Courier's in-process throughput).
+    /// target is set on (issue: at least 0.8× Courier's in-process throughput). W2 at curl's limit
+    /// (``Workload/w2AtCurlLimit``) compares memory with curl at the same number in flight: Courier's two APIs and
+    /// curl only.
     public func runs(_ workload: Workload) -> Bool {
+        if workload.name == Workload.w2AtCurlLimit.name {
+            return [.courier, .courierHTTPTypes, .curl].contains(self)
+        }
         switch self {
-        case .courierBackground: workload.name == Workload.w4.name
-        case .courier, .urlsession, .ahc, .curl, .floor: true
+        case .courierBackground: return workload.name == Workload.w4.name
+        case .courier, .courierHTTPTypes, .urlsession, .ahc, .curl, .floor: return true
         }
     }
 }

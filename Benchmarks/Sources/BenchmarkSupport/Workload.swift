@@ -11,7 +11,7 @@ public struct Workload: Sendable, Hashable, Codable {
         case upload
     }
 
-    /// Short name used on the command line and in the table: "W1" … "W5".
+    /// Short name used on the command line and in the table: "W1" … "W5", "W2-300".
     public let name: String
     public let summary: String
     public let kind: Kind
@@ -47,6 +47,10 @@ public struct Workload: Sendable, Hashable, Codable {
     public static let w2 = Workload(
         name: "W2", summary: "20,000 GETs of 1 KiB, 1,000 in flight", kind: .memory, count: 20_000,
         concurrency: 1_000, fixture: .small)
+    /// W2 at curl's `--parallel-max` limit (300), so that memory is compared at the same number in flight.
+    public static let w2AtCurlLimit = Workload(
+        name: "W2-300", summary: "20,000 GETs of 1 KiB, 300 in flight", kind: .memory, count: 20_000,
+        concurrency: 300, fixture: .small)
     public static let w3 = Workload(
         name: "W3", summary: "one 1 GiB download to disk", kind: .disk, count: 1, concurrency: 1, fixture: .huge)
     public static let w4 = Workload(
@@ -56,7 +60,7 @@ public struct Workload: Sendable, Hashable, Codable {
         name: "W5", summary: "500 uploads of 1 MiB, 32 in flight", kind: .upload, count: 500, concurrency: 32,
         fixture: .upload)
 
-    public static let all: [Workload] = [w1, w2, w3, w4, w5]
+    public static let all: [Workload] = [w1, w2, w2AtCurlLimit, w3, w4, w5]
 
     public static func named(_ name: String) -> Workload? {
         all.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }

@@ -22,15 +22,15 @@ struct CourierBench: ParsableCommand {
         help: "Runs of each download-to-disk workload (W3, W4) per client: their page-cache cost varies (README.md)")
     var diskRuns = 7
 
-    @Option(help: "Workloads, comma-separated (W1,W2,W3,W4,W5)")
-    var workloads = "W1,W2,W3,W4,W5"
+    @Option(help: "Workloads, comma-separated (W1,W2,W2-300,W3,W4,W5)")
+    var workloads = "W1,W2,W2-300,W3,W4,W5"
 
     @Option(
         help: """
-            Clients, comma-separated (courier,urlsession,ahc,curl,floor,courier-bg). courier-bg, a background \
-            session through courierd, runs W4 only and needs courierd ($COURIERD, or beside the clients)
+            Clients, comma-separated (courier,courier-ht,urlsession,ahc,curl,floor,courier-bg). courier-bg, a \
+            background session through courierd, runs W4 only and needs courierd ($COURIERD, or beside the clients)
             """)
-    var peers = "courier,urlsession,ahc,curl,floor,courier-bg"
+    var peers = "courier,courier-ht,urlsession,ahc,curl,floor,courier-bg"
 
     @Option(help: "Seconds a client run may take; a client still running then is killed and the run fails (a hung client is never waited on)")
     var runDeadline: Int = 300

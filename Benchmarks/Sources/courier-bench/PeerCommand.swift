@@ -2,7 +2,7 @@ import BenchmarkSupport
 import Foundation
 
 /// The command line that runs one workload with one peer: the peer's own executable (`bench-courier`,
-/// `bench-urlsession`, `bench-ahc`, `bench-floor`) for the Swift clients, the curl command line with `--parallel`
+/// `bench-courier-ht`, `bench-urlsession`, `bench-ahc`, `bench-floor`) for the Swift clients, the curl command line with `--parallel`
 /// and a config file listing every transfer for curl.
 struct PeerCommand {
     /// The folder holding `bench-launch` and the client executables.
@@ -23,7 +23,7 @@ struct PeerCommand {
                 "curl", "--parallel", "--parallel-max", String(min(workload.concurrency, Self.curlParallelLimit)),
                 "--silent", "--show-error", "--fail", "--config", config.path,
             ]
-        case .courier, .courierBackground, .urlsession, .ahc, .floor:
+        case .courier, .courierHTTPTypes, .courierBackground, .urlsession, .ahc, .floor:
             return [
                 executable(for: peer), "run", workload.name, "--count", String(workload.count),
                 "--base-url", baseURL, "--fixtures", fixtures.path, "--output", output.path,

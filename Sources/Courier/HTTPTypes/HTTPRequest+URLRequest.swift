@@ -14,7 +14,11 @@ extension URLRequest {
             throw CourierError(.badURL, "the request has no absolute URL (scheme, authority and path)")
         }
         self.init(url: url)
-        httpMethod = request.method.rawValue
+        if request.method != .get {
+            // GET is the default; FoundationNetworking's setter case-folds the method against a list (measurable
+            // per request).
+            httpMethod = request.method.rawValue
+        }
         var fields: [String: String] = [:]
         var names: [HTTPField.Name: String] = [:]
         for field in request.headerFields {
