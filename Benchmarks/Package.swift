@@ -48,10 +48,16 @@ let package = Package(
         // The client over a URLSession-shaped session, shared by Courier's and FoundationNetworking's executables.
         .target(name: "SessionClientKit", dependencies: ["BenchClientKit"], swiftSettings: strictSwift),
         // One executable per Swift client, so that each run's peak RSS holds only that client's libraries.
+        // Courier's session configuration for a run, shared by its two clients.
+        .target(
+            name: "CourierClientKit",
+            dependencies: ["BenchClientKit", .product(name: "Courier", package: courierPackage)],
+            swiftSettings: strictSwift
+        ),
         .executableTarget(
             name: "bench-courier",
             dependencies: [
-                "BenchClientKit", "SessionClientKit",
+                "BenchClientKit", "SessionClientKit", "CourierClientKit",
                 .product(name: "Courier", package: courierPackage),
             ],
             swiftSettings: strictSwift
@@ -60,7 +66,7 @@ let package = Package(
         .executableTarget(
             name: "bench-courier-ht",
             dependencies: [
-                "BenchClientKit",
+                "BenchClientKit", "CourierClientKit",
                 .product(name: "Courier", package: courierPackage),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],

@@ -1,24 +1,18 @@
 import BenchClientKit
 import Courier
+import CourierClientKit
 import Foundation
 import HTTPTypes
 
-/// Courier's `Session`, configured as in `bench-courier`, called through `data(for: HTTPRequest)`,
+/// Courier's `Session`, configured as in `bench-courier` (`SessionConfiguration.benchmark`), called through `data(for: HTTPRequest)`,
 /// `download(for:)` and `upload(for:from:)`.
 struct HTTPTypesClient: BenchmarkClient {
     let plan: TransferPlan
     let session: Session
 
     init(plan: TransferPlan) {
-        var configuration = SessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = plan.workload.concurrency
-        configuration.maximumConcurrentTransfers = plan.workload.concurrency
-        configuration.temporaryDirectory = plan.output
-        if let loops = ProcessInfo.processInfo.environment["COURIER_BENCH_LOOPS"].flatMap(Int.init) {
-            configuration.engineLoopCount = loops
-        }
         self.plan = plan
-        self.session = Session(configuration: configuration)
+        self.session = Session(configuration: .benchmark(for: plan))
     }
 
     func fetch(_ url: URL) async throws -> Int {

@@ -75,7 +75,7 @@ struct CourierBench: ParsableCommand {
         let fixtures = root.appendingPathComponent("fixtures")
         let output = root.appendingPathComponent("downloads")
         let scratch = root.appendingPathComponent("scratch-\(getpid())")
-        try FixtureFiles.prepare(in: fixtures, log: log)
+        try FixtureFiles.prepare(selectedWorkloads.map(\.fixture), in: fixtures, log: log)
         for folder in [output, scratch] {
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

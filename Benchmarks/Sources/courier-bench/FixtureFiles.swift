@@ -4,7 +4,9 @@ import Foundation
 /// Writes the fixture files once (pseudo-random bytes, so that nothing on the path can compress them) and keeps
 /// them between runs when their size is already right.
 enum FixtureFiles {
-    static func prepare(in folder: URL, log: (String) -> Void) throws {
+    /// Writes `fixtures` that are not in `folder` yet: only what the selected workloads read (a run without W3
+    /// never writes the 1 GiB file), and always the 1 KiB file the start RSS is measured with.
+    static func prepare(_ fixtures: [Fixture], in folder: URL, log: (String) -> Void) throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         var generator = SplitMix64(seed: 0xC0_0121E5)
         // One random MiB, repeated: enough entropy that no layer can compress it, cheap to write 1 GiB of.
@@ -14,7 +16,7 @@ enum FixtureFiles {
                 for offset in 0..<8 { block[index + offset] = word[offset] }
             }
         }
-        for fixture in Fixture.all {
+        for fixture in Fixture.all where fixtures.contains(fixture) || fixture == Workload.w1.fixture {
             let path = folder.appendingPathComponent(fixture.fileName).path
             if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
                 size.intValue == fixture.size
