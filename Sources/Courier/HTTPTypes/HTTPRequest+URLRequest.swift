@@ -19,17 +19,16 @@ extension URLRequest {
             // per request).
             httpMethod = request.method.rawValue
         }
-        var fields: [String: String] = [:]
-        var names: [HTTPField.Name: String] = [:]
+        // Keyed by the field name (case-insensitive); the key kept is the first spelling, as sent.
+        var joined: [HTTPField.Name: String] = [:]
         for field in request.headerFields {
-            guard let name = names[field.name] else {
-                names[field.name] = field.name.rawName
-                fields[field.name.rawName] = field.value
-                continue
+            if let value = joined[field.name] {
+                joined[field.name] = value + (field.name == .cookie ? "; " : ", ") + field.value
+            } else {
+                joined[field.name] = field.value
             }
-            let separator = field.name == .cookie ? "; " : ", "
-            fields[name, default: ""] += separator + field.value
         }
+        let fields = Dictionary(uniqueKeysWithValues: joined.map { ($0.key.rawName, $0.value) })
         if !fields.isEmpty {
             allHTTPHeaderFields = fields
         }
