@@ -89,7 +89,7 @@ struct Tasks: ParsableCommand {
                     - (earlier.countOfBytesReceived + earlier.countOfBytesSent)
                 rate = Double(max(0, moved)) / interval
             }
-            return Row(session: session, task: task, url: task.task?.request.request.url?.absoluteString, bytesPerSecond: rate)
+            return Row(session: session, task: task, url: task.task?.request.url?.absoluteString, bytesPerSecond: rate)
         }
         if json {
             print(try DaemonClient.json(rows))

@@ -22,7 +22,7 @@ struct BackgroundTransferTests {
         IPCMessage.BackgroundTask(
             identifier: identifier,
             kind: .download,
-            request: CodableRequest(URLRequest(url: url)),
+            request: TaskRequest(URLRequest(url: url)),
             taskDescription: description
         )
     }
@@ -200,7 +200,7 @@ struct BackgroundTransferTests {
         let task = IPCMessage.BackgroundTask(
             identifier: 1,
             kind: .upload,
-            request: CodableRequest(request),
+            request: TaskRequest(request),
             uploadFile: source.path
         )
         try Self.create(task, on: &client)

@@ -33,7 +33,7 @@ struct DaemonProcessTests {
         let ftp = IPCMessage.BackgroundTask(
             identifier: 1,
             kind: .download,
-            request: CodableRequest(URLRequest(url: URL(string: "ftp://127.0.0.1/x")!))
+            request: TaskRequest(URLRequest(url: URL(string: "ftp://127.0.0.1/x")!))
         )
         try client.send(.createTask(.init(request: 3, session: "com.example.podcasts.bg", task: ftp)))
         guard case .failure(let failure)? = try client.receive() else {
@@ -44,7 +44,7 @@ struct DaemonProcessTests {
         #expect(failure.error.code == .unsupportedURL)
         var upload = ftp
         upload.kind = .upload
-        upload.request = CodableRequest(URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!))
+        upload.request = TaskRequest(URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!))
         upload.uploadFile = daemon.root.appendingPathComponent("missing").path
         try client.send(.createTask(.init(request: 4, session: "com.example.podcasts.bg", task: upload)))
         guard case .failure(let missing)? = try client.receive() else {

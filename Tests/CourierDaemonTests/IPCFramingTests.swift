@@ -33,7 +33,7 @@ enum SampleMessages {
                     task: .init(
                         identifier: 3,
                         kind: .upload,
-                        request: CodableRequest(request),
+                        request: TaskRequest(request),
                         uploadFile: "/tmp/x",
                         resumeData: Data([1, 2]),
                         taskDescription: "episode-42"

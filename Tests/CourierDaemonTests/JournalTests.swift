@@ -34,7 +34,7 @@ struct JournalTests {
         return IPCMessage.BackgroundTask(
             identifier: identifier,
             kind: .download,
-            request: CodableRequest(request),
+            request: TaskRequest(request),
             taskDescription: description
         )
     }

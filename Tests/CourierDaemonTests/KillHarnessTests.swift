@@ -115,7 +115,7 @@ struct KillHarnessTests {
             let task = IPCMessage.BackgroundTask(
                 identifier: transfer.identifier,
                 kind: .download,
-                request: CodableRequest(URLRequest(url: url)),
+                request: TaskRequest(URLRequest(url: url)),
                 taskDescription: "kill-harness-\(transfer.identifier)"
             )
             let answer = try client.request { .createTask(.init(request: $0, session: Self.identifier, task: task)) }

@@ -36,7 +36,7 @@ struct CodableTransitionTests {
 
     static let plan = HopPlan(
         hop: 3,
-        request: CodableRequest(post),
+        request: TaskRequest(post),
         resumeOffset: 100,
         authentication: .digest(user: "u", password: "p"),
         priority: 0.75,
@@ -75,7 +75,7 @@ struct CodableTransitionTests {
         .event(hop: 1, D.event(hop: 1, .progress, progress: TransferProgress(received: 5, expectedToReceive: -1))),
         .event(hop: 1, D.event(hop: 1, .complete(.success(bytesOnDisk: 1000, metrics: metrics)))),
         .event(hop: 1, D.event(hop: 1, .complete(TransferCompletion(error: error, bytesOnDisk: 5)))),
-        .redirectAnswered(hop: 1, CodableRequest(post)),
+        .redirectAnswered(hop: 1, TaskRequest(post)),
         .redirectAnswered(hop: 1, nil),
         .challengeAnswered(hop: 1, .credential(user: "user", password: "pä ss")),
         .challengeAnswered(hop: 1, .withoutCredential),
@@ -93,7 +93,7 @@ struct CodableTransitionTests {
         .submit(
             HopPlan(
                 hop: 1,
-                request: CodableRequest(D.request(D.url)),
+                request: TaskRequest(D.request(D.url)),
                 resumeOffset: 0,
                 authentication: .none,
                 priority: 0.5,
@@ -105,7 +105,7 @@ struct CodableTransitionTests {
         .submit(
             HopPlan(
                 hop: 2,
-                request: CodableRequest(D.request(D.url)),
+                request: TaskRequest(D.request(D.url)),
                 resumeOffset: 0,
                 authentication: .basic(user: "u", password: "p"),
                 priority: 1,
@@ -121,7 +121,7 @@ struct CodableTransitionTests {
         .decide(101, .cancel),
         .decide(101, .toFile(path: "/tmp/x")),
         .storeCookies(D.response(D.url, head)),
-        .ask(.redirect(hop: 1, response: D.response(D.url, head), proposed: CodableRequest(post))),
+        .ask(.redirect(hop: 1, response: D.response(D.url, head), proposed: TaskRequest(post))),
         .ask(
             .challenge(
                 hop: 2,
@@ -170,25 +170,51 @@ struct CodableTransitionTests {
         #expect(try Self.roundTrip(action) == action)
     }
 
-    @Test("a CodableRequest keeps the URL, method, header fields, body and timeout")
+    @Test("a TaskRequest keeps the URL, method, header fields, body and timeout")
     func codableRequest() throws {
         var request = Self.post
         request.timeoutInterval = 12.5
-        let decoded = try Self.roundTrip(CodableRequest(request))
-        #expect(decoded == CodableRequest(request))
-        #expect(decoded.request.url == URL(string: "https://a.example/form?q=1"))
-        #expect(decoded.request.httpMethod == "POST")
-        #expect(decoded.request.value(forHTTPHeaderField: "Content-Type") == "application/json")
-        #expect(decoded.request.value(forHTTPHeaderField: "X-Trace") == "t1")
-        #expect(decoded.request.allHTTPHeaderFields?.count == 2)
-        #expect(decoded.request.httpBody == Data("{\"a\":1}".utf8))
-        #expect(decoded.request.timeoutInterval == 12.5)
+        let decoded = try Self.roundTrip(TaskRequest(request))
+        #expect(decoded == TaskRequest(request))
+        #expect(decoded.urlRequest.url == URL(string: "https://a.example/form?q=1"))
+        #expect(decoded.urlRequest.httpMethod == "POST")
+        #expect(decoded.urlRequest.value(forHTTPHeaderField: "Content-Type") == "application/json")
+        #expect(decoded.urlRequest.value(forHTTPHeaderField: "X-Trace") == "t1")
+        #expect(decoded.urlRequest.allHTTPHeaderFields?.count == 2)
+        #expect(decoded.urlRequest.httpBody == Data("{\"a\":1}".utf8))
+        #expect(decoded.urlRequest.timeoutInterval == 12.5)
     }
 
-    @Test("a CodableRequest of a plain GET comes back equal")
+    @Test("a TaskRequest keeps the caller's URLRequest in step; one made from a URL builds its URLRequest")
+    func taskRequestSources() {
+        var given = Self.post
+        given.cachePolicy = .reloadIgnoringLocalCacheData
+        var request = TaskRequest(given)
+        request.setURL(URL(string: "https://b.example/next"))
+        request.setMethod("GET")
+        request.removeBody()
+        request.removeHeaderField("content-type")
+        #expect(request.urlRequest.cachePolicy == .reloadIgnoringLocalCacheData)
+        #expect(request.urlRequest.url == URL(string: "https://b.example/next"))
+        #expect(request.urlRequest.httpMethod == "GET")
+        #expect(request.urlRequest.httpBody == nil)
+        #expect(request.urlRequest.allHTTPHeaderFields == ["X-Trace": "t1"])
+        #expect(request.headerFields == ["X-Trace": "t1"])
+        #expect(request.value(forHTTPHeaderField: "x-TRACE") == "t1")
+
+        let plain = TaskRequest(url: URL(string: "https://a.example/f")!)
+        #expect(plain.method == "GET")
+        #expect(plain.urlRequest.url == URL(string: "https://a.example/f"))
+        #expect(plain.urlRequest.httpMethod == "GET")
+        #expect(plain.urlRequest.timeoutInterval == TaskRequest.defaultTimeoutInterval)
+        #expect(plain == TaskRequest(URLRequest(url: URL(string: "https://a.example/f")!)))
+        #expect(TaskRequest(url: nil).urlRequest.url == nil)
+    }
+
+    @Test("a TaskRequest of a plain GET comes back equal")
     func codablePlainRequest() throws {
         let request = D.request(D.url)
-        #expect(try Self.roundTrip(CodableRequest(request)) == CodableRequest(request))
+        #expect(try Self.roundTrip(TaskRequest(request)) == TaskRequest(request))
     }
 
     @Test("a request without a URL cannot be encoded")
@@ -196,7 +222,7 @@ struct CodableTransitionTests {
         var request = D.request(D.url)
         request.url = nil
         #expect(throws: EncodingError.self) {
-            _ = try JSONEncoder().encode(CodableRequest(request))
+            _ = try JSONEncoder().encode(TaskRequest(request))
         }
     }
 
@@ -223,7 +249,7 @@ struct CodableTransitionTests {
         record(.challengeAnswered(hop: 1, .credential(user: "u", password: "p")))
         record(.submitted(hop: 2, transfer: 102))
         record(hop: 2, .response(held: true, resumeOffset: 0, head: D.head(302, ["Location": "https://b.example/f"])))
-        record(.redirectAnswered(hop: 2, CodableRequest(D.request("https://b.example/f"))))
+        record(.redirectAnswered(hop: 2, TaskRequest(D.request("https://b.example/f"))))
         record(hop: 3, .response(held: false, resumeOffset: 0, head: D.head(200)), expected: 10)
         record(hop: 3, .progress, received: 4, expected: 10)
         record(hop: 1, .complete(.cancelled()))

@@ -22,7 +22,7 @@ struct CompletionTransitionTests {
             .event(hop: 1, D.event(hop: 1, .complete(.success()))),
             .event(hop: 1, D.event(hop: 1, .complete(.failure(.networkConnectionLost)))),
             .event(hop: 2, D.event(hop: 2, .complete(.success()))),
-            .redirectAnswered(hop: 1, CodableRequest(D.request("https://a.example/x"))),
+            .redirectAnswered(hop: 1, TaskRequest(D.request("https://a.example/x"))),
             .redirectAnswered(hop: 1, nil),
             .challengeAnswered(hop: 1, .credential(user: "u", password: "p")),
             .challengeAnswered(hop: 1, .cancel),
@@ -158,7 +158,7 @@ struct CompletionTransitionTests {
         d.start(timeout: 30)
         d.respond(D.head(302, ["Location": "/next"]), held: true)
         d.advance(by: 31)
-        let proposed = CodableRequest(D.request("https://a.example/next"))
+        let proposed = TaskRequest(D.request("https://a.example/next"))
         #expect(d.apply(.redirectAnswered(hop: 1, proposed)) == [.cancelTransfer(101)])
         #expect(d.machine.phase == .finishing)
         #expect(d.machine.hop == 1)
@@ -218,7 +218,7 @@ struct CompletionTransitionTests {
         let error = CourierError(.timedOut, "no byte moved for 60 s", failingURL: URL(string: D.url))
         #expect(d.complete(.timedOut) == [.finish(.failure(error))])
         #expect(d.machine.awaiting == nil)
-        #expect(d.apply(.redirectAnswered(hop: 1, CodableRequest(D.request("https://a.example/next")))) == [])
+        #expect(d.apply(.redirectAnswered(hop: 1, TaskRequest(D.request("https://a.example/next")))) == [])
     }
 
     // MARK: The final report

@@ -95,8 +95,8 @@ struct FinalResponseTransitionTests {
         #expect(machine.staging == staging)
         #expect(machine.startDate == D.epoch)
         #expect(machine.resourceDeadline == d.deadline)
-        #expect(machine.originalRequest == D.request(D.url))
-        #expect(machine.currentRequest == D.request("https://a.example/file"))
+        #expect(machine.originalRequest == TaskRequest(D.request(D.url)))
+        #expect(machine.currentRequest == TaskRequest(D.request("https://a.example/file")))
         #expect(machine.taskDescription == "becomes a download")
         #expect(machine.publicState == .running)
 
@@ -444,7 +444,7 @@ struct FinalResponseTransitionTests {
             held: true,
             progress: TransferProgress(expectedToReceive: 0)
         )
-        let proposed = CodableRequest(D.request("https://a.example/gz"))
+        let proposed = TaskRequest(D.request("https://a.example/gz"))
         d.apply(.redirectAnswered(hop: 1, proposed))
         d.apply(.submitted(hop: 2, transfer: 102))
         d.respond(

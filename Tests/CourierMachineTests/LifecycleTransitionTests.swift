@@ -37,7 +37,7 @@ struct LifecycleTransitionTests {
         let actions = d.apply(.started(resumeOffset: 0, staging: nil, resourceDeadline: deadline))
         let plan = HopPlan(
             hop: 1,
-            request: CodableRequest(D.request(D.url)),
+            request: TaskRequest(D.request(D.url)),
             resumeOffset: 0,
             authentication: .none,
             priority: 0.75,

@@ -47,7 +47,7 @@ struct MachineDriver {
         _ request: URLRequest
     ) -> MachineDriver {
         let role = TaskMachine.Role(kind: kind, collectsBody: collectsBody, asksDisposition: asksDisposition)
-        return MachineDriver(TaskMachine(role: role, request: request))
+        return MachineDriver(TaskMachine(role: role, request: TaskRequest(request)))
     }
 
     /// A data task with a completion handler: keeps its body.
@@ -81,7 +81,7 @@ struct MachineDriver {
         var driver = make(.download, resumedRequest(resume))
         driver.machine.resumeSource = resume
         if let original = resume.originalURL.flatMap(URL.init(string:)) {
-            driver.machine.originalRequest = URLRequest(url: original)
+            driver.machine.originalRequest = TaskRequest(url: original)
         }
         return driver
     }
@@ -150,7 +150,7 @@ struct MachineDriver {
     ) -> HopPlan {
         HopPlan(
             hop: hop,
-            request: CodableRequest(request),
+            request: TaskRequest(request),
             resumeOffset: resumeOffset,
             authentication: authentication,
             priority: SessionTask.defaultPriority,

@@ -27,7 +27,7 @@ struct RedirectTransitionTests {
     static func question(
         _ actions: [TaskAction],
         sourceLocation: SourceLocation = #_sourceLocation
-    ) -> (hop: Int, response: TaskResponse, proposed: CodableRequest)? {
+    ) -> (hop: Int, response: TaskResponse, proposed: TaskRequest)? {
         guard actions.count == 1, case .ask(.redirect(let hop, let response, let proposed)) = actions[0] else {
             Issue.record("expected one redirect question, got \(actions)", sourceLocation: sourceLocation)
             return nil
@@ -45,7 +45,7 @@ struct RedirectTransitionTests {
         let actions = d.respond(head, held: true)
         let proposed = D.request("https://a.example/done", method: "GET", headers: ["X-Trace": "t1"])
         let response = D.response(Self.form, head)
-        #expect(actions == [.ask(.redirect(hop: 1, response: response, proposed: CodableRequest(proposed)))])
+        #expect(actions == [.ask(.redirect(hop: 1, response: response, proposed: TaskRequest(proposed)))])
         #expect(d.machine.awaiting == .redirect)
         #expect(d.machine.hops.last?.response == response)
         #expect(d.machine.finalResponse == nil)
@@ -64,7 +64,7 @@ struct RedirectTransitionTests {
         d.start()
         let asked = try #require(Self.question(d.respond(D.head(status, ["Location": "/next"]), held: true)))
         #expect(asked.hop == 1)
-        let proposed = asked.proposed.request
+        let proposed = asked.proposed.urlRequest
         #expect(proposed.url == URL(string: "https://a.example/next"))
         #expect(proposed.httpMethod == method)
         #expect(proposed.httpBody == (keepsBody ? Self.formBody : nil))
@@ -86,7 +86,7 @@ struct RedirectTransitionTests {
                     .redirect(
                         hop: 1,
                         response: response,
-                        proposed: CodableRequest(D.request("https://a.example/next"))
+                        proposed: TaskRequest(D.request("https://a.example/next"))
                     )
                 ),
             ]
@@ -112,7 +112,7 @@ struct RedirectTransitionTests {
         let head = D.head(302, ["Location": "https://b.example/next"])
         let asked = try #require(Self.question(d.respond(head, held: true)))
         let next = D.request("https://b.example/next")
-        #expect(asked.proposed == CodableRequest(next))
+        #expect(asked.proposed == TaskRequest(next))
 
         d.advance(by: 1)
         #expect(
@@ -125,7 +125,7 @@ struct RedirectTransitionTests {
         #expect(d.machine.redirectCount == 1)
         #expect(d.machine.transfer == 0)
         #expect(d.machine.awaiting == nil)
-        #expect(d.machine.currentRequest == next)
+        #expect(d.machine.currentRequest == TaskRequest(next))
         #expect(d.machine.currentURL == URL(string: "https://b.example/next"))
         #expect(d.machine.hops.count == 2)
         #expect(d.machine.hops.last?.start == D.epoch.addingTimeInterval(1))
@@ -140,8 +140,8 @@ struct RedirectTransitionTests {
         let report = d.machine.takeFinalReport()
         #expect(report.redirectCount == 1)
         #expect(report.hops.map(\.response) == [D.response(D.url, head), D.response("https://b.example/next", final)])
-        #expect(report.originalRequest == D.request(D.url))
-        #expect(report.currentRequest == next)
+        #expect(report.originalRequest == TaskRequest(D.request(D.url)))
+        #expect(report.currentRequest == TaskRequest(next))
     }
 
     @Test("the delegate's own request is followed instead of the proposed one")
@@ -149,10 +149,10 @@ struct RedirectTransitionTests {
         var d = D.collecting()
         d.start()
         let asked = try #require(Self.question(d.respond(D.head(301, ["Location": "/moved"]), held: true)))
-        #expect(asked.proposed.request.url == URL(string: "https://a.example/moved"))
+        #expect(asked.proposed.urlRequest.url == URL(string: "https://a.example/moved"))
         let chosen = D.request("https://c.example/elsewhere", method: "PUT", headers: ["X-Chosen": "1"])
         #expect(
-            d.apply(.redirectAnswered(hop: 1, CodableRequest(chosen)))
+            d.apply(.redirectAnswered(hop: 1, TaskRequest(chosen)))
                 == [.cancelTransfer(101), .submit(d.plan(hop: 2, chosen))]
         )
     }
@@ -256,7 +256,7 @@ struct RedirectTransitionTests {
         d.start()
         _ = try #require(Self.question(d.respond(D.head(302, ["Location": "/next"]), held: true)))
         let plain = D.request("http://a.example/plain")
-        #expect(d.apply(.redirectAnswered(hop: 1, CodableRequest(plain))) == [.cancelTransfer(101)])
+        #expect(d.apply(.redirectAnswered(hop: 1, TaskRequest(plain))) == [.cancelTransfer(101)])
         #expect(d.machine.hop == 1)
         let error = CourierError(
             .insecureRedirect,
@@ -308,7 +308,7 @@ struct RedirectTransitionTests {
     func answerWithoutQuestion() {
         var d = D.collecting()
         d.start()
-        #expect(d.apply(.redirectAnswered(hop: 1, CodableRequest(D.request("https://a.example/x")))) == [])
+        #expect(d.apply(.redirectAnswered(hop: 1, TaskRequest(D.request("https://a.example/x")))) == [])
         d.respond(D.head(200), held: false)
         #expect(d.apply(.redirectAnswered(hop: 1, nil)) == [])
         #expect(d.machine.hop == 1)
@@ -376,7 +376,7 @@ struct RedirectTransitionTests {
         d.answerChallenge(hop: 1, user: "u", password: "p")
         #expect(d.machine.authentication == .basic(user: "u", password: "p"))
         let asked = try #require(Self.question(d.respond(hop: 2, D.head(302, ["Location": location]), held: true)))
-        let proposed = asked.proposed.request
+        let proposed = asked.proposed.urlRequest
         // The origin-bound header goes only to the same origin (RedirectPolicy).
         #expect(proposed.value(forHTTPHeaderField: "Authorization") == (sameOrigin ? "Bearer t" : nil))
         #expect(proposed.value(forHTTPHeaderField: "X-Keep") == "k")
@@ -394,10 +394,10 @@ struct RedirectTransitionTests {
         d.start()
         d.answerChallenge(hop: 1)
         let asked = try #require(Self.question(d.respond(hop: 2, D.head(302, ["Location": "/same"]), held: true)))
-        #expect(asked.proposed.request.url == URL(string: "https://a.example/same"))
+        #expect(asked.proposed.urlRequest.url == URL(string: "https://a.example/same"))
         let elsewhere = D.request("https://b.example/elsewhere")
         #expect(
-            d.apply(.redirectAnswered(hop: 2, CodableRequest(elsewhere)))
+            d.apply(.redirectAnswered(hop: 2, TaskRequest(elsewhere)))
                 == [.cancelTransfer(102), .submit(d.plan(hop: 3, elsewhere, authentication: .none))]
         )
     }
@@ -460,7 +460,7 @@ struct RedirectTransitionTests {
         _ = try #require(Self.question(d.respond(D.head(302, ["Location": "/next"]), held: true)))
         var broken = D.request("https://a.example/next")
         broken.url = nil
-        #expect(d.apply(.redirectAnswered(hop: 1, CodableRequest(broken))) == [.cancelTransfer(101)])
+        #expect(d.apply(.redirectAnswered(hop: 1, TaskRequest(broken))) == [.cancelTransfer(101)])
         #expect(d.machine.hop == 1)
         let error = CourierError(.badURL, "the redirect request has no URL")
         #expect(d.complete(.cancelled()) == [.finish(.failure(error))])
@@ -474,7 +474,7 @@ struct RedirectTransitionTests {
         let actions = d.respond(D.head(302, ["Location": "/next"]), held: true)
         // The transfer is cancelled at once, and nobody is asked about the 3xx of a task that is ending.
         #expect(actions == [.cancelTransfer(101)])
-        let proposed = CodableRequest(D.request("https://a.example/next"))
+        let proposed = TaskRequest(D.request("https://a.example/next"))
         #expect(d.apply(.redirectAnswered(hop: 1, proposed)) == [])
         #expect(d.complete(.cancelled()) == [.finish(D.cancelled(D.url))])
         #expect(d.machine.hop == 1)
@@ -501,7 +501,7 @@ struct RedirectTransitionTests {
         d.start(resumeOffset: 100)
         let asked = try #require(Self.question(d.respond(D.head(301, ["Location": "/moved.bin"]), held: true)))
         let moved = D.request("https://a.example/moved.bin", headers: D.resume.headers)
-        #expect(asked.proposed == CodableRequest(moved))
+        #expect(asked.proposed == TaskRequest(moved))
         #expect(
             d.apply(.redirectAnswered(hop: 1, asked.proposed))
                 == [.cancelTransfer(101), .submit(d.plan(hop: 2, moved, resumeOffset: 0, resume: nil))]
@@ -520,7 +520,7 @@ struct RedirectTransitionTests {
         var refused = D.collecting()
         refused.start()
         _ = try #require(Self.question(refused.respond(D.head(302, ["Location": "/next"]), held: true)))
-        let plain = CodableRequest(D.request("http://a.example/plain"))
+        let plain = TaskRequest(D.request("http://a.example/plain"))
         #expect(refused.apply(.redirectAnswered(hop: 1, plain)) == [.cancelTransfer(101)])
         refused.complete(.cancelled())
 

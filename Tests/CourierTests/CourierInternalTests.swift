@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Testing
 
 // White-box tests: the only file of this target that uses `@testable`. Everything else tests the public API.
@@ -66,6 +67,12 @@ struct HTTPRuleTests {
         let head = Self.head(200, block)
         #expect(head.value("X-A") == "1, 2")
         #expect(head.setCookies == ["a=1", "b=2"])
+        // Kept as received, one entry per line; joined only for HTTPURLResponse's dictionary.
+        #expect(head.fieldLines.map(\.name) == ["X-A", "x-a", "Set-Cookie", "Set-Cookie"])
+        #expect(head.fields == ["X-A": "1, 2", "Set-Cookie": "a=1, b=2"])
+        let fields = head.httpResponse?.headerFields
+        #expect(fields?[values: HTTPField.Name("x-a")!] == ["1", "2"])
+        #expect(fields?[values: .setCookie] == ["a=1", "b=2"])
         #expect(head.httpVersion == "HTTP/1.1")
         let h2 = Self.head(200, "HTTP/2 200\r\netag: \"x\"\r\n\r\n")
         #expect(h2.httpVersion == "HTTP/2")
@@ -101,15 +108,20 @@ struct HTTPRuleTests {
         post.setValue("text/plain", forHTTPHeaderField: "Content-Type")
         let sameOrigin = URL(string: "https://a.example:443/y")!
         let otherOrigin = URL(string: "https://a.example:8443/y")!
-        let r303 = RedirectPolicy.newRequest(from: post, status: 303, target: sameOrigin)
-        #expect(r303.httpMethod == "GET")
-        #expect(r303.httpBody == nil)
+        let r303 = RedirectPolicy.newRequest(from: TaskRequest(post), status: 303, target: sameOrigin)
+        #expect(r303.method == "GET")
+        #expect(r303.body == nil)
+        #expect(r303.urlRequest.httpMethod == "GET")
+        #expect(r303.urlRequest.httpBody == nil)
+        #expect(r303.urlRequest.url == sameOrigin)
         #expect(r303.value(forHTTPHeaderField: "Content-Type") == nil)
         #expect(r303.value(forHTTPHeaderField: "Authorization") == "secret")
-        let r307 = RedirectPolicy.newRequest(from: post, status: 307, target: otherOrigin)
-        #expect(r307.httpMethod == "POST")
-        #expect(r307.httpBody == Data("b".utf8))
+        let r307 = RedirectPolicy.newRequest(from: TaskRequest(post), status: 307, target: otherOrigin)
+        #expect(r307.method == "POST")
+        #expect(r307.body == Data("b".utf8))
         #expect(r307.value(forHTTPHeaderField: "Authorization") == nil)
+        #expect(r307.urlRequest.value(forHTTPHeaderField: "Authorization") == nil)
+        #expect(r307.urlRequest.value(forHTTPHeaderField: "content-type") == "text/plain")
         #expect(RedirectPolicy.sameOrigin(URL(string: "http://h/")!, URL(string: "http://H:80/z")!))
         #expect(!RedirectPolicy.sameOrigin(URL(string: "http://h/")!, URL(string: "https://h/")!))
         #expect(

@@ -9,25 +9,27 @@ extension Session {
     /// calling Swift task cancels the transfer.
     public func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
-            DataTask(core: self.core, kind: .data, identifier: self.core.makeIdentifier(), request: request, sink: sink)
+            self.makeDataTask(TaskRequest(request), sink: sink)
         })
     }
 
     public func data(from url: URL) async throws -> (Data, URLResponse) {
-        try await data(for: URLRequest(url: url))
+        try withURLResponse(await runDataTask { sink in
+            self.makeDataTask(TaskRequest(url: url), sink: sink)
+        })
     }
 
     /// Uploads `bodyData` and returns the response body.
     public func upload(for request: URLRequest, from bodyData: Data) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
-            self.makeUploadTask(request, body: .data(bodyData), sink: sink)
+            self.makeUploadTask(TaskRequest(request), body: .data(bodyData), sink: sink)
         })
     }
 
     /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
     public func upload(for request: URLRequest, fromFile fileURL: URL) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
-            self.makeUploadTask(request, body: .file(fileURL), sink: sink)
+            self.makeUploadTask(TaskRequest(request), body: .file(fileURL), sink: sink)
         })
     }
 
@@ -35,18 +37,14 @@ extension Session {
     /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it.
     public func download(for request: URLRequest) async throws -> (URL, URLResponse) {
         try withURLResponse(await runDownloadTask { sink in
-            DownloadTask(
-                core: self.core,
-                kind: .download,
-                identifier: self.core.makeIdentifier(),
-                request: request,
-                sink: sink
-            )
+            self.makeDownloadTask(TaskRequest(request), sink: sink)
         })
     }
 
     public func download(from url: URL) async throws -> (URL, URLResponse) {
-        try await download(for: URLRequest(url: url))
+        try withURLResponse(await runDownloadTask { sink in
+            self.makeDownloadTask(TaskRequest(url: url), sink: sink)
+        })
     }
 
     /// Continues a download from resume data; see ``downloadTask(withResumeData:)``.
@@ -59,11 +57,11 @@ extension Session {
     /// Starts `request` and returns once the response head arrived, with the body as ``AsyncBytes``.
     /// A slow consumer pauses the transfer; memory stays bounded.
     public func bytes(for request: URLRequest) async throws -> (AsyncBytes, URLResponse) {
-        try withURLResponse(await runBytesTask(request))
+        try withURLResponse(await runBytesTask(TaskRequest(request)))
     }
 
     public func bytes(from url: URL) async throws -> (AsyncBytes, URLResponse) {
-        try await bytes(for: URLRequest(url: url))
+        try withURLResponse(await runBytesTask(TaskRequest(url: url)))
     }
 
     // MARK: Plumbing (shared with the swift-http-types overloads)
@@ -132,15 +130,9 @@ extension Session {
         }
     }
 
-    func runBytesTask(_ request: URLRequest) async throws -> (AsyncBytes, TaskResponse) {
+    func runBytesTask(_ request: TaskRequest) async throws -> (AsyncBytes, TaskResponse) {
         let stream = ByteStream()
-        let task = DataTask(
-            core: core,
-            kind: .data,
-            identifier: core.makeIdentifier(),
-            request: request,
-            sink: .stream(stream)
-        )
+        let task = makeDataTask(request, sink: .stream(stream))
         stream.setDrainedHandler { [weak task] in
             task?.setBackpressure(paused: false)
         }

@@ -165,21 +165,22 @@ final class DaemonBackend: TransferBackend {
         guard let url else {
             return .failure(CourierError(.badURL, "the URL \(spec.url) does not parse"))
         }
-        var request = URLRequest(url: url)
-        request.httpMethod = spec.method
+        var fields: [String: String] = [:]
         for line in spec.headers {
             guard let colon = line.firstIndex(of: ":") else {
                 continue
             }
             let name = String(line[..<colon])
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            request.addValue(value, forHTTPHeaderField: name)
+            // As `URLRequest.addValue`: a repeated name gets the values joined.
+            fields[name] = fields[name].map { "\($0),\(value)" } ?? value
         }
+        let request = TaskRequest(url: url, method: spec.method, headerFields: fields)
         return .success(
             IPCMessage.BackgroundTask(
                 identifier: id.task,
                 kind: kind,
-                request: CodableRequest(request),
+                request: request,
                 uploadFile: uploadFile,
                 // From `downloadTask(withResumeData:)`: courierd resumes from its partial file.
                 resumeData: sessionTask.storage.withLock { $0.resumeSource }?.encoded(),

@@ -6,30 +6,42 @@ import FoundationNetworking
 
 /// A parsed response head: status line and header fields from the engine's raw header block.
 struct ResponseHead: Codable, Sendable, Equatable {
+    /// One header field line, as received.
+    struct Field: Codable, Sendable, Equatable {
+        var name: String
+        var value: String
+    }
+
     var status: Int
     var httpVersion: String
-    /// Header fields with repeated names joined by ", " (`Set-Cookie` is kept apart in ``setCookies``).
-    var fields: [String: String]
-    /// Each `Set-Cookie` value, in order.
-    var setCookies: [String]
+    /// The header fields in the order they arrived, a repeated name once per line.
+    var fieldLines: [Field]
 
-    init(status: Int, httpVersion: String = "HTTP/1.1", fields: [String: String] = [:], setCookies: [String] = []) {
+    init(status: Int, httpVersion: String = "HTTP/1.1", fieldLines: [Field]) {
         self.status = status
         self.httpVersion = httpVersion
-        self.fields = fields
-        self.setCookies = setCookies
+        self.fieldLines = fieldLines
+    }
+
+    /// A head from joined fields (in name order) and the `Set-Cookie` values (a `Set-Cookie` among `fields` is
+    /// left out when `setCookies` is given).
+    init(status: Int, httpVersion: String = "HTTP/1.1", fields: [String: String] = [:], setCookies: [String] = []) {
+        var lines = fields.sorted { $0.key < $1.key }.compactMap { name, value in
+            setCookies.isEmpty || !name.caseInsensitiveEquals("Set-Cookie") ? Field(name: name, value: value) : nil
+        }
+        lines += setCookies.map { Field(name: "Set-Cookie", value: $0) }
+        self.init(status: status, httpVersion: httpVersion, fieldLines: lines)
     }
 
     /// Parses curl's raw header block: header lines, CRLF or LF separated. The block may hold more than one
     /// status line (interim responses); the fields after the last one count. Runs on the loop thread for every
-    /// response, so it scans the bytes with integer offsets and makes one string per name and per value;
-    /// invalid UTF-8 in a value is repaired (U+FFFD), as `String(decoding:as:)` does.
+    /// response, so it scans the bytes with integer offsets and makes one string per name and per value (a name
+    /// of up to 15 bytes is a small string, with no allocation), in one array; invalid UTF-8 in a value is
+    /// repaired (U+FFFD), as `String(decoding:as:)` does.
     init(status: Int, headerBytes bytes: UnsafeRawBufferPointer) {
         self.status = status
         var version = "HTTP/1.1"
-        var fields: [String: String] = [:]
-        var lowerIndex: [String: String] = [:]
-        var setCookies: [String] = []
+        var lines: [Field] = []
         var lineStart = 0
         while lineStart < bytes.count {
             let lineEnd = Self.first(UInt8(ascii: "\n"), in: lineStart..<bytes.count, of: bytes)
@@ -41,9 +53,9 @@ struct ResponseHead: Codable, Sendable, Equatable {
             if Self.startsWithHTTP(line, in: bytes) {
                 let space = Self.first(UInt8(ascii: " "), in: line, of: bytes)
                 version = Self.string(line.lowerBound..<space, in: bytes)
-                fields = [:]
-                lowerIndex = [:]
-                setCookies = []
+                lines.removeAll(keepingCapacity: true)
+                // A field line is at least 4 bytes ("a:b" and a line end): enough room for all of them at once.
+                lines.reserveCapacity((bytes.count - lineStart) / 24 + 1)
                 continue
             }
             let colon = Self.first(UInt8(ascii: ":"), in: line, of: bytes)
@@ -51,22 +63,15 @@ struct ResponseHead: Codable, Sendable, Equatable {
             guard colon < line.upperBound, !nameRange.isEmpty else {
                 continue  // not a field: no colon, or no name
             }
-            let name = Self.string(nameRange, in: bytes)
-            let value = Self.string(Self.trimmed(colon + 1..<line.upperBound, in: bytes), in: bytes)
-            let lower = Self.asciiLowercased(nameRange, in: bytes)
-            if lower == "set-cookie" {
-                setCookies.append(value)
-            }
-            if let existing = lowerIndex[lower] {
-                fields[existing] = fields[existing].map { "\($0), \(value)" } ?? value
-            } else {
-                lowerIndex[lower] = name
-                fields[name] = value
-            }
+            lines.append(
+                Field(
+                    name: Self.string(nameRange, in: bytes),
+                    value: Self.string(Self.trimmed(colon + 1..<line.upperBound, in: bytes), in: bytes)
+                )
+            )
         }
         self.httpVersion = version
-        self.fields = fields
-        self.setCookies = setCookies
+        self.fieldLines = lines
     }
 
     /// The offset of the first `byte` in `range`, or its upper bound.
@@ -104,25 +109,34 @@ struct ResponseHead: Codable, Sendable, Equatable {
         String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
 
-    /// Field names are tokens (RFC 9110): ASCII. Lowercases bytes without Unicode case mapping; names of up to
-    /// 15 bytes stay small strings, with no allocation.
-    private static func asciiLowercased(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> String {
-        String(unsafeUninitializedCapacity: range.count) { buffer in
-            for (offset, index) in range.enumerated() {
-                let byte = bytes[index]
-                buffer[offset] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-            }
-            return range.count
+    /// The values of the field `name` (case-insensitive), joined with ", " when it is repeated; nil when absent.
+    func value(_ name: String) -> String? {
+        var joined: String?
+        for field in fieldLines where field.name.caseInsensitiveEquals(name) {
+            joined = joined.map { "\($0), \(field.value)" } ?? field.value
         }
+        return joined
     }
 
-    /// A header value by case-insensitive name.
-    func value(_ name: String) -> String? {
-        if let direct = fields[name] {
-            return direct
+    /// Each `Set-Cookie` value, in order.
+    var setCookies: [String] {
+        fieldLines.compactMap { $0.name.caseInsensitiveEquals("Set-Cookie") ? $0.value : nil }
+    }
+
+    /// The fields with repeated names joined by ", " under the first spelling, as `HTTPURLResponse` holds them.
+    var fields: [String: String] {
+        var fields: [String: String] = [:]
+        fields.reserveCapacity(fieldLines.count)
+        var spellings: [String] = []
+        for field in fieldLines {
+            if let first = spellings.first(where: { $0.caseInsensitiveEquals(field.name) }) {
+                fields[first] = fields[first].map { "\($0), \(field.value)" } ?? field.value
+            } else {
+                spellings.append(field.name)
+                fields[field.name] = field.value
+            }
         }
-        let lower = name.lowercased()
-        return fields.first { $0.key.lowercased() == lower }?.value
+        return fields
     }
 
     func response(for url: URL) -> HTTPURLResponse? {

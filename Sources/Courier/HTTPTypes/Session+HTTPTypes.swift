@@ -16,51 +16,35 @@ import FoundationNetworking
 extension Session {
     /// Fetches `request` into memory. Any HTTP status is a success.
     public func data(for request: HTTPRequest) async throws -> (Data, HTTPResponse) {
-        let urlRequest = try URLRequest(courierHTTPRequest: request)
-        return try withHTTPResponse(
-            await runDataTask { sink in
-                DataTask(core: core, kind: .data, identifier: core.makeIdentifier(), request: urlRequest, sink: sink)
-            })
+        let taskRequest = try TaskRequest(courierHTTPRequest: request)
+        return try withHTTPResponse(await runDataTask { sink in makeDataTask(taskRequest, sink: sink) })
     }
 
     /// Uploads `bodyData` (borrowed by the engine, not copied, from 16 KiB) and returns the response body.
     public func upload(for request: HTTPRequest, from bodyData: Data) async throws -> (Data, HTTPResponse) {
-        let urlRequest = try URLRequest(courierHTTPRequest: request)
+        let taskRequest = try TaskRequest(courierHTTPRequest: request)
         return try withHTTPResponse(
-            await runDataTask { sink in
-                makeUploadTask(urlRequest, body: .data(bodyData), sink: sink)
-            })
+            await runDataTask { sink in makeUploadTask(taskRequest, body: .data(bodyData), sink: sink) })
     }
 
     /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
     public func upload(for request: HTTPRequest, fromFile fileURL: URL) async throws -> (Data, HTTPResponse) {
-        let urlRequest = try URLRequest(courierHTTPRequest: request)
+        let taskRequest = try TaskRequest(courierHTTPRequest: request)
         return try withHTTPResponse(
-            await runDataTask { sink in
-                makeUploadTask(urlRequest, body: .file(fileURL), sink: sink)
-            })
+            await runDataTask { sink in makeUploadTask(taskRequest, body: .file(fileURL), sink: sink) })
     }
 
     /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's
     /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it.
     public func download(for request: HTTPRequest) async throws -> (URL, HTTPResponse) {
-        let urlRequest = try URLRequest(courierHTTPRequest: request)
-        return try withHTTPResponse(
-            await runDownloadTask { sink in
-                DownloadTask(
-                    core: core,
-                    kind: .download,
-                    identifier: core.makeIdentifier(),
-                    request: urlRequest,
-                    sink: sink
-                )
-            })
+        let taskRequest = try TaskRequest(courierHTTPRequest: request)
+        return try withHTTPResponse(await runDownloadTask { sink in makeDownloadTask(taskRequest, sink: sink) })
     }
 
     /// Starts `request` and returns once the response head arrived, with the body as ``AsyncBytes``.
     /// A slow consumer pauses the transfer; memory stays bounded.
     public func bytes(for request: HTTPRequest) async throws -> (AsyncBytes, HTTPResponse) {
-        try withHTTPResponse(await runBytesTask(URLRequest(courierHTTPRequest: request)))
+        try withHTTPResponse(await runBytesTask(TaskRequest(courierHTTPRequest: request)))
     }
 }
 

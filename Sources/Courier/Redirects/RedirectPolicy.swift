@@ -54,10 +54,10 @@ enum RedirectPolicy {
 
     /// The request a redirect leads to: method rewriting by status, body dropping, origin-bound headers stripped
     /// when the origin changes.
-    static func newRequest(from request: URLRequest, status: Int, target: URL) -> URLRequest {
+    static func newRequest(from request: TaskRequest, status: Int, target: URL) -> TaskRequest {
         var next = request
-        next.url = target
-        let method = (request.httpMethod ?? "GET").uppercased()
+        next.setURL(target)
+        let method = request.method.uppercased()
         let becomesGet: Bool
         switch status {
         case 303:
@@ -68,16 +68,15 @@ enum RedirectPolicy {
             becomesGet = false
         }
         if becomesGet {
-            next.httpMethod = "GET"
-            next.httpBody = nil
-            next.httpBodyStream = nil
+            next.setMethod("GET")
+            next.removeBody()
             for name in ["Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding"] {
-                next.setValue(nil, forHTTPHeaderField: name)
+                next.removeHeaderField(name)
             }
         }
         if let source = request.url, !sameOrigin(source, target) {
-            for (name, _) in next.allHTTPHeaderFields ?? [:] where originBoundHeaders.contains(name.lowercased()) {
-                next.setValue(nil, forHTTPHeaderField: name)
+            for name in next.headerFields.keys where originBoundHeaders.contains(name.lowercased()) {
+                next.removeHeaderField(name)
             }
         }
         return next

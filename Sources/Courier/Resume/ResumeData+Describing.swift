@@ -15,13 +15,13 @@ extension ResumeData {
     ///   - resumeSource: the resume data the task was made from, for a task that failed before a new body arrived.
     ///   - bytesOnDisk: the contiguous prefix of the entity in the file.
     static func describing(
-        request: URLRequest?,
-        originalRequest: URLRequest?,
+        request: TaskRequest?,
+        originalRequest: TaskRequest?,
         response head: ResponseHead?,
         resumeSource: ResumeData?,
         bytesOnDisk: Int64
     ) -> ResumeData? {
-        guard let request, let url = request.url, (request.httpMethod ?? "GET").uppercased() == "GET" else {
+        guard let request, let url = request.url, request.method.uppercased() == "GET" else {
             return nil
         }
         var validator: String?
@@ -55,7 +55,7 @@ extension ResumeData {
             return nil
         }
         var headers: [String: String] = [:]
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+        for (name, value) in request.headerFields {
             // A resumed range always asks for the identity coding (SessionTask+Submit), whatever the first
             // request asked: its Accept-Encoding is not kept.
             let dropped = ["range", "if-range", "cookie", "authorization", "proxy-authorization", "accept-encoding"]

@@ -72,11 +72,11 @@ public final class Session: Sendable, CustomStringConvertible {
 
     /// A data task for `request`; its events go to the session delegate.
     public func dataTask(with request: URLRequest) -> DataTask {
-        DataTask(core: core, kind: .data, identifier: core.makeIdentifier(), request: request, sink: .delegate)
+        makeDataTask(TaskRequest(request), sink: .delegate)
     }
 
     public func dataTask(with url: URL) -> DataTask {
-        dataTask(with: URLRequest(url: url))
+        makeDataTask(TaskRequest(url: url), sink: .delegate)
     }
 
     /// A data task that reports to `completionHandler` (on the delegate queue) instead of the data delegate.
@@ -84,20 +84,18 @@ public final class Session: Sendable, CustomStringConvertible {
         with request: URLRequest,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> DataTask {
-        DataTask(
-            core: core,
-            kind: .data,
-            identifier: core.makeIdentifier(),
-            request: request,
-            sink: .dataHandler(completionHandler)
-        )
+        makeDataTask(TaskRequest(request), sink: .dataHandler(completionHandler))
     }
 
     public func dataTask(
         with url: URL,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> DataTask {
-        dataTask(with: URLRequest(url: url), completionHandler: completionHandler)
+        makeDataTask(TaskRequest(url: url), sink: .dataHandler(completionHandler))
+    }
+
+    func makeDataTask(_ request: TaskRequest, sink: TaskSink) -> DataTask {
+        DataTask(core: core, kind: .data, identifier: core.makeIdentifier(), request: request, sink: sink)
     }
 
     // MARK: Upload tasks
@@ -105,13 +103,13 @@ public final class Session: Sendable, CustomStringConvertible {
     /// An upload task that sends `bodyData` (the request's `httpBody` is ignored). Method: the request's, or POST
     /// when it says GET.
     public func uploadTask(with request: URLRequest, from bodyData: Data) -> UploadTask {
-        makeUploadTask(request, body: .data(bodyData), sink: .delegate)
+        makeUploadTask(TaskRequest(request), body: .data(bodyData), sink: .delegate)
     }
 
     /// An upload task that streams the file at `fileURL` (checked when the task starts: a missing file fails it
     /// with `.fileDoesNotExist`).
     public func uploadTask(with request: URLRequest, fromFile fileURL: URL) -> UploadTask {
-        makeUploadTask(request, body: .file(fileURL), sink: .delegate)
+        makeUploadTask(TaskRequest(request), body: .file(fileURL), sink: .delegate)
     }
 
     public func uploadTask(
@@ -119,7 +117,7 @@ public final class Session: Sendable, CustomStringConvertible {
         from bodyData: Data?,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> UploadTask {
-        makeUploadTask(request, body: .data(bodyData ?? Data()), sink: .dataHandler(completionHandler))
+        makeUploadTask(TaskRequest(request), body: .data(bodyData ?? Data()), sink: .dataHandler(completionHandler))
     }
 
     public func uploadTask(
@@ -127,15 +125,15 @@ public final class Session: Sendable, CustomStringConvertible {
         fromFile fileURL: URL,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> UploadTask {
-        makeUploadTask(request, body: .file(fileURL), sink: .dataHandler(completionHandler))
+        makeUploadTask(TaskRequest(request), body: .file(fileURL), sink: .dataHandler(completionHandler))
     }
 
-    func makeUploadTask(_ request: URLRequest, body: UploadBody, sink: TaskSink) -> UploadTask {
+    func makeUploadTask(_ request: TaskRequest, body: UploadBody, sink: TaskSink) -> UploadTask {
         var request = request
-        if (request.httpMethod ?? "GET").uppercased() == "GET" {
-            request.httpMethod = "POST"
+        if request.method.uppercased() == "GET" {
+            request.setMethod("POST")
         }
-        request.httpBody = nil
+        request.removeBody()
         return UploadTask(
             core: core,
             kind: .upload,
@@ -150,11 +148,11 @@ public final class Session: Sendable, CustomStringConvertible {
 
     /// A download task for `request`; the delegate gets the file in `didFinishDownloadingTo`.
     public func downloadTask(with request: URLRequest) -> DownloadTask {
-        DownloadTask(core: core, kind: .download, identifier: core.makeIdentifier(), request: request, sink: .delegate)
+        makeDownloadTask(TaskRequest(request), sink: .delegate)
     }
 
     public func downloadTask(with url: URL) -> DownloadTask {
-        downloadTask(with: URLRequest(url: url))
+        makeDownloadTask(TaskRequest(url: url), sink: .delegate)
     }
 
     /// A download task reporting to `completionHandler` (on the delegate queue). The file is deleted when the
@@ -163,20 +161,18 @@ public final class Session: Sendable, CustomStringConvertible {
         with request: URLRequest,
         completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
     ) -> DownloadTask {
-        DownloadTask(
-            core: core,
-            kind: .download,
-            identifier: core.makeIdentifier(),
-            request: request,
-            sink: .downloadHandler(completionHandler)
-        )
+        makeDownloadTask(TaskRequest(request), sink: .downloadHandler(completionHandler))
     }
 
     public func downloadTask(
         with url: URL,
         completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
     ) -> DownloadTask {
-        downloadTask(with: URLRequest(url: url), completionHandler: completionHandler)
+        makeDownloadTask(TaskRequest(url: url), sink: .downloadHandler(completionHandler))
+    }
+
+    func makeDownloadTask(_ request: TaskRequest, sink: TaskSink) -> DownloadTask {
+        DownloadTask(core: core, kind: .download, identifier: core.makeIdentifier(), request: request, sink: sink)
     }
 
     /// A download task that continues from resume data (see `docs/resume-data.md`). Invalid resume data makes a
@@ -198,14 +194,11 @@ public final class Session: Sendable, CustomStringConvertible {
         var machine: TaskMachine
         switch ResumeData.decode(resumeData) {
         case .success(let resume):
-            var request = URLRequest(url: URL(string: resume.url)!)
-            for (name, value) in resume.headers {
-                request.setValue(value, forHTTPHeaderField: name)
-            }
+            let request = TaskRequest(url: URL(string: resume.url), headerFields: resume.headers)
             machine = TaskMachine(role: role, request: request)
             machine.resumeSource = resume
             if let original = resume.originalURL.flatMap(URL.init(string:)) {
-                machine.originalRequest = URLRequest(url: original)
+                machine.originalRequest = TaskRequest(url: original)
             }
         case .failure(let error):
             machine = TaskMachine(role: role, request: nil)

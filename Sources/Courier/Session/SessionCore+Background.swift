@@ -91,7 +91,7 @@ extension SessionCore {
                         core: self,
                         kind: .download,
                         identifier: spec.identifier,
-                        request: spec.request.request,
+                        request: spec.request,
                         sink: .delegate
                     )
                 case .upload:
@@ -99,7 +99,7 @@ extension SessionCore {
                         core: self,
                         kind: .upload,
                         identifier: spec.identifier,
-                        request: spec.request.request,
+                        request: spec.request,
                         sink: .delegate,
                         // The body is courierd's to send (its copy may be gone already): nothing to read here.
                         uploadBody: .data(Data())

@@ -140,7 +140,7 @@ extension SessionTask {
         }
         let transactions = final.hops.map { hop in
             SessionTaskTransactionMetrics(
-                request: hop.request,
+                request: hop.request.urlRequest,
                 response: hop.response?.httpResponse,
                 start: hop.start,
                 engine: hop.metrics ?? TransferMetrics()

@@ -21,7 +21,7 @@ extension SessionTask {
 
     // MARK: Redirects
 
-    private func askRedirect(hop: Int, response: TaskResponse, proposed: CodableRequest, work: inout DelegateWork) {
+    private func askRedirect(hop: Int, response: TaskResponse, proposed: TaskRequest, work: inout DelegateWork) {
         guard core.isTaskDelegate, let httpResponse = response.httpResponse else {
             send(.redirectAnswered(hop: hop, proposed), work: &work)
             return
@@ -36,12 +36,12 @@ extension SessionTask {
                 session,
                 task: self,
                 willPerformHTTPRedirection: httpResponse,
-                newRequest: proposed.request
+                newRequest: proposed.urlRequest
             ) { request in
                 guard once.claim() else {
                     return
                 }
-                self.send(.redirectAnswered(hop: hop, request.map(CodableRequest.init)))
+                self.send(.redirectAnswered(hop: hop, request.map(TaskRequest.init)))
             }
         }
     }

@@ -1,12 +1,12 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-package import FoundationNetworking
+import FoundationNetworking
 #endif
 
 extension SessionTask {
     /// Checks a request before anything is submitted.
-    package static func validate(_ request: URLRequest?) -> CourierError? {
+    package static func validate(_ request: TaskRequest?) -> CourierError? {
         guard let url = request?.url else {
             return CourierError(.badURL, "the request has no URL")
         }
@@ -93,13 +93,13 @@ extension SessionTask {
     /// The backend's description of one hop: the request with the session's headers, cookies, timeouts, body and
     /// sink.
     func transferSpec(for plan: HopPlan, at now: Date) -> Result<TransferSpec, CourierError> {
-        let request = plan.request.request
+        let request = plan.request
         guard let url = request.url else {
             return .failure(CourierError(.badURL, "the request has no URL"))
         }
         let configuration = core.configuration
         var spec = TransferSpec(url: SessionTask.engineURL(url))
-        spec.method = (request.httpMethod ?? "GET").uppercased()
+        spec.method = request.method.uppercased()
         // HTTP/2 is offered through ALPN only; on plain http the flag would only make curl wait (PIPEWAIT) for a
         // connection that can never multiplex.
         spec.http2 = configuration.allowsHTTP2 && url.scheme?.lowercased() == "https"
@@ -133,7 +133,7 @@ extension SessionTask {
             case .file(let fileURL):
                 spec.body = .file(path: fileURL.path)
             }
-        } else if let body = request.httpBody, !body.isEmpty, sendsBody {
+        } else if let body = request.body, !body.isEmpty, sendsBody {
             spec.body = .data(body)
         }
         spec.noBody = spec.method == "HEAD"
@@ -155,7 +155,7 @@ extension SessionTask {
 
     /// The request's headers, then the session's additional ones, the resume headers and `If-Range`, cookies from
     /// the jar, and a User-Agent; a header with a forbidden character is dropped (and logged).
-    private func headerLines(for request: URLRequest, url: URL, plan: HopPlan) -> [String] {
+    private func headerLines(for request: TaskRequest, url: URL, plan: HopPlan) -> [String] {
         var present = Set<String>()
         var lines: [String] = []
         func add(_ name: String, _ value: String) {
@@ -168,7 +168,7 @@ extension SessionTask {
             present.insert(name.lowercased())
             lines.append("\(name): \(value)")
         }
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+        for (name, value) in request.headerFields {
             add(name, value)
         }
         let additional = core.configuration.httpAdditionalHeaders ?? [:]

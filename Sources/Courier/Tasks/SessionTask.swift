@@ -49,7 +49,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         kind: Kind,
         identifier: Int,
         registryKey: Int? = nil,
-        request: URLRequest?,
+        request: TaskRequest?,
         sink: TaskSink,
         uploadBody: UploadBody? = nil,
         machine initial: TaskMachine? = nil
@@ -67,7 +67,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         var machine = TaskMachine(role: SessionTask.role(kind: kind, sink: sink, core: core), request: request)
         if let uploadBody {
             machine.expectedToSend = uploadBody.length
-        } else if let length = request?.httpBody?.count, length > 0 {
+        } else if let length = request?.body?.count, length > 0 {
             machine.expectedToSend = Int64(length)
         }
         self.storage = LockedValue(machine)
@@ -86,12 +86,12 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// The request the task was created with.
     public var originalRequest: URLRequest? {
-        storage.withLock { $0.originalRequest }
+        storage.withLock { $0.originalRequest }?.urlRequest
     }
 
     /// The request of the current hop (after redirects).
     public var currentRequest: URLRequest? {
-        storage.withLock { $0.currentRequest }
+        storage.withLock { $0.currentRequest }?.urlRequest
     }
 
     /// The final response, once it arrived.

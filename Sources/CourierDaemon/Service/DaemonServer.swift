@@ -179,7 +179,7 @@ package final class DaemonServer: @unchecked Sendable {
         }
         let app = (try? journal.app(ofSession: session)) ?? session
         for task in tasks where finished.contains(task.identifier) {
-            let name = task.spec.taskDescription ?? task.spec.request.request.url?.lastPathComponent ?? "a file"
+            let name = task.spec.taskDescription ?? task.spec.request.url?.lastPathComponent ?? "a file"
             notifier.notify(summary: app, body: "Downloaded \(name)")
         }
     }

@@ -101,7 +101,7 @@ extension BackgroundSessionRunner {
     }
 
     private func makeTask(for journaled: JournaledTask, in session: Session) -> SessionTask {
-        var request = journaled.spec.request.request
+        var request = journaled.spec.request.urlRequest
         let identifier = journaled.identifier
         switch journaled.spec.kind {
         case .upload:

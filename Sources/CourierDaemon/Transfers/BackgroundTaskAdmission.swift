@@ -10,7 +10,7 @@ package enum BackgroundTaskAdmission {
         _ task: IPCMessage.BackgroundTask,
         uploadsDirectory: URL
     ) -> Result<IPCMessage.BackgroundTask, CourierError> {
-        let request = task.request.request
+        let request = task.request
         // The rules of every task: an absolute http(s) URL with a host.
         if let refusal = SessionTask.validate(request) {
             return .failure(refusal)

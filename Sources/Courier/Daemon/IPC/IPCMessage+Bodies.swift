@@ -70,7 +70,7 @@ extension IPCMessage {
 
         package var identifier: Int
         package var kind: Kind
-        package var request: CodableRequest
+        package var request: TaskRequest
         package var uploadFile: String?
         package var resumeData: Data?
         package var taskDescription: String?
@@ -83,7 +83,7 @@ extension IPCMessage {
         package init(
             identifier: Int,
             kind: Kind,
-            request: CodableRequest,
+            request: TaskRequest,
             uploadFile: String? = nil,
             resumeData: Data? = nil,
             taskDescription: String? = nil,

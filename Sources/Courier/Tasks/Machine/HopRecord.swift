@@ -6,7 +6,7 @@ import FoundationNetworking
 
 /// One HTTP exchange a task made (a redirect hop, an authentication retry, or the final exchange).
 struct HopRecord: Sendable, Equatable {
-    var request: URLRequest
+    var request: TaskRequest
     var start: Date
     var response: TaskResponse?
     /// The backend's timings, once the hop's COMPLETE arrived. Held out of line: a hop waiting for a slot stays
@@ -24,7 +24,7 @@ struct HopRecord: Sendable, Equatable {
         }
     }
 
-    init(request: URLRequest, start: Date) {
+    init(request: TaskRequest, start: Date) {
         self.request = request
         self.start = start
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -33,7 +34,7 @@ enum TaskAction: Codable, Sendable, Equatable {
 /// One hop to submit: the request and what the task decided about it.
 struct HopPlan: Codable, Sendable, Equatable {
     var hop: Int
-    var request: CodableRequest
+    var request: TaskRequest
     /// Bytes of the partial file the hop continues (`Range`), 0 for a whole body.
     var resumeOffset: Int64
     var authentication: TransferSpec.Authentication
@@ -46,18 +47,24 @@ struct HopPlan: Codable, Sendable, Equatable {
 }
 
 /// A response and the URL it answered.
-struct TaskResponse: Codable, Sendable, Equatable {
+///
+/// A class, so that a response costs one allocation however many actions, hops and deliveries carry it, and
+/// holds the `HTTPURLResponse` built for it the first time someone asks.
+final class TaskResponse: Codable, Sendable, Equatable {
     let url: URL
     let head: ResponseHead
     /// Holds the `HTTPURLResponse` once someone asked for it. Not part of the encoding or of equality; a decoded
     /// response builds its own.
-    private let built = BuiltOnce<HTTPURLResponse?>()
+    private let built = AtomicLazyReference<HTTPURLResponse>()
 
     /// The `HTTPURLResponse`, built the first time someone asks (the delegate, the completion handler,
-    /// `task.response`, the metrics) and shared by all of them: one object per response. The swift-http-types
-    /// API never asks, and never pays for it.
+    /// `task.response`, the metrics) and shared by all of them: when two threads ask at once, both may build one
+    /// and the first stored is the one both get. The swift-http-types API never asks, and never pays for it.
     var httpResponse: HTTPURLResponse? {
-        built.value { head.response(for: url) }
+        if let existing = built.load() {
+            return existing
+        }
+        return head.response(for: url).map { built.storeIfNil($0) }
     }
 
     init(url: URL, head: ResponseHead) {
@@ -69,7 +76,7 @@ struct TaskResponse: Codable, Sendable, Equatable {
         case url, head
     }
 
-    init(from decoder: any Decoder) throws {
+    convenience init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             url: try container.decode(URL.self, forKey: .url),
@@ -91,7 +98,7 @@ struct TaskResponse: Codable, Sendable, Equatable {
 /// A question only the delegate can answer (Courier answers by default when there is no delegate to ask).
 enum TaskQuestion: Codable, Sendable, Equatable {
     /// `willPerformHTTPRedirection`: follow `proposed`, another request, or none.
-    case redirect(hop: Int, response: TaskResponse, proposed: CodableRequest)
+    case redirect(hop: Int, response: TaskResponse, proposed: TaskRequest)
     /// `didReceive challenge`.
     case challenge(hop: Int, TaskChallenge)
     /// `didReceive response`: allow, cancel or become a download.

@@ -16,8 +16,8 @@ struct TaskFinalReport: Sendable {
     var bodyOffset: Int64
     var resumeSource: ResumeData?
     var resumeDataHandler: (@Sendable (Data?) -> Void)?
-    var originalRequest: URLRequest?
-    var currentRequest: URLRequest?
+    var originalRequest: TaskRequest?
+    var currentRequest: TaskRequest?
 }
 
 extension TaskMachine {

@@ -28,7 +28,7 @@ enum TaskInput: Codable, Sendable, Equatable {
     case event(hop: Int, TransferEvent)
     /// The delegate's answer to ``TaskQuestion/redirect(hop:response:proposed:)``: the request to follow, or nil to
     /// deliver the 3xx as the final response.
-    case redirectAnswered(hop: Int, CodableRequest?)
+    case redirectAnswered(hop: Int, TaskRequest?)
     /// The answer to ``TaskQuestion/challenge(hop:_:)``.
     case challengeAnswered(hop: Int, ChallengeAnswer)
     /// The answer to ``TaskQuestion/disposition(hop:response:)``.

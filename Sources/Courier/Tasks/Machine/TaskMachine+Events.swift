@@ -51,7 +51,7 @@ extension TaskMachine {
             actions.append(.deliver(.resumed(offset: offset, expectedTotal: expectedTotal)))
         case .relocated(let url):
             if let target = URL(string: url) {
-                currentRequest?.url = target
+                currentRequest?.setURL(target)
             }
         case .complete(let completion):
             reportProgress(into: &actions)

@@ -69,12 +69,12 @@ extension TaskMachine {
         }
         let proposed = RedirectPolicy.newRequest(from: hopRequest, status: response.head.status, target: target)
         awaiting = .redirect
-        actions.append(.ask(.redirect(hop: hop, response: response, proposed: CodableRequest(proposed))))
+        actions.append(.ask(.redirect(hop: hop, response: response, proposed: proposed)))
     }
 
     /// Follow `request`, or deliver the held 3xx as the final response when it is nil.
     mutating func redirectAnswered(
-        _ request: URLRequest?,
+        _ request: TaskRequest?,
         hop number: Int,
         at now: Date,
         into actions: inout TaskActions

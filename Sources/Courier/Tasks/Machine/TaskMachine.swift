@@ -58,8 +58,8 @@ struct TaskMachine: Sendable {
     /// `.becomeDownload` moved the transfer to a download task: later events belong to it.
     var handedOver = false
 
-    var originalRequest: URLRequest?
-    var currentRequest: URLRequest?
+    var originalRequest: TaskRequest?
+    var currentRequest: TaskRequest?
     /// The response whose body the task delivers, once it arrived.
     var finalResponse: TaskResponse?
 
@@ -94,7 +94,7 @@ struct TaskMachine: Sendable {
     /// Fields few tasks set, out of line (see ``RareTaskState``).
     private var rare = OutOfLineRareState()
 
-    init(role: Role, request: URLRequest?, priority: Float = SessionTask.defaultPriority) {
+    init(role: Role, request: TaskRequest?, priority: Float = SessionTask.defaultPriority) {
         self.role = role
         self.originalRequest = request
         self.currentRequest = request
@@ -194,7 +194,7 @@ struct TaskMachine: Sendable {
         case .event(let hop, let event):
             handle(event, hop: hop, at: now, into: &actions)
         case .redirectAnswered(let hop, let request):
-            redirectAnswered(request?.request, hop: hop, at: now, into: &actions)
+            redirectAnswered(request, hop: hop, at: now, into: &actions)
         case .challengeAnswered(let hop, let answer):
             challengeAnswered(answer, hop: hop, at: now, into: &actions)
         case .dispositionAnswered(let hop, let answer):
@@ -305,7 +305,7 @@ struct TaskMachine: Sendable {
 
     /// Starts the next hop for `request`, unless the task was cancelled or ran out of time.
     mutating func submitHop(
-        _ request: URLRequest?,
+        _ request: TaskRequest?,
         resumeOffset: Int64,
         authentication: TransferSpec.Authentication,
         at now: Date,
@@ -345,7 +345,7 @@ struct TaskMachine: Sendable {
             .submit(
                 HopPlan(
                     hop: hop,
-                    request: CodableRequest(request),
+                    request: request,
                     resumeOffset: resumeOffset,
                     authentication: authentication,
                     priority: priority,
