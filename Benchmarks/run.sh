@@ -10,13 +10,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 bash "$here/../scripts/bootstrap.sh" nginx curl
-for product in bench-launch bench-courier bench-courier-ht bench-courier-bg bench-urlsession bench-ahc bench-floor courier-bench; do
-    swift build -c release --package-path "$here" --product "$product"
-done
-# courierd, for the background-session client (bench-courier-bg, W4): an executable of the root package, which
-# this package cannot depend on as a product. A COURIERD already set is used as it is.
-# Not built when --peers leaves courier-bg out (the test command's quick check does, to save a release build).
-peers="courier-bg"
+# The clients --peers selects (all of them without it): each is a release build, and AsyncHTTPClient's alone (NIO,
+# NIOSSL's BoringSSL) takes longer than the rest together on a clean checkout.
+peers="courier,courier-ht,courier-bg,urlsession,ahc,curl,floor"
 previous=""
 for argument in "$@"; do
     if [ "$previous" = "--peers" ]; then
@@ -25,6 +21,22 @@ for argument in "$@"; do
     case "$argument" in --peers=*) peers="${argument#--peers=}" ;; esac
     previous="$argument"
 done
+products="bench-launch courier-bench"
+for peer in ${peers//,/ }; do
+    case "$peer" in
+        courier) products="$products bench-courier" ;;
+        courier-ht) products="$products bench-courier-ht" ;;
+        courier-bg) products="$products bench-courier-bg" ;;
+        urlsession) products="$products bench-urlsession" ;;
+        ahc) products="$products bench-ahc" ;;
+        floor) products="$products bench-floor" ;;
+    esac
+done
+for product in $products; do
+    swift build -c release --package-path "$here" --product "$product"
+done
+# courierd, for the background-session client (bench-courier-bg, W4): an executable of the root package, which
+# this package cannot depend on as a product. A COURIERD already set is used as it is.
 if [ -z "${COURIERD:-}" ] && [[ ",$peers," == *",courier-bg,"* ]]; then
     swift build -c release --package-path "$here/.." --product courierd
     COURIERD="$(swift build -c release --package-path "$here/.." --show-bin-path)/courierd"
