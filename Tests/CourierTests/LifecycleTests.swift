@@ -123,6 +123,30 @@ struct LifecycleTests {
         }
     }
 
+    @Test("didBecomeInvalid comes after every completion, with tasks ending on both loop threads at once")
+    func invalidationAfterEveryCompletion() async throws {
+        try await withServer { server in
+            var configuration = testConfiguration()
+            configuration.engineLoopCount = 2
+            for round in 0..<10 {
+                let (session, delegate) = makeRecordingSession(configuration)
+                let tasks = (0..<8).map {
+                    session.dataTask(with: server.url("/bytes/64?seed=\(round * 8 + $0)"))
+                }
+                tasks.forEach { $0.resume() }
+                session.finishTasksAndInvalidate()
+                let events = try await delegate.log.wait {
+                    $0.contains { if case .invalid = $0 { return true } else { return false } }
+                }
+                let completed = events.prefix { if case .invalid = $0 { return false } else { return true } }
+                    .compactMap { event -> Int? in
+                        if case .completed(let task, _) = event { return task } else { return nil }
+                    }
+                #expect(Set(completed) == Set(tasks.map(\.taskIdentifier)), "round \(round): \(events)")
+            }
+        }
+    }
+
     @Test("invalidateAndCancel cancels running tasks, then didBecomeInvalid")
     func invalidateAndCancel() async throws {
         try await withServer { server in
@@ -144,7 +168,7 @@ struct LifecycleTests {
                         } else {
                             return false
                         }
-                    }
+                    }, "delegate events: \(events)"
                 )
             }
         }

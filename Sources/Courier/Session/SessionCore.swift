@@ -28,6 +28,16 @@ final class SessionCore: Sendable {
     private struct Registry {
         var tasks: [Int: SessionTask] = [:]
         var invalidation = Invalidation.valid
+        /// Tasks that left ``tasks`` and whose completion is not queued yet (``unregister(key:task:)`` …
+        /// ``completionQueued()``): `didBecomeInvalid` waits for them too. Without this, with two loop threads the
+        /// last task's thread could queue `didBecomeInvalid` while another thread still held an earlier task's
+        /// completion in its unqueued batch.
+        var completionsUnqueued = 0
+
+        /// No task left and no completion left to queue.
+        var isIdle: Bool {
+            tasks.isEmpty && completionsUnqueued == 0
+        }
     }
 
     let configuration: SessionConfiguration
@@ -183,18 +193,31 @@ final class SessionCore: Sendable {
         registry.withLock { $0.tasks[key] = task }
     }
 
-    /// A task is ending: forget it. Returns true when that completed a pending invalidation; the caller then
-    /// calls ``appendInvalidation(to:)`` after queueing the task's own completion.
-    func unregister(key: Int, task: SessionTask) -> Bool {
-        registry.withLock { registry -> Bool in
+    /// A task is ending: forget it. The caller queues the task's completion, then calls ``completionQueued()``.
+    func unregister(key: Int, task: SessionTask) {
+        registry.withLock { registry in
             if registry.tasks[key] === task {
                 registry.tasks[key] = nil
             }
-            if registry.invalidation == .finishing && registry.tasks.isEmpty {
+            registry.completionsUnqueued += 1
+        }
+    }
+
+    /// The completion of a task that called ``unregister(key:task:)`` is queued (or was delivered inline). When
+    /// that completed a pending invalidation, queues `didBecomeInvalid` after it.
+    func completionQueued() {
+        let becameInvalid = registry.withLock { registry -> Bool in
+            registry.completionsUnqueued -= 1
+            if registry.invalidation == .finishing && registry.isIdle {
                 registry.invalidation = .invalidated
                 return true
             }
             return false
+        }
+        if becameInvalid {
+            var work = DelegateWork()
+            appendInvalidation(to: &work)
+            dispatcher.enqueue(work)
         }
     }
 
@@ -211,7 +234,7 @@ final class SessionCore: Sendable {
             guard registry.invalidation == .valid else {
                 return false
             }
-            if registry.tasks.isEmpty {
+            if registry.isIdle {
                 registry.invalidation = .invalidated
                 return true
             }
@@ -226,23 +249,27 @@ final class SessionCore: Sendable {
     }
 
     func invalidateAndCancel() {
-        let tasks = registry.withLock { registry -> [SessionTask]? in
+        let decision = registry.withLock { registry -> (tasks: [SessionTask], invalidNow: Bool)? in
             guard registry.invalidation != .invalidated else {
                 return nil
             }
-            registry.invalidation = registry.tasks.isEmpty ? .invalidated : .finishing
-            return Array(registry.tasks.values)
+            if registry.isIdle {
+                registry.invalidation = .invalidated
+                return ([], true)
+            }
+            registry.invalidation = .finishing
+            return (Array(registry.tasks.values), false)
         }
-        guard let tasks else {
+        guard let decision else {
             return
         }
-        if tasks.isEmpty {
+        if decision.invalidNow {
             var work = DelegateWork()
             appendInvalidation(to: &work)
             dispatcher.enqueue(work)
             return
         }
-        for task in tasks {
+        for task in decision.tasks {
             task.cancel()
         }
     }

@@ -37,8 +37,9 @@ extension SessionTask {
 
         let core = self.core
         // Leave the registry before anyone hears of the end, so that a caller resumed by the completion never
-        // sees its task among the session's live tasks.
-        let becameInvalid = core.unregister(key: registryKey, task: self)
+        // sees its task among the session's live tasks; tell the core once the completion is queued (below), so
+        // that `didBecomeInvalid` comes after it.
+        core.unregister(key: registryKey, task: self)
         let downloaded = downloadedFile
         let metrics = core.isTaskDelegate ? makeMetrics(final) : nil
         let taskResponse = final.response
@@ -105,9 +106,13 @@ extension SessionTask {
             appendMetrics(&work)
             stream.finish(error: error)
         }
-        if becameInvalid {
-            core.appendInvalidation(to: &work)
+        // The completion is in `work`, which the batch queues later: queue it now, so that the invalidation a
+        // task on another loop thread may complete comes after it.
+        if !work.isEmpty {
+            core.dispatcher.enqueue(work)
+            work = DelegateWork()
         }
+        core.completionQueued()
     }
 
     /// The session went away without invalidation: end the task as cancelled without asking anyone.
