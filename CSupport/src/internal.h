@@ -121,9 +121,15 @@ struct cr_transfer_s {
   cr_transfer_state_t state;
 
   /* The request, deep-copied at submit. */
+  /* url, method and the header lines live in the transfer's own allocation,
+   * after the struct (one malloc per queued transfer, not one per string);
+   * curl's header list is built from header_text when the transfer starts,
+   * so that a queued transfer holds none. */
   char* url;
   char* method;
-  struct curl_slist* headers;
+  char* header_text;          /* header_count lines, each NUL-terminated   */
+  size_t header_count;
+  struct curl_slist* headers; /* NULL until started                         */
   char* body;                 /* a copied body, or NULL                     */
   cr_borrowed_body_t borrowed; /* or a borrowed one (borrowed.bytes != NULL) */
   size_t body_length;         /* of either                                  */

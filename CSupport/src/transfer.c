@@ -86,7 +86,26 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     *error = CR_ERR_FILE_WRITE;
     return NULL;
   }
-  t = cr__calloc(1, sizeof(*t));
+  const char* method = request->method ? request->method : "GET";
+  size_t url_size = strlen(request->url) + 1;
+  size_t method_size = strlen(method) + 1;
+  size_t text_size = 0;
+  size_t header_count = 0;
+  for (size_t i = 0; i < request->header_count; i++) {
+    const char* line = request->headers[i];
+    if (line == NULL)
+      continue;
+    if (strncasecmp(line, "Expect:", 7) == 0)
+      has_expect = 1;
+    text_size += strlen(line) + 1;
+    header_count++;
+  }
+  if (!has_expect) {
+    /* curl would wait up to a second for "100 Continue" on big bodies. */
+    text_size += sizeof("Expect:");
+    header_count++;
+  }
+  t = cr__calloc(1, sizeof(*t) + url_size + method_size + text_size);
   if (t == NULL) {
     *error = CR_ERR_INTERNAL;
     return NULL;
@@ -95,29 +114,23 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   t->state = CR_TRANSFER_QUEUED;
   t->body_fd = -1;
   t->sink_fd = -1;
-  t->url = cr__strdup(request->url);
-  t->method = cr__strdup(request->method ? request->method : "GET");
-  if (t->url == NULL || t->method == NULL)
-    goto oom;
+  t->url = (char*)(t + 1);
+  memcpy(t->url, request->url, url_size);
+  t->method = t->url + url_size;
+  memcpy(t->method, method, method_size);
+  t->header_text = t->method + method_size;
+  t->header_count = header_count;
+  char* cursor = t->header_text;
   for (size_t i = 0; i < request->header_count; i++) {
-    struct curl_slist* next;
     const char* line = request->headers[i];
     if (line == NULL)
       continue;
-    if (strncasecmp(line, "Expect:", 7) == 0)
-      has_expect = 1;
-    next = curl_slist_append(t->headers, line);
-    if (next == NULL)
-      goto oom;
-    t->headers = next;
+    size_t size = strlen(line) + 1;
+    memcpy(cursor, line, size);
+    cursor += size;
   }
-  if (!has_expect) {
-    /* curl would wait up to a second for "100 Continue" on big bodies. */
-    struct curl_slist* next = curl_slist_append(t->headers, "Expect:");
-    if (next == NULL)
-      goto oom;
-    t->headers = next;
-  }
+  if (!has_expect)
+    memcpy(cursor, "Expect:", sizeof("Expect:"));
   if (borrows_body) {
     t->body_length = (size_t)request->borrowed_body.length;
   } else if (request->body && request->body_length > 0) {
@@ -186,8 +199,6 @@ void cr__transfer_free(cr_transfer_t* t) {
     close(t->body_fd);
   if (t->sink_fd >= 0)
     close(t->sink_fd);
-  free(t->url);
-  free(t->method);
   curl_slist_free_all(t->headers);
   free(t->body);
   cr__transfer_release_borrowed(t);
@@ -562,6 +573,16 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   SET(CURLOPT_HEADERDATA, t);
   SET(CURLOPT_WRITEFUNCTION, on_write);
   SET(CURLOPT_WRITEDATA, t);
+  if (t->headers == NULL) {
+    const char* line = t->header_text;
+    for (size_t i = 0; i < t->header_count; i++) {
+      struct curl_slist* next = curl_slist_append(t->headers, line);
+      if (next == NULL)
+        return CR_ERR_INTERNAL;
+      t->headers = next;
+      line += strlen(line) + 1;
+    }
+  }
   SET(CURLOPT_HTTPHEADER, t->headers);
   SET(CURLOPT_TCP_KEEPALIVE, 1L);
   SET(CURLOPT_CLOSESOCKETFUNCTION, cr__close_socket);
