@@ -120,11 +120,11 @@ struct cr_transfer_s {
   cr_loop_t* loop;
   cr_transfer_state_t state;
 
-  /* The request, deep-copied at submit. */
-  /* url, method and the header lines live in the transfer's own allocation,
-   * after the struct (one malloc per queued transfer, not one per string);
-   * curl's header list is built from header_text when the transfer starts,
-   * so that a queued transfer holds none. */
+  /* The request, deep-copied at submit: url, method and the header lines
+   * into the transfer's own allocation, after the struct (one malloc per
+   * queued transfer, not one per string); curl's header list is built from
+   * header_text when the transfer starts, so that a queued transfer holds
+   * none. */
   char* url;
   char* method;
   char* header_text;          /* header_count lines, each NUL-terminated   */

@@ -577,8 +577,11 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     const char* line = t->header_text;
     for (size_t i = 0; i < t->header_count; i++) {
       struct curl_slist* next = curl_slist_append(t->headers, line);
-      if (next == NULL)
+      if (next == NULL) {
+        curl_slist_free_all(t->headers); /* never a partial list */
+        t->headers = NULL;
         return CR_ERR_INTERNAL;
+      }
       t->headers = next;
       line += strlen(line) + 1;
     }

@@ -87,73 +87,80 @@ struct CodableTransitionTests {
         .abandon,
     ]
 
-    static let actions: [TaskAction] = [
-        .start,
-        .submit(plan),
-        .submit(
-            HopPlan(
-                hop: 1,
-                request: TaskRequest(D.request(D.url)),
-                resumeOffset: 0,
-                authentication: .none,
-                priority: 0.5,
-                resourceDeadline: nil,
-                staging: nil,
-                resume: nil
-            )
-        ),
-        .submit(
-            HopPlan(
-                hop: 2,
-                request: TaskRequest(D.request(D.url)),
-                resumeOffset: 0,
-                authentication: .basic(user: "u", password: "p"),
-                priority: 1,
-                resourceDeadline: deadline,
-                staging: nil,
-                resume: nil
-            )
-        ),
-        .cancelTransfer(101),
-        .pauseTransfer(102),
-        .resumeTransfer(103),
-        .decide(101, .allow),
-        .decide(101, .cancel),
-        .decide(101, .toFile(path: "/tmp/x")),
-        .storeCookies(D.response(D.url, head)),
-        .ask(.redirect(hop: 1, response: D.response(D.url, head), proposed: TaskRequest(post))),
-        .ask(
-            .challenge(
-                hop: 2,
-                TaskChallenge(
-                    offer: AuthenticationOffer(scheme: .digest, realm: "r"),
-                    url: URL(string: D.url)!,
-                    previousFailureCount: 1,
-                    response: D.response(D.url, D.head(401))
+    /// Made per use, not kept in a `static let`: a `TaskResponse` (a class) in a multi-payload enum is stored with
+    /// the case in its pointer's spare bits, which LeakSanitizer does not read as a pointer, so objects held by a
+    /// global array of actions until exit were reported as leaked under `scripts/sanitize.sh address`.
+    static func makeActions() -> [TaskAction] {
+        [
+            .start,
+            .submit(plan),
+            .submit(
+                HopPlan(
+                    hop: 1,
+                    request: TaskRequest(D.request(D.url)),
+                    resumeOffset: 0,
+                    authentication: .none,
+                    priority: 0.5,
+                    resourceDeadline: nil,
+                    staging: nil,
+                    resume: nil
                 )
-            )
-        ),
-        .ask(
-            .challenge(
-                hop: 1,
-                TaskChallenge(
-                    offer: AuthenticationOffer(scheme: .basic, realm: nil),
-                    url: URL(string: D.url)!,
-                    previousFailureCount: 0,
-                    response: D.response(D.url, D.head(407))
+            ),
+            .submit(
+                HopPlan(
+                    hop: 2,
+                    request: TaskRequest(D.request(D.url)),
+                    resumeOffset: 0,
+                    authentication: .basic(user: "u", password: "p"),
+                    priority: 1,
+                    resourceDeadline: deadline,
+                    staging: nil,
+                    resume: nil
                 )
-            )
-        ),
-        .ask(.disposition(hop: 1, response: D.response(D.url, D.head(200)))),
-        .deliver(.response(D.response(D.url, head))),
-        .deliver(.data(Data("body".utf8))),
-        .deliver(.sentBodyData(delta: 1, total: 2, expected: 3)),
-        .deliver(.wroteData(delta: 4, total: 5, expected: -1)),
-        .deliver(.resumed(offset: 100, expectedTotal: 1000)),
-        .becomeDownload(transfer: 101, staging: D.stagingFile),
-        .finish(.success),
-        .finish(.failure(error)),
-    ]
+            ),
+            .cancelTransfer(101),
+            .pauseTransfer(102),
+            .resumeTransfer(103),
+            .decide(101, .allow),
+            .decide(101, .cancel),
+            .decide(101, .toFile(path: "/tmp/x")),
+            .storeCookies(D.response(D.url, head)),
+            .ask(.redirect(hop: 1, response: D.response(D.url, head), proposed: TaskRequest(post))),
+            .ask(
+                .challenge(
+                    hop: 2,
+                    TaskChallenge(
+                        offer: AuthenticationOffer(scheme: .digest, realm: "r"),
+                        url: URL(string: D.url)!,
+                        previousFailureCount: 1,
+                        response: D.response(D.url, D.head(401))
+                    )
+                )
+            ),
+            .ask(
+                .challenge(
+                    hop: 1,
+                    TaskChallenge(
+                        offer: AuthenticationOffer(scheme: .basic, realm: nil),
+                        url: URL(string: D.url)!,
+                        previousFailureCount: 0,
+                        response: D.response(D.url, D.head(407))
+                    )
+                )
+            ),
+            .ask(.disposition(hop: 1, response: D.response(D.url, D.head(200)))),
+            .deliver(.response(D.response(D.url, head))),
+            .deliver(.data(Data("body".utf8))),
+            .deliver(.sentBodyData(delta: 1, total: 2, expected: 3)),
+            .deliver(.wroteData(delta: 4, total: 5, expected: -1)),
+            .deliver(.resumed(offset: 100, expectedTotal: 1000)),
+            .becomeDownload(transfer: 101, staging: D.stagingFile),
+            .finish(.success),
+            .finish(.failure(error)),
+        ]
+    }
+
+    static let actionCount = makeActions().count
 
     static func roundTrip<Value: Codable>(_ value: Value) throws -> Value {
         let data = try JSONEncoder().encode(value)
@@ -165,9 +172,10 @@ struct CodableTransitionTests {
         #expect(try Self.roundTrip(input) == input)
     }
 
-    @Test("every action round-trips to an equal value", arguments: actions)
-    func actionRoundTrips(action: TaskAction) throws {
-        #expect(try Self.roundTrip(action) == action)
+    @Test("every action round-trips to an equal value", arguments: 0..<actionCount)
+    func actionRoundTrips(index: Int) throws {
+        let action = Self.makeActions()[index]
+        #expect(try Self.roundTrip(action) == action, "action \(index): \(action)")
     }
 
     @Test("a TaskRequest keeps the URL, method, header fields, body and timeout")
