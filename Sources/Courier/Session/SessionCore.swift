@@ -215,9 +215,7 @@ final class SessionCore: Sendable {
             return false
         }
         if becameInvalid {
-            var work = DelegateWork()
-            appendInvalidation(to: &work)
-            dispatcher.enqueue(work)
+            queueInvalidation()
         }
     }
 
@@ -242,9 +240,7 @@ final class SessionCore: Sendable {
             return false
         }
         if becameInvalid {
-            var work = DelegateWork()
-            appendInvalidation(to: &work)
-            dispatcher.enqueue(work)
+            queueInvalidation()
         }
     }
 
@@ -264,9 +260,7 @@ final class SessionCore: Sendable {
             return
         }
         if decision.invalidNow {
-            var work = DelegateWork()
-            appendInvalidation(to: &work)
-            dispatcher.enqueue(work)
+            queueInvalidation()
             return
         }
         for task in decision.tasks {
@@ -276,8 +270,9 @@ final class SessionCore: Sendable {
 
     /// Queues `didBecomeInvalidWithError(nil)` after everything already queued, then releases the delegate and
     /// tears the backend down off the loop threads.
-    func appendInvalidation(to work: inout DelegateWork) {
+    private func queueInvalidation() {
         let backend = closeBackend()
+        var work = DelegateWork()
         work.append { [self] session in
             if let session, let delegate = self.delegate {
                 delegate.urlSession(session, didBecomeInvalidWithError: nil)
@@ -290,6 +285,7 @@ final class SessionCore: Sendable {
                 }
             }
         }
+        dispatcher.enqueue(work)
         logger?.debug("session invalidated")
     }
 
