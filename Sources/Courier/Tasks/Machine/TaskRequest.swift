@@ -24,8 +24,8 @@ package struct TaskRequest: Codable, Sendable, Equatable {
     /// `URLRequest`'s default timeout.
     package static let defaultTimeoutInterval: TimeInterval = 60
 
-    /// Everything but the URL, as values.
-    private struct Fields: Sendable {
+    /// Everything but the URL, as values; `Fields()` is a plain GET.
+    private struct Fields: Sendable, Equatable {
         var method = "GET"
         var headerFields: [String: String] = [:]
         var body: Data?
@@ -64,11 +64,8 @@ package struct TaskRequest: Codable, Sendable, Equatable {
         timeoutInterval: TimeInterval = TaskRequest.defaultTimeoutInterval
     ) {
         self.url = url
-        let isPlainGET =
-            method == "GET" && headerFields.isEmpty && body == nil
-            && timeoutInterval == TaskRequest.defaultTimeoutInterval
         let fields = Fields(method: method, headerFields: headerFields, body: body, timeoutInterval: timeoutInterval)
-        details = isPlainGET ? nil : Details(fields)
+        details = fields == Fields() ? nil : Details(fields)
     }
 
     private var fields: Fields {
