@@ -51,13 +51,13 @@ static void* writer_main(void* arg) {
     pthread_mutex_unlock(&writer->mutex);
 
     job->next = NULL;
-    if (atomic_load(&job->transfer->writer_failed)) {
+    if (atomic_load(&job->transfer->run->writer_failed)) {
       job->result_errno = ECANCELED;
     } else {
       job->result_errno =
           write_fully(job->fd, job->buffer, job->length, job->offset);
       if (job->result_errno != 0)
-        atomic_store(&job->transfer->writer_failed, 1);
+        atomic_store(&job->transfer->run->writer_failed, 1);
     }
 
     pthread_mutex_lock(&writer->done_mutex);

@@ -75,13 +75,13 @@ static cr_event_t* push_event(cr_loop_t* loop, cr_transfer_t* t,
 
 static void emit_data(cr_loop_t* loop, cr_transfer_t* t) {
   cr_event_t* e;
-  if (t->memory_length == 0)
+  if (t->run == NULL || t->run->memory_length == 0)
     return;
   e = push_event(loop, t, CR_EVENT_DATA);
-  e->data = t->memory;
-  e->data_length = t->memory_length;
-  t->memory = NULL;
-  t->memory_length = t->memory_capacity = 0;
+  e->data = t->run->memory;
+  e->data_length = t->run->memory_length;
+  t->run->memory = NULL;
+  t->run->memory_length = t->run->memory_capacity = 0;
 }
 
 static void emit_response(cr_transfer_t* t, int may_hold) {
@@ -98,11 +98,11 @@ static void emit_response(cr_transfer_t* t, int may_hold) {
   e = push_event(loop, t, CR_EVENT_RESPONSE);
   e->status = t->status;
   e->held = t->held;
-  e->resume_offset = t->discard_body ? t->resume_offset : t->body_base;
-  e->headers = t->header_block;
-  e->headers_length = t->header_length;
-  t->header_block = NULL;
-  t->header_length = t->header_capacity = 0;
+  e->resume_offset = t->discard_body ? t->resume_offset : t->run->body_base;
+  e->headers = t->run->header_block;
+  e->headers_length = t->run->header_length;
+  t->run->header_block = NULL;
+  t->run->header_length = t->run->header_capacity = 0;
 }
 
 void cr__emit_response(cr_transfer_t* t) { emit_response(t, 1); }
@@ -122,9 +122,9 @@ void cr__emit_last(cr_transfer_t* t) {
   e->os_error = t->os_error;
   e->message = t->message;
   t->message = NULL;
-  e->resume_offset = kept ? t->body_base : t->resume_offset;
+  e->resume_offset = kept ? t->run->body_base : t->resume_offset;
   e->bytes_on_disk = t->sink != CR_SINK_FILE ? 0
-                     : kept ? t->body_base + t->bytes_flushed
+                     : kept ? t->run->body_base + t->run->bytes_flushed
                             : t->resume_offset;
   if (t->metrics)
     e->metrics = *t->metrics;

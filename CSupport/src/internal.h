@@ -110,15 +110,51 @@ typedef enum {
   CR_TRANSFER_DONE
 } cr_transfer_state_t;
 
+/* What a transfer holds only once it runs: allocated when it is first
+ * admitted (cr__transfer_setup_easy) and freed with the transfer, so that a
+ * transfer waiting for a slot carries none of it (Benchmarks/: 100,000
+ * queued tasks). Loop thread only, except writer_failed (the writer). */
+typedef struct {
+  char error_buffer[CURL_ERROR_SIZE];
+  uint64_t last_activity_ms;
+
+  /* The response being received. Reset at every status line. */
+  char* header_block;
+  size_t header_length;
+  size_t header_capacity;
+  int64_t content_length;     /* -1 unknown                                  */
+  int64_t body_base;          /* file offset of the body's first byte       */
+
+  /* Upload body: the next byte to send (of body/borrowed, or body_fd). */
+  size_t body_position;
+  int64_t body_fd_position;
+
+  /* Memory sink: accumulated since the last DATA event. */
+  char* memory;
+  size_t memory_length;
+  size_t memory_capacity;
+
+  /* File sink. */
+  char* chunk;
+  size_t chunk_length;
+  int64_t bytes_queued;       /* handed to the writer                       */
+  int64_t bytes_flushed;      /* written by the writer, contiguous          */
+  int pending_writes;
+  int write_errno;
+  atomic_int writer_failed;
+} cr_running_t;
+
 /* A transfer, owned by its loop from the moment the submit command is
  * applied. Only the loop thread reads or writes it, except the fields the
- * writer thread touches while a job is in flight (writer_failed). */
+ * writer thread touches while a job is in flight (run->writer_failed).
+ * What a queued transfer needs is here; what only a running one needs is
+ * in `run`. */
 struct cr_transfer_s {
   uint32_t magic;             /* CR_TRANSFER_MAGIC while allocated          */
+  cr_transfer_state_t state;
   uint64_t id;
   uint64_t tag;
   cr_loop_t* loop;
-  cr_transfer_state_t state;
 
   /* The request, deep-copied at submit: url, method and the header lines
    * into the transfer's own allocation, after the struct (one malloc per
@@ -133,27 +169,24 @@ struct cr_transfer_s {
   char* body;                 /* a copied body, or NULL                     */
   cr_borrowed_body_t borrowed; /* or a borrowed one (borrowed.bytes != NULL) */
   size_t body_length;         /* of either                                  */
-  size_t body_position;
-  int body_fd;
   int64_t body_fd_length;
-  int64_t body_fd_position;
-  cr_sink_t sink;
+  int body_fd;
   int sink_fd;
-  int64_t resume_offset;
+  cr_sink_t sink;
   uint32_t flags;
-  cr_auth_t auth;
+  int64_t resume_offset;
   char* username;
   char* password;
+  cr_auth_t auth;
+  int priority_level;
   int64_t idle_timeout_ms;
   int64_t total_timeout_ms;
-  int priority_level;
   uint64_t submitted_us;
   uint64_t admitted_us;
 
   /* curl state (ACTIVE only). */
   CURL* easy;
-  char* error_buffer;
-  uint64_t last_activity_ms;
+  cr_running_t* run;          /* NULL until first admitted                  */
 
   /* Pause reasons; curl is paused while any is set. */
   unsigned user_paused : 1;
@@ -170,32 +203,13 @@ struct cr_transfer_s {
   unsigned discard_body : 1;  /* body of a response that must not be kept   */
   unsigned progress_dirty : 1;
   unsigned in_dirty_list : 1;
-  char* header_block;
-  size_t header_length;
-  size_t header_capacity;
   int status;
-  int64_t content_length;     /* -1 unknown                                  */
-  int64_t expected;           /* body bytes expected of this response, -1   */
-  int64_t body_base;          /* file offset of the body's first byte       */
 
-  /* Counters. */
+  /* Counters, read by every event (also of a transfer that never ran). */
+  int64_t expected;           /* body bytes expected of this response, -1   */
   int64_t received;
   int64_t sent;
   int64_t expected_to_send;
-
-  /* Memory sink: accumulated since the last DATA event. */
-  char* memory;
-  size_t memory_length;
-  size_t memory_capacity;
-
-  /* File sink. */
-  char* chunk;
-  size_t chunk_length;
-  int pending_writes;
-  int64_t bytes_queued;       /* handed to the writer                       */
-  int64_t bytes_flushed;      /* written by the writer, contiguous          */
-  int write_errno;
-  atomic_int writer_failed;
 
   /* Outcome. */
   cr_error_t error;
@@ -204,14 +218,18 @@ struct cr_transfer_s {
   char* message;
   cr_metrics_t* metrics;      /* from the end of the curl phase; NULL before */
 
-  /* Links. */
+  /* Links. A transfer is in at most one list at a time: a waiting queue,
+   * the parked list (queued and paused) or the running list (ACTIVE). */
   cr_transfer_t* hash_next;
-  cr_transfer_t* queue_prev;
-  cr_transfer_t* queue_next;
-  cr_transfer_t* active_prev;
-  cr_transfer_t* active_next;
+  cr_transfer_t* list_prev;
+  cr_transfer_t* list_next;
   cr_transfer_t* dirty_next;
 };
+
+/* Disk writes still queued for t (0 for a transfer that never ran). */
+static inline int cr__pending_writes(const cr_transfer_t* t) {
+  return t->run ? t->run->pending_writes : 0;
+}
 
 /* ---- Commands (any thread → loop) ---- */
 

@@ -62,25 +62,24 @@ static void check(const cr_transfer_t* t) {
   CR_ASSERT(!t->held || t->response_emitted);
   switch (t->state) {
     case CR_TRANSFER_QUEUED:
-      CR_ASSERT(t->easy == NULL && t->pending_writes == 0 && !t->response_emitted);
+      CR_ASSERT(t->easy == NULL && cr__pending_writes(t) == 0 && !t->response_emitted);
       break;
     case CR_TRANSFER_ACTIVE:
-      CR_ASSERT(t->easy != NULL && t->pending_writes == 0 && !t->held);
+      CR_ASSERT(t->easy != NULL && t->run->pending_writes == 0 && !t->held);
       break;
     case CR_TRANSFER_FINISHING:
       CR_ASSERT(t->easy == NULL);
       break;
     case CR_TRANSFER_DECIDING:
       CR_ASSERT(t->easy == NULL && t->held && t->error == CR_OK);
-      CR_ASSERT(t->pending_writes == 0 && t->chunk_length == 0 &&
-                t->memory_length == 0);
+      CR_ASSERT(t->run->pending_writes == 0 && t->run->chunk_length == 0 &&
+                t->run->memory_length == 0);
       break;
     case CR_TRANSFER_DONE:
       CR_ASSERT(t->easy == NULL);
-      CR_ASSERT(t->pending_writes == 0 || t->loop->stopping);
-      CR_ASSERT(t->hash_next == NULL && t->active_next == NULL &&
-                t->active_prev == NULL && t->queue_next == NULL &&
-                t->queue_prev == NULL);
+      CR_ASSERT(cr__pending_writes(t) == 0 || t->loop->stopping);
+      CR_ASSERT(t->hash_next == NULL && t->list_next == NULL &&
+                t->list_prev == NULL);
       break;
   }
 }
@@ -133,13 +132,13 @@ static void complete_at(cr_transfer_t* t, const char* file, int line) {
 
 void cr__queue_chunk(cr_transfer_t* t) {
   cr_write_job_t* job;
-  if (t->chunk == NULL || t->chunk_length == 0)
+  if (t->run->chunk == NULL || t->run->chunk_length == 0)
     return;
   job = cr__malloc(sizeof(*job));
   if (job == NULL) {
     /* The chunk stays unwritten: the transfer fails, also when this was
      * its last chunk (it must not complete with a short file). */
-    t->write_errno = ENOMEM;
+    t->run->write_errno = ENOMEM;
     if (t->error == CR_OK) {
       t->error = CR_ERR_INTERNAL;
       free(t->message);
@@ -149,14 +148,14 @@ void cr__queue_chunk(cr_transfer_t* t) {
   }
   job->transfer = t;
   job->fd = t->sink_fd;
-  job->offset = t->body_base + t->bytes_queued;
-  job->buffer = t->chunk;
-  job->length = t->chunk_length;
+  job->offset = t->run->body_base + t->run->bytes_queued;
+  job->buffer = t->run->chunk;
+  job->length = t->run->chunk_length;
   job->result_errno = 0;
-  t->bytes_queued += (int64_t)t->chunk_length;
-  t->chunk = NULL;
-  t->chunk_length = 0;
-  t->pending_writes++;
+  t->run->bytes_queued += (int64_t)t->run->chunk_length;
+  t->run->chunk = NULL;
+  t->run->chunk_length = 0;
+  t->run->pending_writes++;
   t->loop->pending_writes++;
   cr__writer_submit(&t->loop->writer, job);
 }
@@ -170,7 +169,7 @@ static void apply_pause(cr_transfer_t* t) {
   want = t->user_paused || t->disk_paused || t->held;
   if (!want && t->curl_paused) {
     t->curl_paused = 0;
-    t->last_activity_ms = uv_now(&t->loop->uv);
+    t->run->last_activity_ms = uv_now(&t->loop->uv);
     /* May call on_write at once with the bytes curl kept. */
     rc = curl_easy_pause(t->easy, CURLPAUSE_CONT);
     cr__kick(t->loop);
@@ -190,8 +189,8 @@ static void apply_pause(cr_transfer_t* t) {
 static void resume_disk_paused(cr_loop_t* loop) {
   cr_transfer_t* t = loop->active_head;
   while (t && loop->pending_writes < CR_LOOP_PENDING_WRITES) {
-    cr_transfer_t* next = t->active_next;
-    if (t->disk_paused && t->pending_writes < CR_MAX_PENDING_WRITES / 2) {
+    cr_transfer_t* next = t->list_next;
+    if (t->disk_paused && t->run->pending_writes < CR_MAX_PENDING_WRITES / 2) {
       t->disk_paused = 0;
       apply_pause(t); /* curl may deliver (and queue chunks) at once */
     }
@@ -214,13 +213,13 @@ void cr__process_write_results(cr_loop_t* loop) {
     free(job);
     job = next;
 
-    CR_ASSERT(t->magic == CR_TRANSFER_MAGIC && t->pending_writes > 0);
-    t->pending_writes--;
+    CR_ASSERT(t->magic == CR_TRANSFER_MAGIC && t->run->pending_writes > 0);
+    t->run->pending_writes--;
     loop->pending_writes--;
     if (result == 0) {
-      t->bytes_flushed += (int64_t)length;
-    } else if (t->write_errno == 0) {
-      t->write_errno = result;
+      t->run->bytes_flushed += (int64_t)length;
+    } else if (t->run->write_errno == 0) {
+      t->run->write_errno = result;
       t->os_error = result;
       if (t->error == CR_OK) {
         t->error = result == ENOSPC ? CR_ERR_NO_SPACE : CR_ERR_FILE_WRITE;
@@ -233,7 +232,7 @@ void cr__process_write_results(cr_loop_t* loop) {
         continue;
       }
     }
-    if (t->state == CR_TRANSFER_FINISHING && t->pending_writes == 0)
+    if (t->state == CR_TRANSFER_FINISHING && t->run->pending_writes == 0)
       complete(t);
   }
   resume_disk_paused(loop);
@@ -275,7 +274,7 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
       /* A decoded body (expected unknown) is checked by its wire length;
        * 204 and 304 expect 0 bytes (finish_headers). */
       int64_t got = t->expected >= 0 ? t->received : cr__transfer_wire_bytes(t);
-      int64_t announced = t->expected >= 0 ? t->expected : t->content_length;
+      int64_t announced = t->expected >= 0 ? t->expected : t->run->content_length;
       if (announced >= 0 && got >= 0 && got < announced) {
         t->error = CR_ERR_SHORT_BODY;
         t->message = cr__strdup("the body ended before its announced length");
@@ -285,8 +284,8 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
   if (code != CURLE_OK)
     t->curl_code = (int)code;
   if (t->error != CR_OK && t->message == NULL) {
-    const char* text = t->error_buffer && t->error_buffer[0]
-                           ? t->error_buffer
+    const char* text = t->run->error_buffer[0]
+                           ? t->run->error_buffer
                            : (code != CURLE_OK ? curl_easy_strerror(code) : NULL);
     t->message = cr__strdup(text);
   }
@@ -307,7 +306,7 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
     cr__queue_chunk(t);
     set_state(t, CR_TRANSFER_FINISHING);
     /* FINISHING lasts while writes are pending, and not a moment more. */
-    if (t->pending_writes == 0)
+    if (t->run->pending_writes == 0)
       complete(t);
   } else {
     complete(t);
@@ -383,7 +382,6 @@ void cr__admit(cr_loop_t* loop) {
     }
     error = cr__transfer_setup_easy(t, easy);
     t->admitted_us = cr__now_us();
-    t->last_activity_ms = uv_now(&loop->uv);
     if (error == CR_OK && curl_multi_add_handle(loop->multi, easy) != CURLM_OK)
       error = CR_ERR_INTERNAL;
     if (error != CR_OK) {
@@ -411,11 +409,11 @@ static void on_sweep(uv_timer_t* timer) {
   int any = 0;
   cr_transfer_t* t = loop->active_head;
   while (t) {
-    cr_transfer_t* next = t->active_next;
+    cr_transfer_t* next = t->list_next;
     if (t->idle_timeout_ms > 0) {
       any = 1;
       if (!t->user_paused && !t->held && !t->disk_paused &&
-          now - t->last_activity_ms > (uint64_t)t->idle_timeout_ms) {
+          now - t->run->last_activity_ms > (uint64_t)t->idle_timeout_ms) {
         t->error = CR_ERR_TIMED_OUT;
         free(t->message);
         t->message = cr__strdup("no data for longer than the idle timeout");
@@ -531,7 +529,7 @@ void cr__apply_command(cr_loop_t* loop, cr_command_t* cmd) {
 static void check_loop(cr_loop_t* loop) {
   int active = 0;
   size_t count = 0;
-  for (cr_transfer_t* t = loop->active_head; t; t = t->active_next) {
+  for (cr_transfer_t* t = loop->active_head; t; t = t->list_next) {
     CR_ASSERT(t->state == CR_TRANSFER_ACTIVE && t->loop == loop);
     active++;
   }
@@ -539,9 +537,9 @@ static void check_loop(cr_loop_t* loop) {
   for (size_t i = 0; i < loop->transfers.bucket_count; i++) {
     for (cr_transfer_t* t = loop->transfers.buckets[i]; t; t = t->hash_next) {
       CR_ASSERT(t->magic == CR_TRANSFER_MAGIC && t->state != CR_TRANSFER_DONE);
-      CR_ASSERT(t->state != CR_TRANSFER_FINISHING || t->pending_writes > 0);
+      CR_ASSERT(t->state != CR_TRANSFER_FINISHING || t->run->pending_writes > 0);
       CR_ASSERT(t->state != CR_TRANSFER_DECIDING ||
-                (t->held && t->easy == NULL && t->pending_writes == 0));
+                (t->held && t->easy == NULL && t->run->pending_writes == 0));
       count++;
     }
   }
@@ -579,7 +577,7 @@ void cr__abandon_all(cr_loop_t* loop) {
       } else {
         /* The dirty list frees it (cr__events_discard). */
         t->hash_next = NULL;
-        t->queue_prev = t->queue_next = NULL;
+        t->list_prev = t->list_next = NULL;
         set_state(t, CR_TRANSFER_DONE);
       }
       t = next;

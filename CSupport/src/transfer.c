@@ -155,7 +155,6 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   t->total_timeout_ms = request->total_timeout_ms;
   t->priority_level = request->priority > 0 ? 2 : (request->priority < 0 ? 0 : 1);
   t->tag = request->tag;
-  t->content_length = -1;
   t->expected = -1;
   t->expected_to_send = request->body_fd >= 0
                             ? request->body_fd_length
@@ -163,7 +162,6 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   if (!(request->body_fd >= 0 || t->body_length > 0))
     t->expected_to_send = -1;
   t->submitted_us = cr__now_us();
-  atomic_init(&t->writer_failed, 0);
   /* Ownership of the descriptors and the borrowed body passes last: nothing
    * can fail after. */
   if (borrows_body)
@@ -204,10 +202,12 @@ void cr__transfer_free(cr_transfer_t* t) {
   cr__transfer_release_borrowed(t);
   free(t->username);
   free(t->password);
-  free(t->error_buffer);
-  free(t->header_block);
-  free(t->memory);
-  free(t->chunk);
+  if (t->run) {
+    free(t->run->header_block);
+    free(t->run->memory);
+    free(t->run->chunk);
+    free(t->run);
+  }
   free(t->message);
   free(t->metrics);
   t->magic = 0;
@@ -217,32 +217,32 @@ void cr__transfer_free(cr_transfer_t* t) {
 /* ---- Callbacks (loop thread, inside curl) ---- */
 
 static void reset_response(cr_transfer_t* t) {
-  t->header_length = 0;
+  t->run->header_length = 0;
   t->status = 0;
-  t->content_length = -1;
+  t->run->content_length = -1;
   t->expected = -1;
   t->chunked = 0;
   t->has_location = 0;
   t->encoded = 0;
   t->response_seen = 0;
-  t->body_base = -1; /* until finish_headers: the Content-Range start */
+  t->run->body_base = -1; /* until finish_headers: the Content-Range start */
 }
 
 static int append_header(cr_transfer_t* t, const char* line, size_t length) {
-  if (t->header_length + length + 1 > t->header_capacity) {
-    size_t capacity = t->header_capacity ? t->header_capacity * 2 : 1024;
+  if (t->run->header_length + length + 1 > t->run->header_capacity) {
+    size_t capacity = t->run->header_capacity ? t->run->header_capacity * 2 : 1024;
     char* block;
-    while (capacity < t->header_length + length + 1)
+    while (capacity < t->run->header_length + length + 1)
       capacity *= 2;
-    block = cr__realloc(t->header_block, capacity);
+    block = cr__realloc(t->run->header_block, capacity);
     if (block == NULL)
       return -1;
-    t->header_block = block;
-    t->header_capacity = capacity;
+    t->run->header_block = block;
+    t->run->header_capacity = capacity;
   }
-  memcpy(t->header_block + t->header_length, line, length);
-  t->header_length += length;
-  t->header_block[t->header_length] = '\0';
+  memcpy(t->run->header_block + t->run->header_length, line, length);
+  t->run->header_length += length;
+  t->run->header_block[t->run->header_length] = '\0';
   return 0;
 }
 
@@ -278,10 +278,10 @@ static int fail_from_callback(cr_transfer_t* t, cr_error_t error,
 /* Decides, at the end of the final response's headers, what its body is. */
 static int finish_headers(cr_transfer_t* t) {
   t->response_seen = 1;
-  if (t->content_length >= 0 && t->chunked && t->status >= 200)
+  if (t->run->content_length >= 0 && t->chunked && t->status >= 200)
     return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
                               "Content-Length together with chunked coding");
-  t->expected = t->content_length;
+  t->expected = t->run->content_length;
   /* Content-Length counts encoded bytes; curl delivers decoded ones, whose
    * number is known only at the end. curl checks the wire length itself,
    * and finish_active() checks it again (engine.md §4: HTTP/2 in 7.88.1). */
@@ -289,8 +289,8 @@ static int finish_headers(cr_transfer_t* t) {
     t->expected = -1;
   if ((t->flags & CR_FLAG_NO_BODY) || t->status == 204 || t->status == 304)
     t->expected = 0;
-  int64_t range_start = t->body_base;
-  t->body_base = 0;
+  int64_t range_start = t->run->body_base;
+  t->run->body_base = 0;
   /* A resumed download keeps its partial file untouched until the
    * response is accepted below. */
   t->discard_body = t->resume_offset > 0;
@@ -305,11 +305,11 @@ static int finish_headers(cr_transfer_t* t) {
         return fail_from_callback(t, CR_ERR_BAD_RANGE,
                                   "206 with a content coding: the range "
                                   "cannot be appended to the partial file");
-      t->body_base = t->resume_offset;
+      t->run->body_base = t->resume_offset;
       t->discard_body = 0;
     } else if (t->status == 200) {
       /* The whole entity again: start the file over. */
-      t->body_base = 0;
+      t->run->body_base = 0;
       t->discard_body = 0;
       if (t->sink == CR_SINK_FILE && ftruncate(t->sink_fd, 0) != 0) {
         t->os_error = errno;
@@ -334,8 +334,8 @@ static int parse_content_range(cr_transfer_t* t, const char* value,
   if (sscanf(buffer, "bytes %lld-%lld", &first, &last) != 2 || first < 0 ||
       last < first)
     return -1;
-  t->body_base = first;
-  t->content_length = last - first + 1;
+  t->run->body_base = first;
+  t->run->content_length = last - first + 1;
   return 0;
 }
 
@@ -346,7 +346,7 @@ static size_t on_header(char* data, size_t size, size_t count, void* context) {
   size_t value_length;
 
   CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
-  t->last_activity_ms = uv_now(&t->loop->uv);
+  t->run->last_activity_ms = uv_now(&t->loop->uv);
   if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) {
     const char* space = memchr(data, ' ', length);
     reset_response(t);
@@ -377,11 +377,11 @@ static size_t on_header(char* data, size_t size, size_t count, void* context) {
     parsed = strtoll(buffer, &end, 10);
     if (*end != '\0' || parsed < 0)
       return fail_from_callback(t, CR_ERR_BAD_RESPONSE, "bad Content-Length");
-    if (t->content_length >= 0 && t->content_length != parsed && t->status != 206)
+    if (t->run->content_length >= 0 && t->run->content_length != parsed && t->status != 206)
       return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
                                 "conflicting Content-Length headers");
     if (t->status != 206)
-      t->content_length = parsed;
+      t->run->content_length = parsed;
   } else if ((value = header_value(data, length, "Content-Range",
                                    &value_length))) {
     if (t->status == 206 && parse_content_range(t, value, value_length) != 0)
@@ -417,7 +417,7 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
   size_t length = size * count;
 
   CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
-  t->last_activity_ms = uv_now(&t->loop->uv);
+  t->run->last_activity_ms = uv_now(&t->loop->uv);
   if (!t->response_emitted)
     cr__emit_response(t);
   if (t->held || t->user_paused) {
@@ -430,25 +430,25 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
   if (t->discard_body || t->sink == CR_SINK_DISCARD) {
     /* counted only */
   } else if (t->sink == CR_SINK_MEMORY) {
-    if (t->memory_length + length > t->memory_capacity) {
-      size_t capacity = t->memory_capacity ? t->memory_capacity
+    if (t->run->memory_length + length > t->run->memory_capacity) {
+      size_t capacity = t->run->memory_capacity ? t->run->memory_capacity
                                            : first_memory_capacity(t);
       char* memory;
-      while (capacity < t->memory_length + length)
+      while (capacity < t->run->memory_length + length)
         capacity *= 2;
-      memory = cr__realloc(t->memory, capacity);
+      memory = cr__realloc(t->run->memory, capacity);
       if (memory == NULL)
         return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
-      t->memory = memory;
-      t->memory_capacity = capacity;
+      t->run->memory = memory;
+      t->run->memory_capacity = capacity;
     }
-    memcpy(t->memory + t->memory_length, data, length);
-    t->memory_length += length;
+    memcpy(t->run->memory + t->run->memory_length, data, length);
+    t->run->memory_length += length;
   } else {
     size_t offset = 0;
-    if (t->write_errno != 0)
+    if (t->run->write_errno != 0)
       return 0;
-    if (t->pending_writes >= CR_MAX_PENDING_WRITES ||
+    if (t->run->pending_writes >= CR_MAX_PENDING_WRITES ||
         t->loop->pending_writes >= CR_LOOP_PENDING_WRITES) {
       t->disk_paused = 1;
       t->curl_paused = 1;
@@ -456,22 +456,22 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
     }
     while (offset < length) {
       size_t room, take;
-      if (t->chunk == NULL) {
-        t->chunk = cr__malloc(CR_CHUNK_SIZE);
-        if (t->chunk == NULL)
+      if (t->run->chunk == NULL) {
+        t->run->chunk = cr__malloc(CR_CHUNK_SIZE);
+        if (t->run->chunk == NULL)
           return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
-        t->chunk_length = 0;
+        t->run->chunk_length = 0;
       }
-      room = CR_CHUNK_SIZE - t->chunk_length;
+      room = CR_CHUNK_SIZE - t->run->chunk_length;
       take = length - offset < room ? length - offset : room;
-      memcpy(t->chunk + t->chunk_length, data + offset, take);
-      t->chunk_length += take;
+      memcpy(t->run->chunk + t->run->chunk_length, data + offset, take);
+      t->run->chunk_length += take;
       offset += take;
-      if (t->chunk_length == CR_CHUNK_SIZE) {
+      if (t->run->chunk_length == CR_CHUNK_SIZE) {
         cr__queue_chunk(t);
         /* Not queued (out of memory): the chunk is still full, and t->error
          * says why the transfer fails. */
-        if (t->write_errno != 0)
+        if (t->run->write_errno != 0)
           return 0;
       }
     }
@@ -486,20 +486,20 @@ static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
   size_t room = size * count;
   size_t n = 0;
 
-  t->last_activity_ms = uv_now(&t->loop->uv);
+  t->run->last_activity_ms = uv_now(&t->loop->uv);
   if (t->user_paused) {
     t->curl_paused = 1;
     return CURL_READFUNC_PAUSE;
   }
   if (t->body_fd >= 0) {
-    int64_t left = t->body_fd_length - t->body_fd_position;
+    int64_t left = t->body_fd_length - t->run->body_fd_position;
     ssize_t got;
     if (left <= 0)
       return 0;
     if ((int64_t)room > left)
       room = (size_t)left;
     do {
-      got = pread(t->body_fd, buffer, room, (off_t)t->body_fd_position);
+      got = pread(t->body_fd, buffer, room, (off_t)t->run->body_fd_position);
     } while (got < 0 && errno == EINTR);
     if (got < 0) {
       t->os_error = errno;
@@ -511,14 +511,14 @@ static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
       return CURL_READFUNC_ABORT;
     }
     n = (size_t)got;
-    t->body_fd_position += got;
+    t->run->body_fd_position += got;
   } else {
-    size_t left = t->body_length - t->body_position;
+    size_t left = t->body_length - t->run->body_position;
     const char* bytes = t->body ? t->body : t->borrowed.bytes;
     n = room < left ? room : left;
     if (n > 0)
-      memcpy(buffer, bytes + t->body_position, n);
-    t->body_position += n;
+      memcpy(buffer, bytes + t->run->body_position, n);
+    t->run->body_position += n;
   }
   t->sent += (int64_t)n;
   cr__mark_dirty(t);
@@ -533,11 +533,11 @@ static int on_seek(void* context, curl_off_t offset, int origin) {
   if (t->body_fd >= 0) {
     if (offset > t->body_fd_length)
       return CURL_SEEKFUNC_FAIL;
-    t->body_fd_position = offset;
+    t->run->body_fd_position = offset;
   } else {
     if ((size_t)offset > t->body_length)
       return CURL_SEEKFUNC_FAIL;
-    t->body_position = (size_t)offset;
+    t->run->body_position = (size_t)offset;
   }
   t->sent = offset;
   return CURL_SEEKFUNC_OK;
@@ -556,14 +556,17 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   int has_body = t->body_fd >= 0 || t->body_length > 0;
 
   t->easy = easy;
-  if (t->error_buffer == NULL) {
-    t->error_buffer = cr__calloc(1, CURL_ERROR_SIZE);
-    if (t->error_buffer == NULL)
+  if (t->run == NULL) {
+    t->run = cr__calloc(1, sizeof(*t->run));
+    if (t->run == NULL)
       return CR_ERR_INTERNAL;
+    t->run->content_length = -1;
+    atomic_init(&t->run->writer_failed, 0);
   }
+  t->run->last_activity_ms = uv_now(&t->loop->uv);
   SET(CURLOPT_URL, t->url);
   SET(CURLOPT_PRIVATE, t);
-  SET(CURLOPT_ERRORBUFFER, t->error_buffer);
+  SET(CURLOPT_ERRORBUFFER, t->run->error_buffer);
   SET(CURLOPT_NOSIGNAL, 1L);
   SET(CURLOPT_QUICK_EXIT, 1L);
   SET(CURLOPT_PROTOCOLS_STR, "http,https");

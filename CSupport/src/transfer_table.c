@@ -73,14 +73,14 @@ void cr__table_remove(cr_transfer_table_t* table, cr_transfer_t* t) {
   t->hash_next = NULL;
 }
 
-/* ---- Waiting queues and the parked list (queue_prev/queue_next) ---- */
+/* ---- Waiting queues and the parked list (list_prev/list_next) ---- */
 
 static void queue_append(cr_transfer_t** head, cr_transfer_t** tail,
                          cr_transfer_t* t) {
-  t->queue_next = NULL;
-  t->queue_prev = *tail;
+  t->list_next = NULL;
+  t->list_prev = *tail;
   if (*tail)
-    (*tail)->queue_next = t;
+    (*tail)->list_next = t;
   else
     *head = t;
   *tail = t;
@@ -88,15 +88,15 @@ static void queue_append(cr_transfer_t** head, cr_transfer_t** tail,
 
 static void queue_unlink(cr_transfer_t** head, cr_transfer_t** tail,
                          cr_transfer_t* t) {
-  if (t->queue_prev)
-    t->queue_prev->queue_next = t->queue_next;
+  if (t->list_prev)
+    t->list_prev->list_next = t->list_next;
   else
-    *head = t->queue_next;
-  if (t->queue_next)
-    t->queue_next->queue_prev = t->queue_prev;
+    *head = t->list_next;
+  if (t->list_next)
+    t->list_next->list_prev = t->list_prev;
   else if (tail)
-    *tail = t->queue_prev;
-  t->queue_prev = t->queue_next = NULL;
+    *tail = t->list_prev;
+  t->list_prev = t->list_next = NULL;
 }
 
 void cr__waiting_push(cr_loop_t* loop, cr_transfer_t* t) {
@@ -120,34 +120,29 @@ cr_transfer_t* cr__waiting_pop(cr_loop_t* loop) {
   return NULL;
 }
 
+static void list_push_front(cr_transfer_t** head, cr_transfer_t* t) {
+  t->list_prev = NULL;
+  t->list_next = *head;
+  if (*head)
+    (*head)->list_prev = t;
+  *head = t;
+}
+
 void cr__parked_push(cr_loop_t* loop, cr_transfer_t* t) {
-  t->queue_prev = NULL;
-  t->queue_next = loop->parked;
-  if (loop->parked)
-    loop->parked->queue_prev = t;
-  loop->parked = t;
+  list_push_front(&loop->parked, t);
 }
 
 void cr__parked_remove(cr_loop_t* loop, cr_transfer_t* t) {
   queue_unlink(&loop->parked, NULL, t);
 }
 
-/* ---- The running list (active_prev/active_next) ---- */
+/* ---- The running list (the same links: a running transfer is in no
+ * queue) ---- */
 
 void cr__running_push(cr_loop_t* loop, cr_transfer_t* t) {
-  t->active_prev = NULL;
-  t->active_next = loop->active_head;
-  if (loop->active_head)
-    loop->active_head->active_prev = t;
-  loop->active_head = t;
+  list_push_front(&loop->active_head, t);
 }
 
 void cr__running_remove(cr_loop_t* loop, cr_transfer_t* t) {
-  if (t->active_prev)
-    t->active_prev->active_next = t->active_next;
-  else
-    loop->active_head = t->active_next;
-  if (t->active_next)
-    t->active_next->active_prev = t->active_prev;
-  t->active_prev = t->active_next = NULL;
+  queue_unlink(&loop->active_head, NULL, t);
 }
