@@ -63,7 +63,13 @@
  * the bottleneck when many downloads run at once; more queued chunks add
  * memory, not speed (Benchmarks/, W4). */
 #define CR_LOOP_PENDING_WRITES 8
+/* curl's receive buffer for a download to a file: the first transfer a loop
+ * runs gets the large one (a lone download: fewer recv calls and callbacks,
+ * W3), a transfer that starts beside others the small one (the disk is then
+ * the bottleneck, and each running transfer holds its own buffer: W4's
+ * memory). */
 #define CR_FILE_BUFFER_SIZE (128 * 1024)
+#define CR_FILE_BUFFER_SHARED_SIZE (64 * 1024)
 /* curl's default upload buffer, and the one Courier uses for bodies larger than that. */
 #define CR_UPLOAD_BUFFER_DEFAULT (64 * 1024)
 #define CR_UPLOAD_BUFFER_SIZE (256 * 1024)

@@ -618,9 +618,10 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     SET(CURLOPT_CAINFO_BLOB, &blob);
   }
   if (t->sink == CR_SINK_FILE)
-    SET(CURLOPT_BUFFERSIZE, (long)(engine->config.buffer_size > 0
-                                       ? engine->config.buffer_size
-                                       : CR_FILE_BUFFER_SIZE));
+    SET(CURLOPT_BUFFERSIZE,
+        (long)(engine->config.buffer_size > 0 ? engine->config.buffer_size
+               : t->loop->active_count == 0   ? CR_FILE_BUFFER_SIZE
+                                              : CR_FILE_BUFFER_SHARED_SIZE));
   else if (engine->config.buffer_size > 0)
     SET(CURLOPT_BUFFERSIZE, (long)engine->config.buffer_size);
 
