@@ -1,7 +1,8 @@
 import Foundation
 
 /// The part of a task's state that most tasks never set: outcomes decided by Courier rather than the engine,
-/// the reported error, and the resume-data plumbing. ``TaskMachine`` keeps it out of line, so that a task waiting
+/// the reported error, the resume-data plumbing, redirects and credentials. The counters and the credential are
+/// optional, `nil` for their common value (no redirect, no credential), so that setting that value needs no box. ``TaskMachine`` keeps it out of line, so that a task waiting
 /// for a connection slot costs a pointer for all of it (Benchmarks/README.md: 100,000 queued tasks).
 struct RareTaskState: Sendable {
     var forcedOutcome: TaskOutcome?
@@ -12,6 +13,9 @@ struct RareTaskState: Sendable {
     var resumeDataHandler: (@Sendable (Data?) -> Void)?
     /// The backend reported where it resumed (courierd): `didResumeAtOffset` went out then, not with the response.
     var backendResumed = false
+    var redirectCount: Int?
+    var authentication: TransferSpec.Authentication?
+    var failedAuthentications: Int?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

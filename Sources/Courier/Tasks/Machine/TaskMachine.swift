@@ -70,10 +70,6 @@ struct TaskMachine: Sendable {
     var reportedReceived: Int64 = 0
     var reportedSent: Int64 = 0
 
-    var redirectCount = 0
-    /// The credential sent with the current hop, if any.
-    var authentication: TransferSpec.Authentication = .none
-    var failedAuthentications = 0
 
     var bodyChunks: [Data] = []
 
@@ -125,6 +121,19 @@ struct TaskMachine: Sendable {
     var backendResumed: Bool {
         get { rare[\.backendResumed] }
         set { rare[\.backendResumed] = newValue }
+    }
+    var redirectCount: Int {
+        get { rare[\.redirectCount] ?? 0 }
+        set { rare[\.redirectCount] = newValue == 0 ? nil : newValue }
+    }
+    /// The credential sent with the current hop, if any.
+    var authentication: TransferSpec.Authentication {
+        get { rare[\.authentication] ?? .none }
+        set { rare[\.authentication] = newValue == .none ? nil : newValue }
+    }
+    var failedAuthentications: Int {
+        get { rare[\.failedAuthentications] ?? 0 }
+        set { rare[\.failedAuthentications] = newValue == 0 ? nil : newValue }
     }
 
     var resumeSourceError: CourierError? {
