@@ -141,6 +141,9 @@ struct CourierBench: ParsableCommand {
         throws -> Measurement
     {
         let arguments = try command.arguments(for: peer, workload: workload)
+        if workload.kind != .memory {
+            try FixtureFiles.warm(workload.fixture, in: command.fixtures)
+        }
         let stdout = scratch.appendingPathComponent("stdout.txt").path
         let stderr = scratch.appendingPathComponent("stderr.txt").path
         let measurement: Measurement
