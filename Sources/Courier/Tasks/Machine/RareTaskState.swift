@@ -1,9 +1,10 @@
 import Foundation
 
 /// The part of a task's state that most tasks never set: outcomes decided by Courier rather than the engine,
-/// the reported error, the resume-data plumbing, redirects and credentials. The counters and the credential are
-/// optional, `nil` for their common value (no redirect, no credential), so that setting that value needs no box. ``TaskMachine`` keeps it out of line, so that a task waiting
-/// for a connection slot costs a pointer for all of it (Benchmarks/README.md: 100,000 queued tasks).
+/// the reported error, the resume-data plumbing, redirects and credentials. ``TaskMachine`` keeps it out of line,
+/// so that a task waiting for a connection slot costs a pointer for all of it (Benchmarks/README.md: 100,000 queued
+/// tasks). The counters and the credential are `nil` for their common value (no redirect, no credential), so that
+/// setting that value needs no box.
 struct RareTaskState: Sendable {
     var forcedOutcome: TaskOutcome?
     var pendingOutcome: TaskOutcome?

@@ -70,7 +70,6 @@ struct TaskMachine: Sendable {
     var reportedReceived: Int64 = 0
     var reportedSent: Int64 = 0
 
-
     var bodyChunks: [Data] = []
 
     var startDate: Date?
