@@ -181,6 +181,19 @@ int main(int argc, char** argv) {
   body_is_text(record, "moved");
   printf("held redirect: 302 held, allowed, body \"moved\"\n");
 
+  /* Digest answered by curl itself: two responses on one transfer, the
+   * 401's length forgotten at the 200's status line. */
+  snprintf(url, sizeof(url), "%s/digest", base);
+  r = request(url);
+  r.auth = CR_AUTH_DIGEST;
+  r.username = "ann";
+  r.password = "pw";
+  record = ended(submit(engine, &r, ANSWER_ALLOW), CR_OK);
+  CHECK(record->responses == 1 && record->status == 200,
+        "digest: %d responses, status %d", record->responses, record->status);
+  body_is_text(record, "ok");
+  printf("digest: the 401 answered by curl, the 200 with its own length\n");
+
   /* Refused at submit. */
   r = request("ftp://127.0.0.1/x");
   CHECK(cr_engine_submit(engine, &r, &refused) == 0 && refused == CR_ERR_UNSUPPORTED_URL,

@@ -9,6 +9,8 @@ once it listens. Ends on SIGTERM.
   GET  /redirect            302 to /bytes/10 with the 5-byte body "moved"
   GET  /redirect-empty      302 to /bytes/10 with an empty body
   GET  /gzip/N              /bytes/N's body, gzip-encoded (Content-Encoding: gzip)
+  GET  /digest              401 with a Digest challenge and the body "unauthorized" until a request carries a
+                            Digest Authorization (not verified), then 200 with the body "ok"
   GET  /stall               200 with Content-Length 10, then nothing for 3 s
   PUT  /upload (any path)   answers with the decimal number of body bytes received
 """
@@ -75,6 +77,15 @@ class H(http.server.BaseHTTPRequestHandler):
             body = gzip.compress(pattern(int(parts[2])))
             self.send_response(200)
             self.send_header('Content-Encoding', 'gzip')
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif parts[1] == 'digest':
+            answered = self.headers.get('Authorization', '').startswith('Digest ')
+            body = b'ok' if answered else b'unauthorized'
+            self.send_response(200 if answered else 401)
+            if not answered:
+                self.send_header('WWW-Authenticate', 'Digest realm="smoke", nonce="n1", qop="auth"')
             self.send_header('Content-Length', str(len(body)))
             self.end_headers()
             self.wfile.write(body)
