@@ -73,10 +73,12 @@ void cr__table_remove(cr_transfer_table_t* table, cr_transfer_t* t) {
   t->hash_next = NULL;
 }
 
-/* ---- Waiting queues and the parked list (list_prev/list_next) ---- */
+/* ---- The lists: the waiting queues (one per priority level), the parked
+ * list and the running list. They share list_prev/list_next: a transfer is
+ * in at most one of them. ---- */
 
-static void queue_append(cr_transfer_t** head, cr_transfer_t** tail,
-                         cr_transfer_t* t) {
+static void list_append(cr_transfer_t** head, cr_transfer_t** tail,
+                        cr_transfer_t* t) {
   t->list_next = NULL;
   t->list_prev = *tail;
   if (*tail)
@@ -86,8 +88,8 @@ static void queue_append(cr_transfer_t** head, cr_transfer_t** tail,
   *tail = t;
 }
 
-static void queue_unlink(cr_transfer_t** head, cr_transfer_t** tail,
-                         cr_transfer_t* t) {
+static void list_unlink(cr_transfer_t** head, cr_transfer_t** tail,
+                        cr_transfer_t* t) {
   if (t->list_prev)
     t->list_prev->list_next = t->list_next;
   else
@@ -99,27 +101,6 @@ static void queue_unlink(cr_transfer_t** head, cr_transfer_t** tail,
   t->list_prev = t->list_next = NULL;
 }
 
-void cr__waiting_push(cr_loop_t* loop, cr_transfer_t* t) {
-  queue_append(&loop->queue_head[t->priority_level],
-               &loop->queue_tail[t->priority_level], t);
-}
-
-void cr__waiting_remove(cr_loop_t* loop, cr_transfer_t* t) {
-  queue_unlink(&loop->queue_head[t->priority_level],
-               &loop->queue_tail[t->priority_level], t);
-}
-
-cr_transfer_t* cr__waiting_pop(cr_loop_t* loop) {
-  for (int level = CR_PRIORITY_LEVELS - 1; level >= 0; level--) {
-    cr_transfer_t* t = loop->queue_head[level];
-    if (t) {
-      queue_unlink(&loop->queue_head[level], &loop->queue_tail[level], t);
-      return t;
-    }
-  }
-  return NULL;
-}
-
 static void list_push_front(cr_transfer_t** head, cr_transfer_t* t) {
   t->list_prev = NULL;
   t->list_next = *head;
@@ -128,21 +109,39 @@ static void list_push_front(cr_transfer_t** head, cr_transfer_t* t) {
   *head = t;
 }
 
+void cr__waiting_push(cr_loop_t* loop, cr_transfer_t* t) {
+  list_append(&loop->queue_head[t->priority_level],
+              &loop->queue_tail[t->priority_level], t);
+}
+
+void cr__waiting_remove(cr_loop_t* loop, cr_transfer_t* t) {
+  list_unlink(&loop->queue_head[t->priority_level],
+              &loop->queue_tail[t->priority_level], t);
+}
+
+cr_transfer_t* cr__waiting_pop(cr_loop_t* loop) {
+  for (int level = CR_PRIORITY_LEVELS - 1; level >= 0; level--) {
+    cr_transfer_t* t = loop->queue_head[level];
+    if (t) {
+      list_unlink(&loop->queue_head[level], &loop->queue_tail[level], t);
+      return t;
+    }
+  }
+  return NULL;
+}
+
 void cr__parked_push(cr_loop_t* loop, cr_transfer_t* t) {
   list_push_front(&loop->parked, t);
 }
 
 void cr__parked_remove(cr_loop_t* loop, cr_transfer_t* t) {
-  queue_unlink(&loop->parked, NULL, t);
+  list_unlink(&loop->parked, NULL, t);
 }
-
-/* ---- The running list (the same links: a running transfer is in no
- * queue) ---- */
 
 void cr__running_push(cr_loop_t* loop, cr_transfer_t* t) {
   list_push_front(&loop->active_head, t);
 }
 
 void cr__running_remove(cr_loop_t* loop, cr_transfer_t* t) {
-  queue_unlink(&loop->active_head, NULL, t);
+  list_unlink(&loop->active_head, NULL, t);
 }
