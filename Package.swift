@@ -44,6 +44,9 @@ let package = Package(
             publicHeadersPath: "include",
             linkerSettings: [.linkedLibrary("pthread")]
         ),
+        // posix_spawn's close-every-descriptor-from action (glibc declares it only under _GNU_SOURCE): a process
+        // courierd starts inherits standard input, output and error only (ProcessSpawner.swift).
+        .target(name: "CSpawn"),
         // The package's lock (pthread-based, so ThreadSanitizer sees it; see LockedValue.swift).
         .target(name: "CourierConcurrency", swiftSettings: strictSwift),
         // Application lifecycle: states, background tasks with budgets, expiration, watchdog.
@@ -74,6 +77,7 @@ let package = Package(
             name: "Courier",
             dependencies: [
                 "CSupport",
+                "CSpawn",
                 "CourierConcurrency",
                 "CourierLifecycle",
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -481,6 +481,8 @@ void cr__sockets_init(cr_loop_t* loop);
 void cr__drive(cr_loop_t* loop, curl_socket_t fd, int flags);
 /* Runs socket_action(CURL_SOCKET_TIMEOUT) in the next loop pass. */
 void cr__kick(cr_loop_t* loop);
+/* CURLOPT_OPENSOCKETFUNCTION: curl's socket, close-on-exec. */
+curl_socket_t cr__open_socket(void* context, curlsocktype purpose, struct curl_sockaddr* address);
 /* CURLOPT_CLOSESOCKETFUNCTION: stops and closes the fd's poll first. */
 int cr__close_socket(void* loop, curl_socket_t fd);
 /* Closes every handle of the loop (poll handles with their contexts). */

@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -54,6 +55,16 @@ static void socket_forget(cr_loop_t* loop, cr_socket_t* ctx) {
   loop->sockets[ctx->fd] = NULL;
   uv_poll_stop(&ctx->poll);
   uv_close((uv_handle_t*)&ctx->poll, on_socket_closed);
+}
+
+curl_socket_t cr__open_socket(void* context, curlsocktype purpose, struct curl_sockaddr* address) {
+  (void)context;
+  (void)purpose;
+  /* Close-on-exec from the start (not fcntl after socket(): another thread
+   * could fork and exec in between): a process the host program spawns, an
+   * app courierd relaunches above all, must not inherit a connection to a
+   * server and keep it alive after this process is gone. */
+  return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
 }
 
 int cr__close_socket(void* context, curl_socket_t fd) {

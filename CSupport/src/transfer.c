@@ -591,6 +591,7 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   }
   SET(CURLOPT_HTTPHEADER, t->headers);
   SET(CURLOPT_TCP_KEEPALIVE, 1L);
+  SET(CURLOPT_OPENSOCKETFUNCTION, cr__open_socket);
   SET(CURLOPT_CLOSESOCKETFUNCTION, cr__close_socket);
   SET(CURLOPT_CLOSESOCKETDATA, t->loop);
   if ((t->flags & CR_FLAG_HTTP2) && strncasecmp(t->url, "https:", 6) == 0) {

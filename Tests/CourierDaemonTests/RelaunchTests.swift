@@ -105,6 +105,11 @@ struct RelaunchTests {
         #expect(exited, "the relaunched app did not finish; its log: \(entries)")
         let relaunched = Set(entries.filter { $0["event"] as? String == "relaunched" }.compactMap { $0["pid"] as? Int })
         #expect(relaunched.count == 1)
+        // The relaunched app got standard input, output and error from courierd, and nothing else: none of courierd's
+        // connections to the test server (14 downloads were running), its socket or its journal.
+        for entry in entries where entry["event"] as? String == "relaunched" {
+            #expect(entry["inherited"] as? [String] == [], "inherited from courierd: \(entry["inherited"] ?? "")")
+        }
         #expect(!relaunched.contains(Int(app.pid)))
         var completions: [Int: Int] = [:]
         for entry in entries where entry["event"] as? String == "completed" {

@@ -1,3 +1,4 @@
+import CSpawn
 package import Foundation
 
 #if canImport(Glibc)
@@ -6,7 +7,9 @@ import Glibc
 
 /// Starts a program without waiting for it (`posix_spawnp`): courierd started by a session, an app relaunched by
 /// courierd. Every signal is back at its default and none is blocked in the child: a parent that ignores SIGCHLD or
-/// SIGPIPE must not pass that on through exec.
+/// SIGPIPE must not pass that on through exec. The child gets standard input, output and error only: every other
+/// descriptor is closed in it, whether or not it was opened close-on-exec (an app relaunched by courierd must not hold
+/// courierd's connections to servers, its journal or its socket).
 package enum ProcessSpawner {
     /// Runs `arguments[0]` (looked up on `PATH` when it has no slash) with `arguments` and `environment`; returns its
     /// pid, or the `errno` of the failure.
@@ -30,6 +33,7 @@ package enum ProcessSpawner {
         if quiet {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
+        courier_spawn_close_from(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

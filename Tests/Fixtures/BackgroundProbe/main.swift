@@ -14,6 +14,22 @@ import FoundationNetworking
 
 let identifier = "com.example.probe.background"
 
+/// The descriptors this process was started with besides standard input, output and error, as "fd -> target" (read
+/// before the process opens any of its own; the directory being listed is left out). courierd passes none on.
+let inheritedDescriptors: [String] = {
+    let directory = "/proc/self/fd"
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    return names.compactMap { name -> String? in
+        guard let number = Int(name), number > 2,
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(name)"),
+            !target.hasPrefix("/proc/")
+        else {
+            return nil
+        }
+        return "\(number) -> \(target)"
+    }.sorted()
+}()
+
 struct Options {
     var runtime = ""
     var state = ""
@@ -155,13 +171,16 @@ final class ProbeApplication: ApplicationDelegate {
         handleEventsForBackgroundURLSession identifier: String,
         completionHandler: @escaping @Sendable () -> Void
     ) {
-        recorder.log.write(["event": "relaunched", "session": identifier, "pid": Int(getpid())])
+        recorder.log.write(
+            ["event": "relaunched", "session": identifier, "pid": Int(getpid()), "inherited": inheritedDescriptors]
+        )
         recorder.completion = completionHandler
         session = Session(configuration: options.configuration, delegate: recorder)
         recorder.log.write(["event": "tasks", "count": session?.allTasks.count ?? -1])
     }
 }
 
+_ = inheritedDescriptors
 let options = Options(Array(CommandLine.arguments.dropFirst()))
 if LaunchOptions.fromProcessEnvironment().launchedIntoBackground {
     Application.main(delegate: ProbeApplication(options: options))
