@@ -1,6 +1,6 @@
 import CourierConcurrency
 
-/// Background fetch (DESIGN.md §6, background-behaviours.md #14): the interval the app asks for, the fetch itself
+/// Background fetch (docs/lifecycle.md, docs/background-model.md #14): the interval the app asks for, the fetch itself
 /// with its time limit, and the snapshot handler the completion handlers call.
 extension Application {
     struct FetchState: Sendable {

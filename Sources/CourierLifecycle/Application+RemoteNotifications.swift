@@ -1,7 +1,7 @@
 import Dispatch
 package import Foundation
 
-/// Remote notifications (DESIGN.md §6, background-behaviours.md #15) and the background work courierd hands the
+/// Remote notifications (docs/lifecycle.md, docs/background-model.md #15) and the background work courierd hands the
 /// application: the registration, the device token, and the fetch and push handlers run when courierd wakes or
 /// launches the application.
 extension Application {

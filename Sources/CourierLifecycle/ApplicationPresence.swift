@@ -2,7 +2,7 @@ import CourierConcurrency
 
 /// Whether this process's application is in the foreground, for the other Courier modules: courierd hears of it, so
 /// that a background transfer created while the app is in the background is discretionary and waits for the app's
-/// relaunch delay, and so that the delay resets when the user brings the app to the front (background-behaviours.md
+/// relaunch delay, and so that the delay resets when the user brings the app to the front (docs/background-model.md
 /// #7 and #8).
 ///
 /// Only ``Application/shared`` publishes, on its transitions (launch, entering the background, entering the

@@ -1,6 +1,6 @@
 /// Where the application stands in its lifecycle, as `UIApplication.State` does on iOS.
 ///
-/// Read it through ``Application/applicationState`` from any thread. The states follow DESIGN.md §6:
+/// Read it through ``Application/applicationState`` from any thread. The states follow docs/lifecycle.md:
 /// not running → inactive → active ⇄ background → suspended (and terminated). `suspended` and
 /// `terminated` are not separate values here, as on iOS: a suspended application reports
 /// ``background`` (and ``Application/isSuspended`` is `true`), and a terminated one runs no code.

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Where one user's courierd lives: its socket and lock under the runtime directory, its journal under the state
-/// directory (`docs/ipc.md`; DESIGN.md §5).
+/// directory (`docs/ipc.md`; docs/daemon.md).
 package struct DaemonPaths: Sendable, Equatable {
     /// `$XDG_RUNTIME_DIR/courier`, or `/tmp/courier-<uid>` when the variable is unset. Mode 0700.
     package var runtimeDirectory: URL

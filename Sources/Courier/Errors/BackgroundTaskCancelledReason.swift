@@ -1,5 +1,5 @@
 /// Why courierd cancelled a background task on its own, as `NSURLErrorBackgroundTaskCancelledReasonKey` says on iOS
-/// (background-behaviours.md #9): carried by the task's `cancelled` ``CourierError``.
+/// (docs/background-model.md #9): carried by the task's `cancelled` ``CourierError``.
 public enum BackgroundTaskCancelledReason: String, Sendable, Hashable, Codable, CustomStringConvertible {
     /// The user force-quit the app (`courier kill APP`, or ``Application/forceQuit(exiting:)``): its background work
     /// stops, and courierd does not relaunch it until the user starts it again.

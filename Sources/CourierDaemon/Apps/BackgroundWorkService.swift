@@ -7,7 +7,7 @@ package import Logging
 import Glibc
 #endif
 
-/// Background fetch and remote notifications, courierd's side (DESIGN.md §6, background-behaviours.md #14, #15):
+/// Background fetch and remote notifications, courierd's side (docs/lifecycle.md, docs/background-model.md #14, #15):
 /// apps register (device token, fetch interval), the ``FetchScheduler`` says when to fetch, pushes are checked and
 /// paced by the ``PushBudget``, and each piece of work is delivered the way the app can take it:
 /// - connected and running: a `wake` message at once;

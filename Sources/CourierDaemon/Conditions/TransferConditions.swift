@@ -1,4 +1,4 @@
-/// What the machine offers right now that discretionary transfers care about (background-behaviours.md #7).
+/// What the machine offers right now that discretionary transfers care about (docs/background-model.md #7).
 package struct TransferConditions: Sendable, Equatable {
     /// Mains power, or a machine with no battery at all (a server, a VM).
     package var onExternalPower: Bool

@@ -7,7 +7,7 @@ package import Logging
 import Glibc
 #endif
 
-/// Relaunches apps whose background sessions have events nobody is connected to hear (background-behaviours.md
+/// Relaunches apps whose background sessions have events nobody is connected to hear (docs/background-model.md
 /// #8): the app's registered command, with `COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>` so that its
 /// `Application` starts in the background and calls `handleEventsForBackgroundURLSession`.
 ///

@@ -1,6 +1,6 @@
 package import Foundation
 
-/// How often courierd may resume or relaunch an app in the background (background-behaviours.md #8, nsurlsessiond's
+/// How often courierd may resume or relaunch an app in the background (docs/background-model.md #8, nsurlsessiond's
 /// limiter): each wake doubles the app's delay (60 s, 120 s, 240 s, …). The delay resets when the user brings the
 /// app to the foreground, or when, after the delay ran out, as long again passes with no wake. Tasks an app creates
 /// in the background wait until its delay has passed.

@@ -1,6 +1,6 @@
 package import Foundation
 
-/// How many silent pushes courierd delivers to an app (background-behaviours.md #15: "no more than two or three an
+/// How many silent pushes courierd delivers to an app (docs/background-model.md #15: "no more than two or three an
 /// hour"): a bucket per app holding ``capacity`` deliveries, refilled by one every ``refillInterval``. Pushes that
 /// arrive while one is waiting (for the app to finish the last one, or for the budget) are coalesced into that one:
 /// the newest payload is delivered, once. Visible (alert) pushes are not counted: they are shown at once.

@@ -1,6 +1,6 @@
 package import Foundation
 
-/// A push as the sender gave it, checked the way APNs checks one (background-behaviours.md #15): a JSON object of at
+/// A push as the sender gave it, checked the way APNs checks one (docs/background-model.md #15): a JSON object of at
 /// most 4 KiB with an `aps` dictionary; `content-available: 1` with no alert, sound or badge is a silent
 /// (background) push, which must be sent with priority 5.
 package struct PushNotification: Sendable, Equatable {

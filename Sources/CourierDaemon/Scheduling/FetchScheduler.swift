@@ -1,6 +1,6 @@
 package import Foundation
 
-/// When courierd wakes apps for a background fetch (background-behaviours.md #14, DESIGN.md §6): never for an app
+/// When courierd wakes apps for a background fetch (docs/background-model.md #14, docs/lifecycle.md): never for an app
 /// whose minimum interval is "never" (the default); otherwise shortly before the times of day the app is usually
 /// brought to the foreground, learned from its history, and never more often than its interval. An app that keeps
 /// answering `.noData` (or overruns its time) is backed off; one that answers `.newData` quickly is favoured. Apps

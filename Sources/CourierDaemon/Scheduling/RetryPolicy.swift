@@ -1,7 +1,7 @@
 package import Courier
 package import Foundation
 
-/// When a background transfer that failed on the network is tried again (background-behaviours.md #6 and #17):
+/// When a background transfer that failed on the network is tried again (docs/background-model.md #6 and #17):
 /// network errors and timeouts are retried after an exponential backoff, for as long as the task's resource timeout
 /// allows; anything else ends the task.
 package struct RetryPolicy: Sendable, Equatable {

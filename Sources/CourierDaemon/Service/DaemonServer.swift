@@ -469,7 +469,7 @@ package final class DaemonServer: @unchecked Sendable {
     }
 
     /// The app moved between the foreground and the background: in the foreground, its relaunch delay resets
-    /// (background-behaviours.md #8).
+    /// (docs/background-model.md #8).
     private func appState(_ state: IPCMessage.AppState, on connection: Connection) {
         let cameToForeground = state.inForeground && !connection.inForeground
         connection.inForeground = state.inForeground
@@ -547,7 +547,7 @@ package final class DaemonServer: @unchecked Sendable {
         }
         let now = Date()
         // Created in the background: discretionary, and not started before the app's relaunch delay has passed
-        // (background-behaviours.md #7, #8).
+        // (docs/background-model.md #7, #8).
         if !connection.inForeground, let app = connection.app {
             admitted.createdInBackground = true
             let earliest = launcher.earliestWake(of: app, now: now)

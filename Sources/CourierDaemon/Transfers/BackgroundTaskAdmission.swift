@@ -1,7 +1,7 @@
 package import Courier
 package import Foundation
 
-/// The rules a task must meet before courierd journals it (background-behaviours.md; Apple's background session
+/// The rules a task must meet before courierd journals it (docs/background-model.md; Apple's background session
 /// rules): HTTP(S) only, uploads from a file that exists (the daemon keeps a copy, so the app may delete its own),
 /// no identifier reused. A refusal is the `CourierError` the app's `resume()` reports.
 package enum BackgroundTaskAdmission {

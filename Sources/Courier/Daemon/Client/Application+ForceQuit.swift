@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 extension Application {
-    /// Does what a user's force-quit from the app switcher does on iOS (background-behaviours.md #9): courierd
+    /// Does what a user's force-quit from the app switcher does on iOS (docs/background-model.md #9): courierd
     /// cancels every background task of this app — each ends with a `cancelled` ``CourierError`` whose
     /// ``CourierError/backgroundTaskCancelledReason`` is ``BackgroundTaskCancelledReason/userForceQuitApplication``,
     /// delivered to the session's delegate the next time the app opens it — and does not relaunch the app for
