@@ -1,7 +1,7 @@
 extension String {
     /// ASCII case-insensitive equality, for header field names (tokens, RFC 9110): no Unicode case mapping and
     /// no allocation, unlike comparing `lowercased()` strings.
-    func caseInsensitiveEquals(_ other: String) -> Bool {
+    package func caseInsensitiveEquals(_ other: String) -> Bool {
         let lhs = utf8
         let rhs = other.utf8
         guard lhs.count == rhs.count else {

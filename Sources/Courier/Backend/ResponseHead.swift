@@ -4,20 +4,26 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A parsed response head: status line and header fields from the engine's raw header block.
-struct ResponseHead: Codable, Sendable, Equatable {
+/// A parsed response head: status line and header fields from the engine's raw header block. It crosses to and from
+/// courierd as it is (every field line, repeated names apart and in order, and the HTTP version).
+package struct ResponseHead: Codable, Sendable, Equatable {
     /// One header field line, as received.
-    struct Field: Codable, Sendable, Equatable {
-        var name: String
-        var value: String
+    package struct Field: Codable, Sendable, Equatable {
+        package var name: String
+        package var value: String
+
+        package init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
-    var status: Int
-    var httpVersion: String
+    package var status: Int
+    package var httpVersion: String
     /// The header fields in the order they arrived, a repeated name once per line.
-    var fieldLines: [Field]
+    package var fieldLines: [Field]
 
-    init(status: Int, httpVersion: String = "HTTP/1.1", fieldLines: [Field]) {
+    package init(status: Int, httpVersion: String = "HTTP/1.1", fieldLines: [Field]) {
         self.status = status
         self.httpVersion = httpVersion
         self.fieldLines = fieldLines
@@ -25,7 +31,12 @@ struct ResponseHead: Codable, Sendable, Equatable {
 
     /// A head from joined fields (in name order) and the `Set-Cookie` values (a `Set-Cookie` among `fields` is
     /// left out when `setCookies` is given).
-    init(status: Int, httpVersion: String = "HTTP/1.1", fields: [String: String] = [:], setCookies: [String] = []) {
+    package init(
+        status: Int,
+        httpVersion: String = "HTTP/1.1",
+        fields: [String: String] = [:],
+        setCookies: [String] = []
+    ) {
         var lines = fields.sorted { $0.key < $1.key }.compactMap { name, value in
             setCookies.isEmpty || !name.caseInsensitiveEquals("Set-Cookie") ? Field(name: name, value: value) : nil
         }
@@ -111,7 +122,7 @@ struct ResponseHead: Codable, Sendable, Equatable {
     }
 
     /// The values of the field `name` (case-insensitive), joined with ", " when it is repeated; nil when absent.
-    func value(_ name: String) -> String? {
+    package func value(_ name: String) -> String? {
         var joined: String?
         for field in fieldLines where field.name.caseInsensitiveEquals(name) {
             joined = joined.map { "\($0), \(field.value)" } ?? field.value
@@ -120,12 +131,12 @@ struct ResponseHead: Codable, Sendable, Equatable {
     }
 
     /// Each `Set-Cookie` value, in order.
-    var setCookies: [String] {
+    package var setCookies: [String] {
         fieldLines.compactMap { $0.name.caseInsensitiveEquals("Set-Cookie") ? $0.value : nil }
     }
 
     /// The fields with repeated names joined by ", " under the first spelling, as `HTTPURLResponse` holds them.
-    var fields: [String: String] {
+    package var fields: [String: String] {
         var fields: [String: String] = [:]
         fields.reserveCapacity(fieldLines.count)
         var spellings: [String] = []

@@ -99,6 +99,12 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         storage.withLock { $0.finalResponse }?.httpResponse
     }
 
+    /// The final response as received (every field line, the HTTP version) with the URL it came from, once it
+    /// arrived: what courierd passes on to the app.
+    package var receivedResponse: IPCMessage.BackgroundResponse? {
+        storage.withLock { $0.finalResponse }.map { IPCMessage.BackgroundResponse(url: $0.url.absoluteString, head: $0.head) }
+    }
+
     /// An app-defined description, e.g. an identifier that outlives the task.
     public var taskDescription: String? {
         get { storage.withLock { $0.taskDescription } }

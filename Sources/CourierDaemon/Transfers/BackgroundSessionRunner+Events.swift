@@ -96,9 +96,12 @@ extension BackgroundSessionRunner {
             sent: live.sent,
             expectedToSend: live.expectedToSend
         )
-        if let download = task as? DownloadTask, let partial = download.partialDownload() {
-            checkpoint.partial = partial
-            checkpoint.durableBytes = min(DurableFile.sync(partial.file) ?? 0, partial.bytesOnDisk)
+        if let download = task as? DownloadTask {
+            checkpoint.entity = live.journaled.checkpoint?.entity ?? download.receivedResponse.flatMap(EntityResponse.remembered)
+            if let partial = download.partialDownload() {
+                checkpoint.partial = partial
+                checkpoint.durableBytes = min(DurableFile.sync(partial.file) ?? 0, partial.bytesOnDisk)
+            }
         }
         let progress = journalingProgress ? progressEvent(live) : nil
         record { () throws(JournalError) in
@@ -154,8 +157,11 @@ extension BackgroundSessionRunner {
         if let progress = progressEvent(live) {
             events.append(progress)
         }
-        if let response = BackgroundSessionRunner.response(downloadTask.response) {
-            events.append(.response(response))
+        if let received = downloadTask.receivedResponse {
+            let length = FileManager.default.fileLength(atPath: location.path) ?? -1
+            events.append(
+                .response(EntityResponse.reported(final: received, entity: live.journaled.checkpoint?.entity, length: length))
+            )
         }
         var file: String?
         do {
@@ -175,24 +181,26 @@ extension BackgroundSessionRunner {
         guard let identifier = journalIdentifier(of: task) else {
             return
         }
-        end(identifier, error: error, response: task.response)
+        end(identifier, error: error, response: task.receivedResponse)
     }
 
     /// An upload's completion handler.
-    func uploadEnded(_ identifier: Int, body: Data?, response: URLResponse?, error: (any Error)?) {
+    func uploadEnded(_ identifier: Int, body: Data?, error: (any Error)?) {
+        let live = state.withLock { $0.live[identifier] }
+        let received = live?.task?.receivedResponse
         guard error == nil else {
-            end(identifier, error: error, response: response)
+            end(identifier, error: error, response: received)
             return
         }
-        guard let live = state.withLock({ $0.live[identifier] }), !live.finished else {
+        guard let live, !live.finished else {
             return
         }
         var events: [IPCMessage.BackgroundEvent] = []
         if let progress = progressEvent(live) {
             events.append(progress)
         }
-        if let response = BackgroundSessionRunner.response(response) {
-            events.append(.response(response))
+        if let received {
+            events.append(.response(received))
         }
         if let body, !body.isEmpty {
             events.append(.receivedData(body.prefix(IPCMessage.BackgroundEvent.maximumBodyLength)))
@@ -203,14 +211,14 @@ extension BackgroundSessionRunner {
 
     /// An attempt ended without success (or a download ended after its file was handed over): a retry, the
     /// task's end, or (courierd stopping) a checkpoint to resume from at the next start.
-    func end(_ identifier: Int, error: (any Error)?, response: URLResponse?) {
+    func end(_ identifier: Int, error: (any Error)?, response: IPCMessage.BackgroundResponse?) {
         guard let live = state.withLock({ $0.live[identifier] }), !live.finished else {
             return
         }
         let failure = (error as? CourierError) ?? CourierError(.unknown, error.map { "\($0)" } ?? "no error")
         switch live.ending {
         case .daemonStopping:
-            keepForNextAttempt(identifier, resumeData: failure.resumeData, attempts: nil, retryAt: nil)
+            keepForNextAttempt(identifier, resumeData: failure.resumeData, response: response, attempts: nil, retryAt: nil)
             return
         case .cancel, .cancelProducingResumeData:
             var cancelled = failure
@@ -231,11 +239,17 @@ extension BackgroundSessionRunner {
                     "error": "\(failure)", "at": "\(date)",
                 ]
             )
-            keepForNextAttempt(identifier, resumeData: failure.resumeData, attempts: attempt, retryAt: date)
+            keepForNextAttempt(
+                identifier,
+                resumeData: failure.resumeData,
+                response: response,
+                attempts: attempt,
+                retryAt: date
+            )
             launch(identifier)
         case .fail(let error):
             var events: [IPCMessage.BackgroundEvent] = []
-            if let response = BackgroundSessionRunner.response(response) {
+            if let response {
                 events.append(.response(response))
             }
             events.append(.completed(error: error))
@@ -243,9 +257,16 @@ extension BackgroundSessionRunner {
         }
     }
 
-    /// Keeps a failed attempt's partial file (from its resume data) as the checkpoint of the next attempt, and
-    /// journals the retry time when there is one.
-    private func keepForNextAttempt(_ identifier: Int, resumeData: Data?, attempts: Int?, retryAt: Date?) {
+    /// Keeps a failed attempt's partial file (from its resume data) and the entity's response (from `response`, unless
+    /// an earlier attempt gave one) as the checkpoint of the next attempt, and journals the retry time when there is
+    /// one.
+    private func keepForNextAttempt(
+        _ identifier: Int,
+        resumeData: Data?,
+        response: IPCMessage.BackgroundResponse?,
+        attempts: Int?,
+        retryAt: Date?
+    ) {
         let partial = resumeData.flatMap { PartialDownload(resumeData: $0, directory: paths.partials) }
         // Flushed before the lock is taken: no disk I/O under it.
         let flushed = partial.flatMap { DurableFile.sync($0.file) } ?? 0
@@ -263,7 +284,8 @@ extension BackgroundSessionRunner {
                 sent: 0,
                 expectedToSend: live.expectedToSend,
                 partial: partial,
-                durableBytes: min(flushed, partial?.bytesOnDisk ?? 0)
+                durableBytes: min(flushed, partial?.bytesOnDisk ?? 0),
+                entity: live.journaled.checkpoint?.entity ?? response.flatMap(EntityResponse.remembered)
             )
             live.journaled.checkpoint = checkpoint
             live.received = checkpoint.received
@@ -325,16 +347,5 @@ extension BackgroundSessionRunner {
 
     private func journalIdentifier(of task: SessionTask) -> Int? {
         state.withLock { $0.journalIdentifiers[task.taskIdentifier] }
-    }
-
-    static func response(_ response: URLResponse?) -> IPCMessage.BackgroundResponse? {
-        guard let http = response as? HTTPURLResponse, let url = http.url else {
-            return nil
-        }
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            headers["\(name)"] = "\(value)"
-        }
-        return IPCMessage.BackgroundResponse(url: url.absoluteString, status: http.statusCode, headers: headers)
     }
 }

@@ -107,8 +107,8 @@ extension BackgroundSessionRunner {
         case .upload:
             let file = URL(fileURLWithPath: journaled.spec.uploadFile ?? "")
             // Strong: the handler is released with the task, which the runner's session ends.
-            return session.uploadTask(with: request, fromFile: file) { [self] body, response, error in
-                self.uploadEnded(identifier, body: body, response: response, error: error)
+            return session.uploadTask(with: request, fromFile: file) { [self] body, _, error in
+                self.uploadEnded(identifier, body: body, error: error)
             }
         case .download:
             if let resumeData = resumeData(for: journaled) {

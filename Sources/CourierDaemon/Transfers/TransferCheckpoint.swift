@@ -19,6 +19,9 @@ package struct TransferCheckpoint: Codable, Sendable, Equatable {
     /// The kernel's boot identifier when the checkpoint was taken.
     package var boot: String?
     package var at: Date
+    /// A download's response for the whole entity, from its first attempt that got one (``EntityResponse``): what
+    /// the app hears when a later attempt ends with a 206 or a 416.
+    package var entity: IPCMessage.BackgroundResponse?
 
     package init(
         received: Int64 = 0,
@@ -28,7 +31,8 @@ package struct TransferCheckpoint: Codable, Sendable, Equatable {
         partial: PartialDownload? = nil,
         durableBytes: Int64 = 0,
         boot: String? = BootIdentifier.current,
-        at: Date = Date()
+        at: Date = Date(),
+        entity: IPCMessage.BackgroundResponse? = nil
     ) {
         self.received = received
         self.expectedToReceive = expectedToReceive
@@ -38,6 +42,7 @@ package struct TransferCheckpoint: Codable, Sendable, Equatable {
         self.durableBytes = durableBytes
         self.boot = boot
         self.at = at
+        self.entity = entity
     }
 
     /// The bytes of the partial file to resume from, given its length now.

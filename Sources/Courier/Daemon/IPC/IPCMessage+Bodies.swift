@@ -297,16 +297,43 @@ extension IPCMessage {
         }
     }
 
-    /// The final response of a background task (after redirects).
+    /// The final response of a background task (after redirects): the head as received, every field line kept.
     package struct BackgroundResponse: Codable, Sendable, Equatable {
         package var url: String
-        package var status: Int
-        package var headers: [String: String]
+        package var head: ResponseHead
 
-        package init(url: String, status: Int, headers: [String: String]) {
+        package var status: Int {
+            head.status
+        }
+
+        package init(url: String, head: ResponseHead) {
             self.url = url
-            self.status = status
-            self.headers = headers
+            self.head = head
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case url, head
+            /// The form journaled before the head was kept whole: a status and the fields joined by name.
+            case status, headers
+        }
+
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            url = try container.decode(String.self, forKey: .url)
+            if let head = try container.decodeIfPresent(ResponseHead.self, forKey: .head) {
+                self.head = head
+            } else {
+                head = ResponseHead(
+                    status: try container.decode(Int.self, forKey: .status),
+                    fields: try container.decode([String: String].self, forKey: .headers)
+                )
+            }
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(url, forKey: .url)
+            try container.encode(head, forKey: .head)
         }
     }
 
