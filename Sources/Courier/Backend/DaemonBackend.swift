@@ -16,41 +16,83 @@ import Glibc
 /// `resume()` returns). Each event batch is acknowledged to the daemon after the delegate calls it caused have run
 /// (a work item queued behind them), so an app that dies mid-delivery gets the unacknowledged events again; events
 /// already delivered in this process are recognised by their sequence number and skipped.
+///
+/// The session outlives courierd: when the connection ends (courierd was killed, stopped or restarted), the backend
+/// connects again (starting courierd if none answers after ``startGrace`` and its state directory is still there),
+/// opens the session again and takes the
+/// events it has not acknowledged, in order, with nothing for the app to do. Submissions and commands made meanwhile
+/// wait for the new connection. Only when courierd cannot be reached for the session's request timeout do the
+/// session's tasks fail, with `cannotConnectToHost` saying so.
+///
+/// Commands (`suspend`, `resume`, `cancel`) go to courierd one at a time, in the order the tasks made them.
 final class DaemonBackend: TransferBackend {
     /// What the task layer gives the backend: where batches go, and a way to run work after their delegate calls.
     struct Hooks: Sendable {
         var deliver: @Sendable ([TransferEvent]) -> Void
         var afterDelivery: @Sendable (@escaping @Sendable (Session?) -> Void) -> Void
         var task: @Sendable (Int) -> SessionTask?
+        /// The session was opened again on a new connection; courierd's next task identifier.
+        var reopened: @Sendable (Int) -> Void
     }
+
+    /// How long a lost connection is only looked for (courierd restarting by itself, or being restarted) before the
+    /// backend starts courierd.
+    static let startGrace: TimeInterval = 1
 
     private struct Binding {
         var hop: Int
         /// The download's staging file: a finished download is placed there.
         var sinkPath: String?
         var progress = TransferProgress()
+        /// courierd answered that it journaled the task (false while its creation is on the way).
+        var journaled = true
+    }
+
+    private enum Link {
+        case connected(DaemonConnection)
+        /// The connection ended: a new one is being made.
+        case reconnecting
+        /// courierd could not be reached for the request timeout; the next submission or command tries again.
+        case unreachable(CourierError)
+        /// The session is gone (released, invalidated, or abandoned as a dying app would).
+        case closed
     }
 
     private struct State {
+        var link: Link
+        /// The tasks courierd runs for this session and that have not completed.
         var bindings: [Int: Binding] = [:]
         /// Daemon tasks of an earlier run of the app, recreated here: their submit binds, it creates nothing.
         var adopted: Set<Int> = []
         var lastSequence: UInt64 = 0
+        /// The session was opened to hear a replay (courierd's batch marked `finished`): the delegate is owed
+        /// `urlSessionDidFinishEvents` once. A replay after a reconnection owes nothing more.
+        var finishOwed: Bool
     }
 
     let identifier: String
-    let connection: DaemonConnection
+    private let opener: DaemonSessionOpener
     private let hooks: Hooks
-    private let state = LockedValue(State())
+    private let requestTimeout: TimeInterval
+    private let state: LockedValue<State>
+    /// Runs the commands in order, each waiting for courierd's answer before the next is sent.
+    private let commands: DispatchQueue
 
-    init(identifier: String, connection: DaemonConnection, hooks: Hooks) {
-        self.identifier = identifier
-        self.connection = connection
+    /// A backend on `opened`, the session's first connection.
+    init(opener: DaemonSessionOpener, opened: DaemonSessionOpener.Opened, requestTimeout: TimeInterval, hooks: Hooks) {
+        identifier = opener.identifier
+        self.opener = opener
         self.hooks = hooks
+        self.requestTimeout = requestTimeout
+        commands = DispatchQueue(label: "courier.background-commands.\(opener.identifier)")
+        state = LockedValue(State(link: .connected(opened.connection), finishOwed: opened.connection.holdsReplay))
+        watch(opened.connection)
     }
 
     deinit {
-        connection.close()
+        if case .connected(let connection) = close() {
+            connection.close()
+        }
     }
 
     /// Marks a daemon task the app recreated after a relaunch.
@@ -60,8 +102,33 @@ final class DaemonBackend: TransferBackend {
 
     /// Starts handing the daemon's events to the task layer (after the relaunched app recreated its tasks).
     func startDelivering() {
-        connection.setEventHandler { [weak self] events in
-            self?.receive(events)
+        if case .success(let connection) = currentConnection() {
+            listen(to: connection)
+        }
+    }
+
+    /// What courierd knows of this session's tasks.
+    func taskSnapshots() -> Result<[IPCMessage.TaskSnapshot], CourierError> {
+        switch request({ .listTasks(.init(request: $0, session: self.identifier)) }) {
+        case .success(.tasks(let snapshots)): .success(snapshots)
+        case .success: .failure(CourierError(.badServerResponse, "courierd answered a task listing with something else"))
+        case .failure(let error): .failure(error)
+        }
+    }
+
+    /// Drops the connection without a word and does not connect again, as when the app is killed: courierd releases
+    /// the identifier and keeps the session's events until a new session takes them.
+    func abandon() {
+        if case .connected(let connection) = close() {
+            connection.close()
+        }
+    }
+
+    /// Marks the backend closed; returns the link it had.
+    private func close() -> Link {
+        state.withLock { state in
+            defer { state.link = .closed }
+            return state.link
         }
     }
 
@@ -87,16 +154,23 @@ final class DaemonBackend: TransferBackend {
         case .success(let made): task = made
         case .failure(let error): return .failure(error)
         }
-        let answer = connection.request { .createTask(.init(request: $0, session: identifier, task: task)) }
+        // Bound first: events of the task may arrive before the answer.
+        state.withLock { $0.bindings[id.task] = Binding(hop: id.hop, sinkPath: sinkPath, journaled: false) }
+        var answer = request { .createTask(.init(request: $0, session: self.identifier, task: task)) }
+        if case .failure = answer, journaled(id.task) {
+            // courierd journaled it, then the connection ended before its answer came; the retry on the new
+            // connection was refused as a duplicate.
+            answer = .success(.taskCreated)
+        }
         switch answer {
         case .success:
-            state.withLock { $0.bindings[id.task] = Binding(hop: id.hop, sinkPath: sinkPath) }
+            state.withLock { $0.bindings[id.task]?.journaled = true }
             return .success(UInt64(id.task))
         case .failure(let error):
+            state.withLock { _ = $0.bindings.removeValue(forKey: id.task) }
             return .failure(error)
         }
     }
-
     /// A download whose task was asked for resume data (`cancel(byProducingResumeData:)`) is cancelled by courierd
     /// with resume data naming its partial file; any other is just cancelled.
     func cancel(_ transfer: UInt64) {
@@ -118,11 +192,20 @@ final class DaemonBackend: TransferBackend {
         nil
     }
 
+    /// Sends the command after every command made before it was answered.
     private func command(_ verb: IPCMessage.Command.Verb, _ transfer: UInt64) {
         let task = Int(transfer)
-        DispatchQueue.global().async { [connection, identifier] in
-            _ = connection.request { .command(.init(request: $0, session: identifier, task: task, verb: verb)) }
+        commands.async { [self] in
+            _ = request { .command(.init(request: $0, session: self.identifier, task: task, verb: verb)) }
         }
+    }
+
+    /// Whether courierd's journal holds `task` of this session.
+    private func journaled(_ task: Int) -> Bool {
+        guard case .success(let snapshots) = taskSnapshots() else {
+            return false
+        }
+        return snapshots.contains { $0.identifier == task }
     }
 
     /// The daemon task for a submission, or the background rule it breaks.
@@ -190,10 +273,193 @@ final class DaemonBackend: TransferBackend {
         )
     }
 
+    // MARK: The connection
+
+    /// The connection to use now: waits (at most the request timeout) while a new one is being made, and starts
+    /// making one when courierd was found unreachable before.
+    private func currentConnection() -> Result<DaemonConnection, CourierError> {
+        let deadline = Date().addingTimeInterval(requestTimeout)
+        while true {
+            let link = state.withLock { state -> Link in
+                if case .unreachable = state.link {
+                    state.link = .reconnecting
+                    reconnect(after: nil)
+                    return .reconnecting
+                }
+                return state.link
+            }
+            switch link {
+            case .connected(let connection) where !connection.hasEnded:
+                return .success(connection)
+            case .closed:
+                return .failure(CourierError(.sessionInvalidated, "the background session \(identifier) was closed"))
+            case .connected, .reconnecting, .unreachable:
+                break
+            }
+            guard Date() < deadline else {
+                return .failure(unreachable(for: requestTimeout, because: nil))
+            }
+            usleep(10_000)
+        }
+    }
+
+    /// Sends a request and waits for its answer; when the connection ends before the answer, sends it once more on
+    /// the next connection.
+    private func request(_ make: @escaping (UInt64) -> IPCMessage) -> Result<IPCMessage.Reply.Result, CourierError> {
+        var answer: Result<IPCMessage.Reply.Result, CourierError> = .failure(CourierError(.unknown, "not sent"))
+        for _ in 0..<2 {
+            let connection: DaemonConnection
+            switch currentConnection() {
+            case .success(let current): connection = current
+            case .failure(let error): return .failure(error)
+            }
+            answer = connection.request(timeout: requestTimeout, make)
+            guard case .failure = answer, connection.hasEnded else {
+                return answer
+            }
+        }
+        return answer
+    }
+
+    /// Reconnects when `connection` ends, unless the backend was closed or moved on to another connection.
+    private func watch(_ connection: DaemonConnection) {
+        connection.setEndHandler { [weak self, weak connection] in
+            guard let self else {
+                return
+            }
+            self.state.withLock { state in
+                guard case .connected(let current) = state.link, current === connection else {
+                    return
+                }
+                state.link = .reconnecting
+                self.reconnect(after: Date())
+            }
+        }
+    }
+
+    /// Hands the batches that arrive on `connection` to the task layer.
+    private func listen(to connection: DaemonConnection) {
+        connection.setEventHandler { [weak self, weak connection] events in
+            guard let self, let connection else {
+                return
+            }
+            self.receive(events, on: connection)
+        }
+    }
+
+    /// Makes a new connection on a thread of its own, retrying with a growing pause; courierd is started when none
+    /// has answered for ``startGrace`` since the connection ended (`lost`; nil: at once). Gives up after the request
+    /// timeout.
+    private func reconnect(after lost: Date?) {
+        let startFrom = (lost ?? .distantPast).addingTimeInterval(Self.startGrace)
+        let deadline = Date().addingTimeInterval(requestTimeout)
+        Thread.detachNewThread { [weak self] in
+            var pause: TimeInterval = 0.02
+            while true {
+                // Strong only for the attempt: a session released meanwhile ends the reconnection.
+                if self?.reconnectOnce(startingDaemon: Date() >= startFrom, deadline: deadline) ?? true {
+                    return
+                }
+                Thread.sleep(forTimeInterval: pause)
+                pause = min(pause * 2, 0.5)
+            }
+        }
+    }
+
+    /// One attempt: true when it ended the reconnection (connected, closed, or given up), false to try again.
+    private func reconnectOnce(startingDaemon: Bool, deadline: Date) -> Bool {
+        guard case .reconnecting = state.withLock({ $0.link }) else {
+            return true
+        }
+        // Started again only where its state directory is still there: where it is gone (removed by the user, or
+        // by a test that is over), a new courierd would know none of the session's tasks.
+        let statePresent = FileManager.default.fileExists(atPath: opener.paths.stateDirectory.path)
+        switch opener.open(startingDaemon: startingDaemon && statePresent) {
+        case .success(let opened):
+            adoptConnection(opened)
+            return true
+        case .failure(let error):
+            guard Date() >= deadline else {
+                return false
+            }
+            giveUp(unreachable(for: requestTimeout, because: error))
+            return true
+        }
+    }
+
+    /// The session is open again on `opened`: tasks courierd no longer knows end with an error, then the events the
+    /// app has not acknowledged come (those already delivered are skipped by their sequence numbers).
+    private func adoptConnection(_ opened: DaemonSessionOpener.Opened) {
+        let connection = opened.connection
+        let installed = state.withLock { state -> Bool in
+            guard case .reconnecting = state.link else {
+                return false
+            }
+            state.link = .connected(connection)
+            return true
+        }
+        guard installed else {
+            connection.close()
+            return
+        }
+        hooks.reopened(opened.nextTaskIdentifier)
+        watch(connection)
+        if case .success(let snapshots) = taskSnapshots() {
+            let known = Set(snapshots.map(\.identifier))
+            let lost = state.withLock { state -> [Int: Binding] in
+                let lost = state.bindings.filter { $0.value.journaled && !known.contains($0.key) }
+                for task in lost.keys {
+                    state.bindings[task] = nil
+                }
+                return lost
+            }
+            complete(lost, error: CourierError(.unknown, "courierd restarted without this task in its journal"))
+        }
+        listen(to: connection)
+    }
+
+    /// courierd stayed unreachable: every task of the session ends with `error`.
+    private func giveUp(_ error: CourierError) {
+        let bound = state.withLock { state -> [Int: Binding] in
+            guard case .reconnecting = state.link else {
+                return [:]
+            }
+            state.link = .unreachable(error)
+            defer { state.bindings = [:] }
+            return state.bindings
+        }
+        complete(bound, error: error)
+    }
+
+    private func unreachable(for timeout: TimeInterval, because reason: CourierError?) -> CourierError {
+        CourierError(
+            .cannotConnectToHost,
+            "courierd could not be reached for \(Int(timeout)) s (the session's request timeout)"
+                + (reason.map { ": \($0.message)" } ?? "")
+        )
+    }
+
+    /// Delivers a completion with `error` for each of `tasks`.
+    private func complete(_ tasks: [Int: Binding], error: CourierError) {
+        guard !tasks.isEmpty else {
+            return
+        }
+        hooks.deliver(
+            tasks.sorted { $0.key < $1.key }.map { task, binding in
+                TransferEvent(
+                    id: TransferID(task: task, hop: binding.hop),
+                    transfer: UInt64(task),
+                    progress: binding.progress,
+                    payload: .complete(TransferCompletion(error: error))
+                )
+            }
+        )
+    }
+
     // MARK: Events
 
-    /// One batch from the daemon, on the connection's reader thread.
-    private func receive(_ batch: IPCMessage.Events) {
+    /// One batch from the daemon, on the reader thread of the connection it came on (which acknowledges it).
+    private func receive(_ batch: IPCMessage.Events, on connection: DaemonConnection) {
         var events: [TransferEvent] = []
         var last: UInt64 = 0
         for sequenced in batch.events {
@@ -202,7 +468,11 @@ final class DaemonBackend: TransferBackend {
                     return nil
                 }
                 state.lastSequence = sequenced.sequence
-                return state.bindings[sequenced.task]
+                let binding = state.bindings[sequenced.task]
+                if case .completed = sequenced.event {
+                    state.bindings[sequenced.task] = nil
+                }
+                return binding
             }) else {
                 continue
             }
@@ -212,9 +482,14 @@ final class DaemonBackend: TransferBackend {
         if !events.isEmpty {
             hooks.deliver(events)
         }
-        let through = max(last, state.withLock { $0.lastSequence })
-        let finished = batch.finished
-        hooks.afterDelivery { [connection, identifier] session in
+        let (through, finished) = state.withLock { state -> (UInt64, Bool) in
+            let finished = batch.finished && state.finishOwed
+            if finished {
+                state.finishOwed = false
+            }
+            return (max(last, state.lastSequence), finished)
+        }
+        hooks.afterDelivery { [identifier] session in
             if through > 0 {
                 connection.send(.acknowledge(.init(session: identifier, through: through)))
             }
@@ -246,7 +521,7 @@ final class DaemonBackend: TransferBackend {
             payload = .resumed(offset: offset, expectedTotal: expectedTotal)
         case .response(let response):
             relocation = .relocated(url: response.url)
-            payload = .response(held: false, resumeOffset: 0, head: ResponseHead(status: response.status, fields: response.headers))
+            payload = .response(held: false, resumeOffset: 0, head: response.head)
         case .receivedData(let data):
             payload = .data(data)
         case .finishedDownloading(let path):

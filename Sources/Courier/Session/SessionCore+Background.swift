@@ -18,46 +18,36 @@ extension SessionCore {
             backendSlot.withLock { $0 = .failed(error) }
             return
         }
-        let paths = configuration.daemonPaths ?? DaemonPaths.current
-        let connection: DaemonConnection
         var launchCommand: [String]?
         if configuration.sessionSendsLaunchEvents {
             let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
             launchCommand = configuration.backgroundLaunchCommand ?? [executable] + CommandLine.arguments.dropFirst()
         }
-        switch DaemonConnection.open(paths: paths, app: DaemonConnection.appName, launchCommand: launchCommand) {
-        case .success(let opened):
-            connection = opened
-        case .failure(let error):
-            backendSlot.withLock { $0 = .failed(error) }
-            return
-        }
-        let open = IPCMessage.OpenSession(
-            request: 0,
-            identifier: identifier,
-            sendsLaunchEvents: configuration.sessionSendsLaunchEvents,
-            isDiscretionary: configuration.isDiscretionary,
-            allowsExpensiveNetworkAccess: configuration.allowsExpensiveNetworkAccess,
-            resourceTimeout: configuration.timeoutIntervalForResource,
-            requestTimeout: configuration.timeoutIntervalForRequest,
-            additionalHeaders: configuration.httpAdditionalHeaders ?? [:]
+        let opener = DaemonSessionOpener(
+            paths: configuration.daemonPaths ?? DaemonPaths.current,
+            app: DaemonConnection.appName,
+            launchCommand: launchCommand,
+            session: IPCMessage.OpenSession(
+                request: 0,
+                identifier: identifier,
+                sendsLaunchEvents: configuration.sessionSendsLaunchEvents,
+                isDiscretionary: configuration.isDiscretionary,
+                allowsExpensiveNetworkAccess: configuration.allowsExpensiveNetworkAccess,
+                resourceTimeout: configuration.timeoutIntervalForResource,
+                requestTimeout: configuration.timeoutIntervalForRequest,
+                additionalHeaders: configuration.httpAdditionalHeaders ?? [:]
+            )
         )
-        let answer = connection.request { number in
-            var request = open
-            request.request = number
-            return .openSession(request)
-        }
-        guard case .success(.sessionOpened(let next)) = answer else {
-            connection.close()
-            var error = CourierError(.unknown, "courierd did not open the session")
-            if case .failure(let refusal) = answer {
-                error = refusal
-            }
+        let opened: DaemonSessionOpener.Opened
+        switch opener.open(startingDaemon: true) {
+        case .success(let made):
+            opened = made
+        case .failure(let error):
             backendSlot.withLock { $0 = .failed(error) }
             logger?.error("background session not opened", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
             return
         }
-        nextIdentifier.withLock { $0 = max($0, next) }
+        nextIdentifier.withLock { $0 = max($0, opened.nextTaskIdentifier) }
         let hooks = DaemonBackend.Hooks(
             deliver: { [weak self] events in self?.handle(events) },
             afterDelivery: { [weak self] item in
@@ -65,9 +55,15 @@ extension SessionCore {
                 work.append(item)
                 self?.dispatcher.enqueue(work)
             },
-            task: { [weak self] key in self?.task(forKey: key) }
+            task: { [weak self] key in self?.task(forKey: key) },
+            reopened: { [weak self] next in self?.nextIdentifier.withLock { $0 = max($0, next) } }
         )
-        let backend = DaemonBackend(identifier: identifier, connection: connection, hooks: hooks)
+        let backend = DaemonBackend(
+            opener: opener,
+            opened: opened,
+            requestTimeout: configuration.timeoutIntervalForRequest,
+            hooks: hooks
+        )
         backendSlot.withLock { $0 = .running(backend) }
     }
 
@@ -78,8 +74,7 @@ extension SessionCore {
         guard let backend = runningBackend as? DaemonBackend else {
             return
         }
-        let answer = backend.connection.request { .listTasks(.init(request: $0, session: backend.identifier)) }
-        if case .success(.tasks(let snapshots)) = answer {
+        if case .success(let snapshots) = backend.taskSnapshots() {
             for snapshot in snapshots {
                 guard let spec = snapshot.task else {
                     continue
@@ -119,6 +114,6 @@ extension Session {
     /// daemon releases the identifier and keeps its events until a new session takes them. For tests and tools
     /// that stand in for a dying app.
     package func abandonBackgroundConnection() {
-        (core.runningBackend as? DaemonBackend)?.connection.close()
+        (core.runningBackend as? DaemonBackend)?.abandon()
     }
 }

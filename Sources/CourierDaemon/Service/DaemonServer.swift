@@ -506,14 +506,21 @@ package final class DaemonServer: @unchecked Sendable {
             _ = connection.send(.failure(.init(request: open.request, error: error)))
             return
         }
-        reply(open.request, on: connection) { () throws(JournalError) in
-            .sessionOpened(nextTaskIdentifier: try journal.openSession(open, app: app))
+        let next: Int
+        do {
+            next = try journal.openSession(open, app: app)
+        } catch {
+            state.withLock { $0.sessionOwners[open.identifier] = nil }
+            _ = connection.send(.failure(.init(request: open.request, error: CourierError(.unknown, "\(error)"))))
+            return
         }
-        // Events the app has not acknowledged (it died, or was not running) are delivered again, in order; new ones
-        // follow as they happen.
+        // Events the app has not acknowledged (it died, was not running, or courierd restarted) are delivered again,
+        // in order, before the answer: the app knows when the answer comes whether a replay (and so
+        // `urlSessionDidFinishEvents`) is due. New ones follow as they happen.
         makeRunner(open).attach(owner: connection.descriptor) { events in
             connection.send(.events(events))
         }
+        _ = connection.send(.reply(.init(request: open.request, result: .sessionOpened(nextTaskIdentifier: next))))
     }
 
     /// The runner of a session this connection opened, or nil after a failure was sent.

@@ -9,10 +9,13 @@ import Glibc
 /// An app's connection to courierd (`docs/ipc.md`): requests answered in order of their replies, and the events the
 /// daemon pushes, handed to one handler on the connection's reader thread.
 ///
-/// Events that arrive before ``setEventHandler(_:)`` are kept and handed over then, in order.
+/// Events that arrive before ``setEventHandler(_:)`` are kept and handed over then, in order. Frames are written
+/// whole, one at a time, from any thread. When the connection ends (courierd went away, or ``close()``), the handler
+/// of ``setEndHandler(_:)`` is called once, on the reader thread, after every waiting request has failed.
 package final class DaemonConnection: Sendable {
     typealias EventHandler = @Sendable (IPCMessage.Events) -> Void
     typealias WakeHandler = @Sendable (IPCMessage.Wake) -> Void
+    typealias EndHandler = @Sendable () -> Void
 
     private final class Waiter: Sendable {
         let done = DispatchSemaphore(value: 0)
@@ -26,6 +29,7 @@ package final class DaemonConnection: Sendable {
         var early: [IPCMessage.Events] = []
         var wakeHandler: WakeHandler?
         var earlyWakes: [IPCMessage.Wake] = []
+        var endHandler: EndHandler?
         /// Why the connection ended, once it did.
         var ended: CourierError?
         /// Bytes read so far, counted as soon as each read returns.
@@ -34,6 +38,10 @@ package final class DaemonConnection: Sendable {
 
     private let descriptor: Int32
     private let state = LockedValue(State())
+    /// Held while a frame is written (requests, acknowledgements and app-state changes come from different threads,
+    /// and a frame must reach the socket whole); true once the descriptor is closed, so that no write can reach a
+    /// descriptor number the process has reused since.
+    private let writeLock = LockedValue(false)
 
     private init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -125,7 +133,29 @@ package final class DaemonConnection: Sendable {
         guard let frame = try? message.frame() else {
             return false
         }
-        return UnixSocket.write(frame.encoded, to: descriptor)
+        return writeLock.withLock { closed in
+            !closed && UnixSocket.write(frame.encoded, to: descriptor)
+        }
+    }
+
+    /// Calls `handler` once when the connection ends (at once if it has ended already).
+    func setEndHandler(_ handler: @escaping EndHandler) {
+        let endedAlready = state.withLock { state -> Bool in
+            guard state.ended == nil else {
+                return true
+            }
+            state.endHandler = handler
+            return false
+        }
+        if endedAlready {
+            handler()
+        }
+    }
+
+    /// Whether courierd's replay of a session's unacknowledged events (the batch marked `finished`, sent when the
+    /// session is opened) arrived and waits for ``setEventHandler(_:)``.
+    var holdsReplay: Bool {
+        state.withLock { state in state.early.contains { $0.finished } }
     }
 
     /// Hands events to `handler` from now on, the ones that came earlier first.
@@ -200,16 +230,23 @@ package final class DaemonConnection: Sendable {
                 break reading
             }
         }
-        let waiters = state.withLock { state -> [Waiter] in
+        let (waiters, endHandler) = state.withLock { state -> ([Waiter], EndHandler?) in
             state.ended = reason
-            defer { state.waiting = [:] }
-            return Array(state.waiting.values)
+            defer {
+                state.waiting = [:]
+                state.endHandler = nil
+            }
+            return (Array(state.waiting.values), state.endHandler)
         }
         for waiter in waiters {
             waiter.answer.withLock { $0 = .failure(reason) }
             waiter.done.signal()
         }
-        Glibc.close(descriptor)
+        writeLock.withLock { closed in
+            closed = true
+            Glibc.close(descriptor)
+        }
+        endHandler?()
     }
 
     private func deliver(_ message: IPCMessage) {

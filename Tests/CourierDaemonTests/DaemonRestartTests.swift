@@ -1,0 +1,140 @@
+import Courier
+import CourierDaemon
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One background `Session` of this process against a courierd that is killed and started again under it: the
+/// session reconnects by itself, and its commands reach courierd in the order the tasks made them.
+@Suite("a background session outlives courierd", .serialized)
+struct DaemonRestartTests {
+    typealias Recorder = BackgroundSessionTests.Recorder
+
+    /// Never relaunched: the app is this test process, and a relaunch would run the whole suite again beside it.
+    static func configuration(_ identifier: String, on daemon: Daemon) -> SessionConfiguration {
+        var configuration = SessionConfiguration.background(withIdentifier: identifier)
+        configuration.daemonPaths = daemon.paths
+        configuration.timeoutIntervalForRequest = 30
+        configuration.sessionSendsLaunchEvents = false
+        return configuration
+    }
+
+    /// Ends a test: the state directory first (a session still reconnecting then starts no courierd), then
+    /// whichever courierd serves the socket, then the rest.
+    static func tearDown(_ daemon: Daemon) {
+        try? FileManager.default.removeItem(at: daemon.state)
+        killServingDaemon(daemon)
+        daemon.cleanup()
+    }
+
+    /// SIGKILLs the courierd that answers on the daemon's socket, whoever started it (the test, or the session when
+    /// it found none), and waits for it to be gone.
+    static func killServingDaemon(_ daemon: Daemon) {
+        guard let descriptor = UnixSocket.connect(to: daemon.socket) else {
+            return
+        }
+        let pid = PeerCredentials.of(socket: descriptor)?.pid
+        close(descriptor)
+        daemon.kill()
+        if let pid, pid > 0 {
+            Glibc.kill(pid, SIGKILL)
+            let deadline = Date().addingTimeInterval(10)
+            while Glibc.kill(pid, 0) == 0, Date() < deadline {
+                usleep(10_000)
+            }
+        }
+        unlink(daemon.socket)
+    }
+
+    @Test("courierd SIGKILLed and restarted 6 times during 8 downloads: the one session hears every event once")
+    func sessionOutlivesRestarts() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
+        defer { Self.tearDown(daemon) }
+        try daemon.start()
+        let recorder = Recorder()
+        let session = Session(configuration: Self.configuration("com.example.restarts", on: daemon), delegate: recorder)
+        var expected: [Int: Data] = [:]
+        var tasks: [Int: DownloadTask] = [:]
+        for index in 1...8 {
+            let count = 800_000 + index * 100_000
+            // 32 KiB every 40 ms: each download lasts 1 to 2 seconds, across several restarts.
+            let task = session.downloadTask(with: server.url("/bytes/\(count)?seed=\(index)&trickle=32768&interval=40"))
+            task.resume()
+            expected[task.taskIdentifier] = TestServer.bytes(count: count, seed: index)
+            tasks[task.taskIdentifier] = task
+        }
+        for _ in 1...6 {
+            usleep(300_000)
+            Self.killServingDaemon(daemon)
+            try daemon.start()
+        }
+        #expect(recorder.waitForCompletions(8, timeout: 60), "\(recorder.calls)")
+        let calls = recorder.calls
+        for (task, data) in expected {
+            #expect(recorder.errors[task] == .some(nil), "task \(task): \(String(describing: recorder.errors[task]))")
+            #expect(recorder.files[task] == data, "task \(task)")
+            // The entity the app asked for, whatever ranges courierd used underneath: never a 206 or a 416.
+            #expect(recorder.statuses[task] == 200, "task \(task)")
+            #expect(tasks[task]?.receivedResponse?.head.value("Content-Length") == String(data.count), "task \(task)")
+            #expect(tasks[task]?.receivedResponse?.head.value("Content-Range") == nil, "task \(task)")
+            #expect(calls.filter { $0 == "completed \(task)" }.count == 1, "task \(task): \(calls)")
+            #expect(calls.filter { $0 == "finished \(task)" }.count == 1, "task \(task): \(calls)")
+        }
+        // courierd went on from the bytes on disk after the kills.
+        #expect(calls.contains { $0.hasPrefix("resumed ") }, "\(calls)")
+        // Only a relaunch's replay ends with urlSessionDidFinishEvents: a reconnection is invisible to the app.
+        #expect(!calls.contains("didFinishEvents"), "\(calls)")
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test("tasks made while courierd is down wait for it, and run once it is back")
+    func taskMadeWhileDown() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { Self.tearDown(daemon) }
+        try daemon.start()
+        let recorder = Recorder()
+        let session = Session(configuration: Self.configuration("com.example.down", on: daemon), delegate: recorder)
+        Self.killServingDaemon(daemon)
+        // resume() waits for the session's new connection: the session starts courierd when none came back within
+        // its grace period.
+        let task = session.downloadTask(with: server.url("/bytes/300000?seed=5"))
+        task.resume()
+        #expect(task.error == nil)
+        #expect(recorder.waitForCompletions(1, timeout: 30))
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+        #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: 300_000, seed: 5))
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test("suspend() then resume() 1,000 times: courierd gets them in order and the task runs to its end")
+    func commandsInOrder() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { Self.tearDown(daemon) }
+        try daemon.start()
+        let recorder = Recorder()
+        let session = Session(configuration: Self.configuration("com.example.order", on: daemon), delegate: recorder)
+        let task = session.downloadTask(with: server.url("/bytes/2000000?seed=9&trickle=65536&interval=20"))
+        task.resume()
+        for _ in 0..<1000 {
+            task.suspend()
+            task.resume()
+        }
+        #expect(recorder.waitForCompletions(1, timeout: 60), "the task was left suspended: \(recorder.calls)")
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+        #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: 2_000_000, seed: 9))
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+}
