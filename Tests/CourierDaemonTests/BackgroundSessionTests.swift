@@ -98,14 +98,18 @@ struct BackgroundSessionTests {
             DaemonPaths(runtimeDirectory: root.appendingPathComponent("run"), stateDirectory: root.appendingPathComponent("state"))
         }
 
+        /// Never relaunched: the app is this test process, and a relaunch would run the whole suite again beside it.
         func configuration(_ identifier: String) -> SessionConfiguration {
             var configuration = SessionConfiguration.background(withIdentifier: identifier)
             configuration.daemonPaths = paths
+            configuration.sessionSendsLaunchEvents = false
             return configuration
         }
 
         /// SIGTERM to the courierd serving these directories (its command line names them), then the directories go.
+        /// The state directory goes first: a session still alive then reconnects, but starts no courierd without it.
         func cleanup() {
+            try? FileManager.default.removeItem(at: paths.stateDirectory)
             _ = try? ChildProcess.run(
                 "/usr/bin/pkill",
                 arguments: ["-TERM", "-f", "courierd.*\(root.path)"],
@@ -136,6 +140,26 @@ struct BackgroundSessionTests {
         #expect(recorder.statuses[task.taskIdentifier] == 200)
         #expect(recorder.calls.suffix(2) == ["finished \(task.taskIdentifier)", "completed \(task.taskIdentifier)"])
         #expect(FileManager.default.fileExists(atPath: place.paths.socket.path), "the session did not start courierd")
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test("the response crosses from courierd whole: repeated fields apart and in order, and the HTTP version")
+    func responseHeadWhole() async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let recorder = Recorder()
+        let session = Session(configuration: place.configuration("com.example.fields"), delegate: recorder)
+        let expires = "Wed, 21 Oct 2037 07:28:00 GMT"
+        let encoded = "1; Expires=\(expires)".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        let task = session.downloadTask(with: server.url("/cookies/set?a=\(encoded)&b=2"))
+        task.resume()
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+        let head = try #require(task.receivedResponse?.head)
+        #expect(head.httpVersion == "HTTP/1.1")
+        #expect(head.setCookies == ["a=1; Expires=\(expires); Path=/", "b=2; Path=/"])
         session.finishTasksAndInvalidate()
         try await server.shutdown()
     }

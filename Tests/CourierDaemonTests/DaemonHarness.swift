@@ -31,20 +31,18 @@ final class Daemon {
     private var child: ChildProcess?
 
     /// The test's environment without a session bus (no test shows notifications on the desktop of whoever runs
-    /// it), then `environment`. With `xdg`, the directories are where `$XDG_RUNTIME_DIR` and `$XDG_STATE_HOME` under
-    /// the root point (``xdgEnvironment``): apps and `courier` find this courierd as they find a user's, and the apps
-    /// courierd launches inherit the variables.
-    init(arguments: [String] = [], environment: [String: String] = [:], xdg: Bool = false) {
+    /// it), then `environment`. The directories are where `$XDG_RUNTIME_DIR` and `$XDG_STATE_HOME` under the root
+    /// point, and courierd, the apps it launches and every `courier` run get those variables: whatever in them looks
+    /// for courierd where a user's would be (`DaemonPaths.current`: an application's link for fetch and pushes, the
+    /// CLI) finds this one, never the user's real directories.
+    init(arguments: [String] = [], environment: [String: String] = [:]) {
         extraArguments = arguments
-        runtime = xdg ? root.appendingPathComponent("xdg-run/courier") : root.appendingPathComponent("run")
-        state = xdg ? root.appendingPathComponent("xdg-state/courier") : root.appendingPathComponent("state")
+        runtime = root.appendingPathComponent("xdg-run/courier")
+        state = root.appendingPathComponent("xdg-state/courier")
         var base = ProcessInfo.processInfo.environment
         base["DBUS_SESSION_BUS_ADDRESS"] = nil
-        base["XDG_RUNTIME_DIR"] = nil
-        if xdg {
-            base["XDG_RUNTIME_DIR"] = root.appendingPathComponent("xdg-run").path
-            base["XDG_STATE_HOME"] = root.appendingPathComponent("xdg-state").path
-        }
+        base["XDG_RUNTIME_DIR"] = root.appendingPathComponent("xdg-run").path
+        base["XDG_STATE_HOME"] = root.appendingPathComponent("xdg-state").path
         self.environment = base.merging(environment) { $1 }
     }
 
@@ -94,8 +92,10 @@ final class Daemon {
         unlink(socket)
     }
 
-    /// Stops the daemon if it still runs, and removes its directories.
+    /// Stops the daemon if it still runs, and removes its directories (the state directory first: a background
+    /// session still alive then reconnects, but starts no courierd without it).
     func cleanup() {
+        try? FileManager.default.removeItem(at: state)
         _ = stop()
         try? FileManager.default.removeItem(at: root)
     }

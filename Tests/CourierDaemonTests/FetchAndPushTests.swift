@@ -25,7 +25,7 @@ struct FetchAndPushTests {
 
         init(daemonArguments: [String] = ["--relaunch-delay", "0"], environment: [String: String] = [:]) async throws {
             server = try await TestServer.start()
-            daemon = Daemon(arguments: daemonArguments, environment: environment, xdg: true)
+            daemon = Daemon(arguments: daemonArguments, environment: environment)
             try daemon.start()
             log = daemon.root.appendingPathComponent("probe.log").path
         }

@@ -45,7 +45,7 @@ struct RelaunchTests {
             "--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log,
             "--download", server.url("/bytes/1000").absoluteString,
         ]
-        var environment = ProcessInfo.processInfo.environment
+        var environment = daemon.clientEnvironment
         environment["COURIER_BACKGROUND_LAUNCH"] = "fetch"
         let app = try ChildProcess(
             try siblingExecutable("BackgroundProbe"),
@@ -95,7 +95,7 @@ struct RelaunchTests {
             arguments += ["--upload", "\(server.url("/upload?delay=4000").absoluteString)=\(file.path)"]
             uploads[index] = body
         }
-        let app = try ChildProcess(try siblingExecutable("BackgroundProbe"), arguments: arguments, environment: ProcessInfo.processInfo.environment, standardError: .inherit)
+        let app = try ChildProcess(try siblingExecutable("BackgroundProbe"), arguments: arguments, environment: daemon.clientEnvironment, standardError: .inherit)
         #expect(Self.wait(for: "journaled", in: log, timeout: 30))
         app.send(SIGKILL)
         _ = app.wait(timeout: .seconds(10))
