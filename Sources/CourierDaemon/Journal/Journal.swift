@@ -195,6 +195,16 @@ package final class Journal: Sendable {
         try read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
+    /// Moves every committed write from the write-ahead log into the journal file and empties the log (courierd's
+    /// clean stop): the journal file alone is then the whole state, to copy or back up without its `-wal`.
+    package func foldWriteAheadLog() throws(JournalError) {
+        do {
+            _ = try database.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        } catch {
+            throw JournalError.failed("\(error)")
+        }
+    }
+
     func read<Value>(_ body: (Database) throws -> Value) throws(JournalError) -> Value {
         do {
             return try database.read(body)

@@ -250,6 +250,11 @@ package final class DaemonServer: @unchecked Sendable {
             runner.stop()
         }
         state.withLock { $0.runners = [:] }
+        do {
+            try journal.foldWriteAheadLog()
+        } catch {
+            logger.error("the journal's write-ahead log was not folded into it", metadata: ["error": "\(error)"])
+        }
         let deadline = Date().addingTimeInterval(5)
         while EngineCensus.liveEngines > 0, Date() < deadline {
             usleep(10_000)
