@@ -85,7 +85,8 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
-        // The command-line tool.
+        // The command-line tool. Its folder is not `Sources/courier`: beside `Sources/Courier`, a case-insensitive file
+        // system (macOS's default) would merge the two.
         .executableTarget(
             name: "courier",
             dependencies: [
@@ -93,6 +94,7 @@ let package = Package(
                 "CourierConcurrency",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            path: "Sources/CourierCLI",
             swiftSettings: strictSwift
         ),
         // The per-user background transfer service (docs/ipc.md).
