@@ -22,6 +22,14 @@ cd "$repo_root"
 # for the NetworkManager stand-in on it (metered networks).
 bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin python3-jeepney
 
+# Nothing the tests run may reach the user's courierd or its files: the runtime and state directories of the whole
+# run (tests, CLI tests, the dependent package) are private ones, removed at the end. The tests' own harness also
+# points every app it starts at directories of its own.
+private_home="$(mktemp -d "${TMPDIR:-/tmp}/courier-test-home.XXXXXX")"
+export XDG_RUNTIME_DIR="$private_home/run" XDG_STATE_HOME="$private_home/state"
+mkdir -m 0700 -p "$XDG_RUNTIME_DIR" "$XDG_STATE_HOME"
+trap 'rm -rf "$private_home"' EXIT
+
 # The engine's C sources with every warning an error. Package.swift carries no warning flags: SwiftPM refuses
 # unsafe flags in a package that another requires by version (scripts/dependent-check.sh).
 log "C warnings (clang -Wall -Wextra -Werror)"
@@ -129,4 +137,16 @@ if [ "$hung_status" -ne 1 ] || ! grep -q "did not finish within 3" "$hung/out.tx
     status=1
 fi
 rm -rf "$hung"
+
+# The test command leaves nothing running: a courierd, probe app or test runner still alive now was left behind by a
+# test (they are killed, and the run fails).
+left="$(processes_left_behind)"
+if [ -n "$left" ]; then
+    log "processes left running by the tests:" >&2
+    for pid in $left; do
+        log "  $pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    status=1
+fi
 exit "$status"

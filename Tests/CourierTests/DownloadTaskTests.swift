@@ -273,3 +273,27 @@ struct UploadTaskTests {
         }
     }
 }
+
+@Suite("Download tasks suspended and resumed", .timeLimit(.minutes(1)))
+struct SuspendResumeTests {
+    @Test("suspend() and resume() 1,000 times in a row while a download runs: it ends whole")
+    func suspendResumeStorm() async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            let count = 2_000_000
+            let task = session.downloadTask(with: server.url("/bytes/\(count)?seed=9&trickle=65536&interval=20"))
+            task.resume()
+            for _ in 0..<1000 {
+                task.suspend()
+                task.resume()
+            }
+            let error = try await delegate.completion(of: task)
+            #expect(error == nil)
+            let finished = delegate.events(of: task).compactMap { event -> Data? in
+                if case .finished(_, _, let bytes, _) = event { bytes } else { nil }
+            }
+            #expect(finished == [TestServer.bytes(count: count, seed: 9)])
+        }
+    }
+}

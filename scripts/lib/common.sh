@@ -50,3 +50,16 @@ stop_file_server() {
         server_pid=""
     fi
 }
+
+# processes_left_behind: the pids of processes still running from an executable under the repository (courierd, the
+# test probes, the test runner, `courier`), one a line, this shell and its parents excepted.
+processes_left_behind() {
+    local proc pid exe
+    for proc in /proc/[0-9]*; do
+        pid="${proc#/proc/}"
+        exe="$(readlink "$proc/exe" 2>/dev/null)" || continue
+        case "$exe" in
+        "$repo_root"/*) [ "$pid" != "$$" ] && echo "$pid" ;;
+        esac
+    done
+}
