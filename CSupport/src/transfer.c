@@ -339,14 +339,13 @@ static int parse_content_range(cr_transfer_t* t, const char* value,
   return 0;
 }
 
-static size_t on_header(char* data, size_t size, size_t count, void* context) {
-  cr_transfer_t* t = context;
-  size_t length = size * count;
+/* One header line (with its line ending): the status line, a field, or the
+ * blank line that ends the head. Returns `length`, or 0 when the transfer
+ * must fail (t->error says why). */
+static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
   const char* value;
   size_t value_length;
 
-  CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
-  t->run->last_activity_ms = uv_now(&t->loop->uv);
   if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) {
     const char* space = memchr(data, ' ', length);
     reset_response(t);
@@ -400,6 +399,30 @@ static size_t on_header(char* data, size_t size, size_t count, void* context) {
   }
   if (append_header(t, data, length) != 0)
     return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+  return length;
+}
+
+/* CURLOPT_HEADERFUNCTION. curl passes one line a call, except after a
+ * pause: libcurl 7.88 keeps the header lines that arrive while a transfer is
+ * paused in one buffer and passes them in a single call when it resumes
+ * (status line, fields and the blank line together). Each line is handled
+ * on its own, or that head's fields and its end would be lost and its body
+ * written before the head was finished (seen as a write at offset -1). */
+static size_t on_header(char* data, size_t size, size_t count, void* context) {
+  cr_transfer_t* t = context;
+  size_t length = size * count;
+  size_t offset = 0;
+
+  CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
+  t->run->last_activity_ms = uv_now(&t->loop->uv);
+  while (offset < length) {
+    char* line = data + offset;
+    char* newline = memchr(line, '\n', length - offset);
+    size_t line_length = newline ? (size_t)(newline - line) + 1 : length - offset;
+    if (on_header_line(t, line, line_length) != line_length)
+      return 0; /* curl fails with CURLE_WRITE_ERROR; t->error says why */
+    offset += line_length;
+  }
   return length;
 }
 

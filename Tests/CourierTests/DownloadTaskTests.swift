@@ -276,24 +276,29 @@ struct UploadTaskTests {
 
 @Suite("Download tasks suspended and resumed", .timeLimit(.minutes(1)))
 struct SuspendResumeTests {
-    @Test("suspend() and resume() 1,000 times in a row while a download runs: it ends whole")
-    func suspendResumeStorm() async throws {
+    /// libcurl 7.88 keeps the header lines that arrive while a transfer is paused and hands them to the header
+    /// callback in one call when it resumes: the engine must still see the head end before the body (it once wrote
+    /// the body at offset -1 and failed with EINVAL, in 3 to 6 of these 12 rounds).
+    @Test("suspend() and resume() 400 times, 0 to 400 µs apart, as the response arrives: the download ends whole", arguments: 0..<12)
+    func suspendResumeStorm(round: Int) async throws {
         try await withServer { server in
             let (session, delegate) = makeRecordingSession()
             defer { session.invalidateAndCancel() }
-            let count = 2_000_000
-            let task = session.downloadTask(with: server.url("/bytes/\(count)?seed=9&trickle=65536&interval=20"))
+            let count = 1_000_000
+            let task = session.downloadTask(with: server.url("/bytes/\(count)?seed=\(round)&trickle=65536&interval=5"))
             task.resume()
-            for _ in 0..<1000 {
+            for index in 0..<400 {
                 task.suspend()
+                usleep(UInt32((index * 37 + round * 11) % 400))
                 task.resume()
+                usleep(UInt32((index * 53 + round * 7) % 300))
             }
             let error = try await delegate.completion(of: task)
             #expect(error == nil)
             let finished = delegate.events(of: task).compactMap { event -> Data? in
                 if case .finished(_, _, let bytes, _) = event { bytes } else { nil }
             }
-            #expect(finished == [TestServer.bytes(count: count, seed: 9)])
+            #expect(finished == [TestServer.bytes(count: count, seed: round)])
         }
     }
 }
