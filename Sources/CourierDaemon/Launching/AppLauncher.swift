@@ -13,7 +13,12 @@ import Glibc
 ///
 /// At most one launch per app is in flight: an app still running from an earlier launch is not started again.
 /// Launches are paced by the ``ResumeRateLimiter``: the first one at once, each later one after a doubling delay.
+/// None comes before ``reconnectionGrace`` has passed since courierd started: an app that was connected to the
+/// courierd before this one reconnects by itself (its session outlives a restart) and must not be launched twice.
 package final class AppLauncher: Sendable {
+    /// How long after courierd's start the apps connected to the earlier courierd have to reconnect.
+    package static let reconnectionGrace: TimeInterval = 3
+
     private struct State {
         var limiter: ResumeRateLimiter
         /// The process of each app's last launch.
@@ -24,10 +29,13 @@ package final class AppLauncher: Sendable {
 
     private let state: LockedValue<State>
     private let logger: Logger
+    /// When relaunches may begin (``reconnectionGrace`` after this launcher was made).
+    private let firstLaunch: Date
 
-    package init(limiter: ResumeRateLimiter, logger: Logger) {
+    package init(limiter: ResumeRateLimiter, logger: Logger, now: Date = Date()) {
         state = LockedValue(State(limiter: limiter))
         self.logger = logger
+        firstLaunch = now.addingTimeInterval(Self.reconnectionGrace)
     }
 
     /// Launches `app` for `session` now or when the limiter allows, unless a launch is already pending or running;
@@ -47,7 +55,7 @@ package final class AppLauncher: Sendable {
                 return nil
             }
             state.scheduled.insert(app)
-            return state.limiter.earliestWake(of: app, now: now)
+            return max(state.limiter.earliestWake(of: app, now: now), firstLaunch)
         }
         guard let when else {
             return
