@@ -23,12 +23,20 @@ extension BackgroundSessionRunner {
             case nothing
             case wait(until: Date)
             case start(JournaledTask)
+            case cancelled
         }
         let next = state.withLock { state -> Next in
-            guard !state.stopping, var live = state.live[identifier], live.task == nil, !live.finished,
-                live.ending == nil
-            else {
+            guard !state.stopping, var live = state.live[identifier], live.task == nil, !live.finished else {
                 return .nothing
+            }
+            switch live.ending {
+            case .cancel, .cancelProducingResumeData:
+                // Cancelled while its last attempt was ending into a retry: nothing runs that could end it now.
+                return .cancelled
+            case .daemonStopping:
+                return .nothing
+            case nil:
+                break
             }
             if live.userSuspended {
                 live.waitingReason = nil
@@ -64,6 +72,8 @@ extension BackgroundSessionRunner {
             }
         case .start(let journaled):
             start(journaled)
+        case .cancelled:
+            finish(identifier, events: [.completed(error: CourierError(.cancelled, "cancelled"))], file: nil)
         }
     }
 
