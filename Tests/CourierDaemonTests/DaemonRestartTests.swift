@@ -138,3 +138,62 @@ struct DaemonRestartTests {
         try await server.shutdown()
     }
 }
+
+/// The same with a real app process: the probe makes 200 downloads with one `Session` and keeps it while courierd is
+/// SIGKILLed and started again 20 times; it is never relaunched, never makes a second session, and hears every event.
+@Suite("an app process keeps its background session across courierd restarts", .serialized)
+struct DaemonRestartProcessTests {
+    @Test("200 downloads, courierd SIGKILLed and restarted 20 times: every file, each completion once, all 200")
+    func appOutlivesRestarts() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
+        defer { DaemonRestartTests.tearDown(daemon) }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        var arguments = ["--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log, "--stay"]
+        var expected: [Int: Data] = [:]
+        for index in 1...200 {
+            let count = 100_000 + (index % 7) * 50_000
+            // 16 KiB every 10 ms: from 60 to 250 ms each, 6 at a time, across the restarts.
+            arguments += ["--download", server.url("/bytes/\(count)?seed=\(index)&trickle=16384&interval=10").absoluteString]
+            expected[index] = TestServer.bytes(count: count, seed: index)
+        }
+        let app = try ChildProcess(
+            try siblingExecutable("BackgroundProbe"),
+            arguments: arguments,
+            environment: daemon.clientEnvironment,
+            standardError: .inherit
+        )
+        defer {
+            app.send(SIGKILL)
+            _ = app.wait(timeout: .seconds(10))
+        }
+        #expect(RelaunchTests.wait(for: "journaled", in: log, timeout: 60))
+        var kills = 0
+        while kills < 20, !RelaunchTests.wait(for: "exit", in: log, timeout: 0.3) {
+            DaemonRestartTests.killServingDaemon(daemon)
+            try daemon.start()
+            kills += 1
+        }
+        #expect(kills >= 10, "the downloads ended after \(kills) kills")
+        let exited = RelaunchTests.wait(for: "exit", in: log, timeout: 120)
+        let entries = RelaunchTests.entries(log)
+        #expect(exited, "the app did not see all its tasks end")
+        #expect(entries.filter { $0["event"] as? String == "relaunched" }.isEmpty, "the app was relaunched")
+        #expect(Set(entries.compactMap { $0["pid"] as? Int }) == [Int(app.pid)])
+        var completions: [Int: Int] = [:]
+        for entry in entries where entry["event"] as? String == "completed" {
+            let task = try #require(entry["task"] as? Int)
+            completions[task, default: 0] += 1
+            #expect(entry["error"] == nil, "task \(task): \(entry["error"] ?? "")")
+            #expect(entry["status"] as? Int == 200, "task \(task)")
+        }
+        #expect(completions.keys.sorted() == Array(1...200))
+        #expect(completions.values.allSatisfy { $0 == 1 }, "\(completions.filter { $0.value != 1 })")
+        for (task, data) in expected {
+            let copy = daemon.root.appendingPathComponent("task-\(task).bin").path
+            #expect(FileManager.default.contents(atPath: copy) == data, "task \(task)")
+        }
+        try await server.shutdown()
+    }
+}

@@ -3,7 +3,10 @@
 // them there); relaunched by courierd (COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>) it recreates the session, records every delegate call in its
 // log (one JSON object a line), copies each finished download beside the log, and exits once every task ended.
 //
-//   BackgroundProbe --runtime DIR --state DIR --log FILE [--download URL]... [--upload URL=FILE]...
+// With --stay, the app started by hand is not killed: it keeps its one session until every task it made ended
+// (whatever happens to courierd meanwhile), then exits.
+//
+//   BackgroundProbe --runtime DIR --state DIR --log FILE [--download URL]... [--upload URL=FILE]... [--stay]
 import Courier
 import CourierLifecycle
 import Foundation
@@ -36,10 +39,15 @@ struct Options {
     var log = ""
     var downloads: [URL] = []
     var uploads: [(URL, String)] = []
+    var stay = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
+            if argument == "--stay" {
+                stay = true
+                continue
+            }
             let value = iterator.next() ?? ""
             switch argument {
             case "--runtime": runtime = value
@@ -188,7 +196,7 @@ if LaunchOptions.fromProcessEnvironment().launchedIntoBackground {
 
 // Started by hand: create the tasks, say so, and wait to be killed.
 let log = Log(path: options.log)
-// What this run hears is logged too (it is meant to be killed before any task ends).
+// What this run hears is logged too (it is meant to be killed before any task ends, unless it stays).
 let session = Session(configuration: options.configuration, delegate: Recorder(log: log))
 var created = 0
 for url in options.downloads {
@@ -206,6 +214,18 @@ for (url, file) in options.uploads {
     created += 1
 }
 log.write(["event": "journaled", "count": created, "pid": Int(getpid())])
+if options.stay {
+    // The session drops a task once its completion was delivered.
+    while !session.allTasks.isEmpty {
+        usleep(100_000)
+    }
+    // After the delegate calls already queued (the last completions).
+    let drained = DispatchSemaphore(value: 0)
+    session.getAllTasks { _ in drained.signal() }
+    drained.wait()
+    log.write(["event": "exit", "pid": Int(getpid())])
+    exit(0)
+}
 while true {
     sleep(60)
 }
