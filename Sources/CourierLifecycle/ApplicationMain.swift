@@ -24,6 +24,13 @@ extension Application {
         }
     }
 
+    /// The background session this process was launched for (`COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>`),
+    /// whether ``main(delegate:)`` read the variable (and removed it from the environment) or it is still there.
+    package static var launchedForBackgroundSession: String? {
+        let launched = self.sharedStorage.withLock { $0?.launchOptions }
+        return (launched ?? LaunchOptions.fromProcessEnvironment()).backgroundLaunchReason?.urlSessionIdentifier
+    }
+
     /// Whether `application` is ``shared`` (without creating it).
     static func isShared(_ application: Application) -> Bool {
         self.sharedStorage.withLock { $0 === application }

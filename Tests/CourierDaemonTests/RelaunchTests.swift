@@ -72,6 +72,29 @@ struct RelaunchTests {
         try await server.shutdown()
     }
 
+    @Test("launched for its session's events with none left to deliver, the app still hears urlSessionDidFinishEvents")
+    func relaunchWithNothingLeft() async throws {
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        var environment = daemon.clientEnvironment
+        environment["COURIER_BACKGROUND_LAUNCH"] = "urlsession:com.example.probe.background"
+        let app = try ChildProcess(
+            try siblingExecutable("BackgroundProbe"),
+            arguments: ["--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log],
+            environment: environment,
+            standardError: .inherit
+        )
+        defer {
+            app.send(SIGKILL)
+            _ = app.wait(timeout: .seconds(10))
+        }
+        // Without it the app's background task would stay open until the watchdog ended the process.
+        #expect(Self.wait(for: "exit", in: log, timeout: 20), "\(Self.entries(log))")
+        #expect(Self.entries(log).map { $0["event"] as? String } == ["relaunched", "tasks", "didFinishEvents", "exit"])
+    }
+
     @Test("20 downloads and uploads outlive a SIGKILLed app; the relaunched app hears each event once, files intact")
     func killedAppIsRelaunched() async throws {
         let server = try await TestServer.start()

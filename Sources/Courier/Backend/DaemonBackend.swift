@@ -65,8 +65,9 @@ final class DaemonBackend: TransferBackend {
         /// Daemon tasks of an earlier run of the app, recreated here: their submit binds, it creates nothing.
         var adopted: Set<Int> = []
         var lastSequence: UInt64 = 0
-        /// The session was opened to hear a replay (courierd's batch marked `finished`): the delegate is owed
-        /// `urlSessionDidFinishEvents` once. A replay after a reconnection owes nothing more.
+        /// The session was opened to hear a replay (courierd's batch marked `finished`), or by an app relaunched for
+        /// this session's events: the delegate is owed `urlSessionDidFinishEvents` once. A replay after a
+        /// reconnection owes nothing more.
         var finishOwed: Bool
     }
 
@@ -78,14 +79,23 @@ final class DaemonBackend: TransferBackend {
     /// Runs the commands in order, each waiting for courierd's answer before the next is sent.
     private let commands: DispatchQueue
 
-    /// A backend on `opened`, the session's first connection.
-    init(opener: DaemonSessionOpener, opened: DaemonSessionOpener.Opened, requestTimeout: TimeInterval, hooks: Hooks) {
+    /// A backend on `opened`, the session's first connection; `relaunched`: this process was launched for the
+    /// session's events (`COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>`).
+    init(
+        opener: DaemonSessionOpener,
+        opened: DaemonSessionOpener.Opened,
+        relaunched: Bool,
+        requestTimeout: TimeInterval,
+        hooks: Hooks
+    ) {
         identifier = opener.identifier
         self.opener = opener
         self.hooks = hooks
         self.requestTimeout = requestTimeout
         commands = DispatchQueue(label: "courier.background-commands.\(opener.identifier)")
-        state = LockedValue(State(link: .connected(opened.connection), finishOwed: opened.connection.holdsReplay))
+        state = LockedValue(
+            State(link: .connected(opened.connection), finishOwed: relaunched || opened.connection.holdsReplay)
+        )
         watch(opened.connection)
     }
 
@@ -100,10 +110,27 @@ final class DaemonBackend: TransferBackend {
         state.withLock { _ = $0.adopted.insert(task) }
     }
 
-    /// Starts handing the daemon's events to the task layer (after the relaunched app recreated its tasks).
+    /// Starts handing the daemon's events to the task layer (after the relaunched app recreated its tasks). An app
+    /// relaunched for this session whose events were all acknowledged already (courierd sent no replay) hears
+    /// `urlSessionDidFinishEvents` at once: its background task ends, as on iOS.
     func startDelivering() {
-        if case .success(let connection) = currentConnection() {
-            listen(to: connection)
+        guard case .success(let connection) = currentConnection() else {
+            return
+        }
+        let owedWithoutReplay = state.withLock { state -> Bool in
+            guard state.finishOwed, !connection.holdsReplay else {
+                return false
+            }
+            state.finishOwed = false
+            return true
+        }
+        listen(to: connection)
+        if owedWithoutReplay {
+            hooks.afterDelivery { session in
+                if let session, let delegate = session.delegate {
+                    delegate.urlSessionDidFinishEvents(forBackgroundURLSession: session)
+                }
+            }
         }
     }
 

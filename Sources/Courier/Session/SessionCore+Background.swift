@@ -61,6 +61,7 @@ extension SessionCore {
         let backend = DaemonBackend(
             opener: opener,
             opened: opened,
+            relaunched: Application.launchedForBackgroundSession == identifier,
             requestTimeout: configuration.timeoutIntervalForRequest,
             hooks: hooks
         )
