@@ -79,24 +79,22 @@ package final class PushEndpoint: @unchecked Sendable {
     }
 
     private func acceptLoop() {
-        while true {
+        AcceptLoop.run(on: listener) { descriptor in
             var peer = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let descriptor = withUnsafeMutablePointer(to: &peer) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &length) }
+            let named = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
             }
-            if descriptor < 0 {
-                if errno == EINTR || errno == ECONNABORTED {
-                    continue
-                }
-                return
+            guard named == 0 else {
+                close(descriptor)
+                return true
             }
-            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             let peerPort = UInt16(bigEndian: peer.sin_port)
             Thread.detachNewThread { [self] in
                 self.serve(descriptor, peerPort: peerPort)
                 close(descriptor)
             }
+            return true
         }
     }
 

@@ -1,0 +1,65 @@
+import Courier
+import CourierConcurrency
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One app's (or `courier`'s) connection to courierd: its peer, what it said of itself, and frames written whole.
+///
+/// `@unchecked Sendable`: `descriptor` and `pid` are constants; `app`, `inForeground` and `heardState` are read and
+/// written only on the connection's reader thread; sends hold `writeLock`.
+final class ClientConnection: @unchecked Sendable {
+    let descriptor: Int32
+    let pid: pid_t
+    var app: String?
+    /// The app's last word on where it stands (hello, then `appState`).
+    var inForeground = true
+    /// The hello's word on the foreground was heard (later ones are changes).
+    var heardState = false
+    /// Held while a frame is written; counts the frames. (Not `()`: TSan reports inout access to a zero-sized value
+    /// as a race.)
+    private let writeLock = LockedValue<UInt64>(0)
+
+    init(descriptor: Int32, pid: pid_t) {
+        self.descriptor = descriptor
+        self.pid = pid
+    }
+
+    func send(_ message: IPCMessage) -> Bool {
+        guard let frame = try? message.frame() else {
+            return false
+        }
+        return writeLock.withLock { written in
+            written += 1
+            return UnixSocket.write(frame.encoded, to: descriptor)
+        }
+    }
+
+    func shutDown() {
+        Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
+    }
+
+    /// Reads frames until the peer closes, a frame is bad, or `handle` says why the connection must close (its
+    /// answer); returns the reason. A bad frame gets a `failure` first.
+    func readMessages(_ handle: (IPCMessage) -> String?) -> String {
+        var decoder = IPCFrameDecoder()
+        while true {
+            let bytes = UnixSocket.read(from: descriptor)
+            do throws(IPCError) {
+                if bytes.isEmpty {
+                    try decoder.finish()
+                    return "the client closed the connection"
+                }
+                for frame in try decoder.feed(bytes) {
+                    if let refusal = handle(try IPCMessage(frame: frame)) {
+                        return refusal
+                    }
+                }
+            } catch {
+                _ = send(.failure(.init(request: nil, error: CourierError(.unknown, "\(error)"))))
+                return "protocol error: \(error)"
+            }
+        }
+    }
+}

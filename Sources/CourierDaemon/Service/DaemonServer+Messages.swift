@@ -1,0 +1,262 @@
+import Courier
+import Foundation
+import Logging
+
+/// The conversation of `docs/ipc.md`, one message at a time, on the connection's reader thread.
+extension DaemonServer {
+    /// Answers one message; returns why the connection must close, or nil to go on.
+    func handle(_ message: IPCMessage, on connection: ClientConnection) -> String? {
+        guard let app = connection.app else {
+            guard case .hello(let hello) = message else {
+                return "the first message was \(message.kind), not hello"
+            }
+            connection.app = hello.app
+            appState(.init(inForeground: hello.inForeground ?? true), on: connection)
+            do {
+                try journal.registerApp(hello.app, launchCommand: hello.launchCommand)
+            } catch {
+                logger.error("launch command not journaled", metadata: ["app": "\(hello.app)", "error": "\(error)"])
+            }
+            _ = connection.send(.welcome(.init(daemonVersion: DaemonServer.version)))
+            return nil
+        }
+        switch message {
+        case .hello:
+            return "a second hello"
+        case .openSession(let open):
+            openSession(open, app: app, on: connection)
+        case .listTasks(let list):
+            reply(list.request, on: connection) { () throws(JournalError) in
+                if let runner = sessions.runner(list.session) {
+                    return .tasks(snapshots: try runner.snapshots())
+                }
+                return .tasks(snapshots: [])
+            }
+        case .acknowledge(let acknowledgement):
+            acknowledge(acknowledgement)
+        case .closeSession(let close):
+            closeSession(close, on: connection)
+        case .createTask(let create):
+            createTask(create, on: connection)
+        case .command(let command):
+            // Any connection of this user may command a task (the app, or `courier cancel`).
+            guard let runner = sessions.runner(command.session) else {
+                let error = CourierError(.unknown, "no background session \(command.session)")
+                _ = connection.send(.failure(.init(request: command.request, error: error)))
+                break
+            }
+            if let error = runner.perform(command.verb, task: command.task) {
+                _ = connection.send(.failure(.init(request: command.request, error: error)))
+            } else {
+                _ = connection.send(.reply(.init(request: command.request, result: .done)))
+            }
+        case .listSessions(let list):
+            reply(list.request, on: connection) { () throws(JournalError) in
+                .sessions(try sessionSummaries())
+            }
+        case .stopDaemon(let stop):
+            logger.notice("asked to stop", metadata: ["app": "\(app)", "pid": "\(connection.pid)"])
+            _ = connection.send(.reply(.init(request: stop.request, result: .done)))
+            DispatchQueue.global().async { [self] in
+                self.stop()
+            }
+        case .forceQuit(let quit):
+            reply(quit.request, on: connection) { () throws(JournalError) in
+                try journal.markForceQuit(quit.app)
+                for session in try journal.sessions(ofApp: quit.app) {
+                    sessions.runner(session)?.cancelAll(
+                        reason: "the user force-quit \(quit.app)",
+                        cancelledReason: .userForceQuitApplication
+                    )
+                }
+                logger.notice("force-quit", metadata: ["app": "\(quit.app)"])
+                return .done
+            }
+        case .appState(let state):
+            appState(state, on: connection)
+        case .registerApp(let registration):
+            let answer = backgroundWork.register(
+                registration,
+                app: app,
+                pid: connection.pid,
+                connection: connection.descriptor,
+                inForeground: connection.inForeground
+            ) { message in
+                // Strong: the service drops the link when the connection closes (`disconnected`, before the close).
+                connection.send(message)
+            }
+            reply(registration.request, on: connection) { () throws(JournalError) in
+                .registered(deviceToken: try answer.get())
+            }
+        case .wakeCompleted(let completed):
+            backgroundWork.completed(completed, app: app)
+        case .sendPush(let push):
+            _ = connection.send(.reply(.init(request: push.request, result: .push(backgroundWork.push(push)))))
+        case .listApps(let list):
+            _ = connection.send(.reply(.init(request: list.request, result: .apps(backgroundWork.apps()))))
+        case .triggerFetch(let trigger):
+            if let error = backgroundWork.triggerFetch(trigger.app, launch: trigger.launch) {
+                _ = connection.send(.failure(.init(request: trigger.request, error: error)))
+            } else {
+                _ = connection.send(.reply(.init(request: trigger.request, result: .done)))
+            }
+        case .welcome, .reply, .failure, .events, .wake:
+            return "a \(message.kind) message is the daemon's to send"
+        }
+        return nil
+    }
+
+    /// The app moved between the foreground and the background: in the foreground, its relaunch delay resets
+    /// (docs/background-model.md #8).
+    func appState(_ state: IPCMessage.AppState, on connection: ClientConnection) {
+        let cameToForeground = state.inForeground && !connection.inForeground
+        connection.inForeground = state.inForeground
+        if let app = connection.app {
+            if state.inForeground {
+                launcher.appCameToForeground(app)
+            }
+            backgroundWork.appState(
+                app,
+                connection: connection.descriptor,
+                inForeground: state.inForeground,
+                cameToForeground: state.inForeground && (cameToForeground || !connection.heardState)
+            )
+        }
+        connection.heardState = true
+    }
+
+    func openSession(_ open: IPCMessage.OpenSession, app: String, on connection: ClientConnection) {
+        guard sessions.claim(open.identifier, for: connection.descriptor) else {
+            let error = CourierError(
+                .backgroundSessionInUse,
+                "a background session with identifier \(open.identifier) is already open"
+            )
+            _ = connection.send(.failure(.init(request: open.request, error: error)))
+            return
+        }
+        let next: Int
+        do {
+            next = try journal.openSession(open, app: app)
+        } catch {
+            sessions.release(open.identifier, by: connection.descriptor)
+            _ = connection.send(.failure(.init(request: open.request, error: CourierError(.unknown, "\(error)"))))
+            return
+        }
+        // Events the app has not acknowledged (it died, was not running, or courierd restarted) are delivered again,
+        // in order, before the answer: the app knows when the answer comes whether a replay (and so
+        // `urlSessionDidFinishEvents`) is due. New ones follow as they happen.
+        makeRunner(open).attach(owner: connection.descriptor) { events in
+            connection.send(.events(events))
+        }
+        _ = connection.send(.reply(.init(request: open.request, result: .sessionOpened(nextTaskIdentifier: next))))
+    }
+
+    /// The runner of a session this connection opened, or nil after a failure was sent.
+    func ownedRunner(
+        _ session: String,
+        request: UInt64,
+        on connection: ClientConnection
+    ) -> BackgroundSessionRunner? {
+        let runner = sessions.runner(session, heldBy: connection.descriptor)
+        if runner == nil {
+            let error = CourierError(.sessionInvalidated, "the background session \(session) is not open on this connection")
+            _ = connection.send(.failure(.init(request: request, error: error)))
+        }
+        return runner
+    }
+
+    /// Journals the task, answers, then starts it: when the app's `resume()` returns, the task is durable.
+    func createTask(_ create: IPCMessage.CreateTask, on connection: ClientConnection) {
+        guard let runner = ownedRunner(create.session, request: create.request, on: connection) else {
+            return
+        }
+        var admitted: IPCMessage.BackgroundTask
+        switch BackgroundTaskAdmission.admit(create.task, uploadsDirectory: paths.uploads) {
+        case .success(let task):
+            admitted = task
+        case .failure(let error):
+            _ = connection.send(.failure(.init(request: create.request, error: error)))
+            return
+        }
+        let now = Date()
+        // Created in the background: discretionary, and not started before the app's relaunch delay has passed
+        // (docs/background-model.md #7, #8).
+        if !connection.inForeground, let app = connection.app {
+            admitted.createdInBackground = true
+            let earliest = launcher.earliestWake(of: app, now: now)
+            admitted.startAfter = earliest > now ? earliest : nil
+        }
+        do {
+            try journal.insertTask(admitted, session: create.session, at: now)
+        } catch {
+            if let copy = admitted.uploadFile, admitted.kind == .upload {
+                try? FileManager.default.removeItem(atPath: copy)
+            }
+            let code: CourierError.Code = if case .duplicateTask = error { .unsupportedInBackgroundSession } else { .unknown }
+            _ = connection.send(.failure(.init(request: create.request, error: CourierError(code, "\(error)"))))
+            return
+        }
+        _ = connection.send(.reply(.init(request: create.request, result: .taskCreated)))
+        runner.add(
+            JournaledTask(
+                session: create.session,
+                spec: admitted,
+                state: .waiting,
+                bytesOnDisk: 0,
+                expectedLength: -1,
+                createdAt: now
+            )
+        )
+    }
+
+    func sessionSummaries() throws(JournalError) -> [IPCMessage.SessionSummary] {
+        let held = sessions.heldSessions
+        var summaries: [IPCMessage.SessionSummary] = []
+        for (identifier, app) in try journal.sessions() {
+            let activity = try journal.activity(session: identifier)
+            summaries.append(
+                IPCMessage.SessionSummary(
+                    identifier: identifier,
+                    app: app,
+                    connected: held.contains(identifier),
+                    activeTasks: activity.activeTasks,
+                    pendingEvents: activity.pendingEvents
+                )
+            )
+        }
+        return summaries
+    }
+
+    /// Deletes the acknowledged events, the files they handed over and the tasks that have nothing left to say.
+    func acknowledge(_ acknowledgement: IPCMessage.Acknowledge) {
+        do {
+            let removed = try journal.acknowledge(session: acknowledgement.session, through: acknowledgement.through)
+            for file in removed.files where file.hasPrefix(paths.downloads.path + "/") {
+                try? FileManager.default.removeItem(atPath: file)
+            }
+        } catch {
+            logger.error("acknowledgement not journaled", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func closeSession(_ close: IPCMessage.CloseSession, on connection: ClientConnection) {
+        let runner = sessions.release(close.session, by: connection.descriptor)
+        if close.cancelTasks {
+            runner?.cancelAll()
+        }
+        runner?.detach(owner: connection.descriptor)
+        _ = connection.send(.reply(.init(request: close.request, result: .done)))
+    }
+
+    func reply(
+        _ request: UInt64,
+        on connection: ClientConnection,
+        _ result: () throws(JournalError) -> IPCMessage.Reply.Result
+    ) {
+        do {
+            _ = connection.send(.reply(.init(request: request, result: try result())))
+        } catch {
+            _ = connection.send(.failure(.init(request: request, error: CourierError(.unknown, "\(error)"))))
+        }
+    }
+}
