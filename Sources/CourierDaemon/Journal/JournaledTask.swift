@@ -34,4 +34,34 @@ package struct JournaledTask: Sendable, Equatable {
     package var createdAt: Date = Date(timeIntervalSince1970: 0)
 
     package var identifier: Int { spec.identifier }
+
+    package init(
+        session: String,
+        spec: IPCMessage.BackgroundTask,
+        state: State,
+        bytesOnDisk: Int64,
+        expectedLength: Int64,
+        validator: String? = nil,
+        checkpointedAt: Date? = nil,
+        checkpoint: TransferCheckpoint? = nil,
+        bytesSent: Int64 = 0,
+        expectedToSend: Int64 = -1,
+        attempts: Int = 0,
+        retryAt: Date? = nil,
+        createdAt: Date = Date(timeIntervalSince1970: 0)
+    ) {
+        self.session = session
+        self.spec = spec
+        self.state = state
+        self.bytesOnDisk = bytesOnDisk
+        self.expectedLength = expectedLength
+        self.validator = validator
+        self.checkpointedAt = checkpointedAt
+        self.checkpoint = checkpoint
+        self.bytesSent = bytesSent
+        self.expectedToSend = expectedToSend
+        self.attempts = attempts
+        self.retryAt = retryAt
+        self.createdAt = createdAt
+    }
 }

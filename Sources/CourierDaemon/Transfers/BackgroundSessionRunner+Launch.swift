@@ -5,79 +5,32 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Starting an attempt of a journaled task: when it may start (its retry time, the machine's conditions) and from
-/// where (a fresh request, the app's resume data, or the partial file of the last checkpoint).
+/// Starting an attempt of a journaled task: when it may start (the machine decides, from its retry time and the
+/// machine's conditions read here) and from where (a fresh request, the app's resume data, or the partial file of the
+/// last checkpoint).
 extension BackgroundSessionRunner {
-    /// Starts the task's next attempt now if nothing holds it back; otherwise notes why and looks again later.
+    /// Gives the task's machine a look at starting its next attempt, with the conditions as they are now.
     func launch(_ identifier: Int) {
-        let now = Date()
         let requirements = state.withLock { state in
-            TransferRequirements(
-                isDiscretionary: state.configuration.isDiscretionary,
-                allowsExpensiveNetworkAccess: state.configuration.allowsExpensiveNetworkAccess,
-                createdInBackground: state.live[identifier]?.journaled.spec.createdInBackground == true
-            )
+            state.machines[identifier].map { machine in
+                TransferRequirements(
+                    isDiscretionary: state.configuration.isDiscretionary,
+                    allowsExpensiveNetworkAccess: state.configuration.allowsExpensiveNetworkAccess,
+                    createdInBackground: machine.journaled.spec.createdInBackground == true
+                )
+            }
+        }
+        guard let requirements else {
+            return
         }
         let conditionsWait = requirements.waitingReason(under: settings.conditions.read())
-        enum Next {
-            case nothing
-            case wait(until: Date)
-            case start(JournaledTask)
-            case cancelled
-        }
-        let next = state.withLock { state -> Next in
-            guard !state.stopping, var live = state.live[identifier], live.task == nil, !live.finished else {
-                return .nothing
-            }
-            switch live.ending {
-            case .cancel, .cancelProducingResumeData:
-                // Cancelled while its last attempt was ending into a retry: nothing runs that could end it now.
-                return .cancelled
-            case .daemonStopping:
-                return .nothing
-            case nil:
-                break
-            }
-            if live.userSuspended {
-                live.waitingReason = nil
-                state.live[identifier] = live
-                return .nothing
-            }
-            if let startAfter = live.journaled.spec.startAfter, startAfter > now {
-                live.waitingReason = "created in the background: waits for the app's relaunch delay until "
-                    + ISO8601DateFormatter().string(from: startAfter)
-                state.live[identifier] = live
-                return .wait(until: startAfter)
-            }
-            if let retryAt = live.journaled.retryAt, retryAt > now {
-                live.waitingReason = "retrying at \(ISO8601DateFormatter().string(from: retryAt))"
-                state.live[identifier] = live
-                return .wait(until: retryAt)
-            }
-            if let conditionsWait {
-                live.waitingReason = conditionsWait
-                state.live[identifier] = live
-                return .wait(until: now.addingTimeInterval(settings.conditionPollInterval))
-            }
-            live.waitingReason = nil
-            state.live[identifier] = live
-            return .start(live.journaled)
-        }
-        switch next {
-        case .nothing:
-            return
-        case .wait(let date):
-            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, date.timeIntervalSinceNow)) { [self] in
-                self.launch(identifier)
-            }
-        case .start(let journaled):
-            start(journaled)
-        case .cancelled:
-            finish(identifier, events: [.completed(error: CourierError(.cancelled, "cancelled"))], file: nil)
+        drive(identifier) { machine, stopping in
+            machine.launch(conditionsWait: conditionsWait, stopping: stopping, now: Date())
         }
     }
 
-    private func start(_ journaled: JournaledTask) {
+    /// Makes the session task of the task's next attempt and tells its machine (which runs or discards it).
+    func makeAttempt(_ journaled: JournaledTask) {
         guard let session else {
             return
         }
@@ -85,28 +38,21 @@ extension BackgroundSessionRunner {
         let task = makeTask(for: journaled, in: session)
         task.taskDescription = journaled.spec.taskDescription
         task.priority = journaled.spec.priority
-        let started = state.withLock { state -> Bool in
-            guard var live = state.live[identifier], live.task == nil, !state.stopping else {
+        let registered = state.withLock { state -> Bool in
+            // Gone when it finished meanwhile (the session was invalidated, the app force-quit).
+            guard state.machines[identifier] != nil else {
                 return false
             }
-            live.task = task
-            live.attemptCheckpointed = false
-            live.checkpointedAt = Date()
-            live.checkpointedBytes = live.received
-            state.live[identifier] = live
+            state.attempts[identifier] = task
             state.journalIdentifiers[task.taskIdentifier] = identifier
             return true
         }
-        guard started else {
+        guard registered else {
             task.cancel()
             return
         }
-        try? journal.setState(.running, session: self.identifier, task: identifier)
-        task.resume()
-        // A resumed download has moved its partial file into the session's staging directory: say where at once,
-        // so that a crash before the next checkpoint does not lose it.
-        if journaled.checkpoint?.partial != nil || journaled.spec.resumeData != nil {
-            checkpoint(identifier, journalingProgress: false)
+        drive(identifier) { machine, stopping in
+            machine.attemptMade(stopping: stopping, now: Date())
         }
     }
 

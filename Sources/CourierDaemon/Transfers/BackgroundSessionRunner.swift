@@ -4,53 +4,25 @@ package import Foundation
 package import Logging
 
 /// Runs the transfers of one background session inside courierd: an in-process ``Session`` (the same task layer and
-/// task machine as an app's default session) whose delegate is this runner. Every event the app must hear is
-/// journaled first, then pushed to the app's connection if it has one open.
+/// task machine as an app's default session) whose delegate is this runner, and one ``BackgroundTaskMachine`` per
+/// journaled task that decides what happens to it. Every event the app must hear is journaled first, then pushed to
+/// the app's connection if it has one open.
 ///
 /// Threads: delegate calls arrive serially on the session's delegate queue; commands come from connection threads;
-/// retries and condition checks from timers. Everything that changes is in `state`; journal writes and pushes go
-/// through ``record(_:)``, which keeps their order on the wire the order of the sequence numbers.
+/// wakes from timers. Each input goes to a task's machine under `state`'s lock and the actions that come out are
+/// carried out after it is released (``drive(_:now:_:)``); journal writes and pushes go through ``record(_:)``,
+/// which keeps their order on the wire the order of the sequence numbers.
 package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     /// Sends events to the connection that holds the session; false when the connection is gone.
     package typealias EventSink = @Sendable (IPCMessage.Events) -> Bool
 
-    /// Why a running transfer is being stopped by the daemon rather than by the network.
-    enum Ending: Sendable {
-        case cancel
-        case cancelProducingResumeData
-        /// courierd is stopping: the task stays in the journal and resumes at the next start.
-        case daemonStopping
-    }
-
-    /// One journaled task this runner looks after.
-    struct Live: Sendable {
-        var journaled: JournaledTask
-        /// The session task of the current attempt; nil while waiting (a retry, conditions) or suspended before
-        /// it started.
-        var task: SessionTask?
-        var received: Int64 = 0
-        var expectedToReceive: Int64 = -1
-        var sent: Int64 = 0
-        var expectedToSend: Int64 = -1
-        /// What the app has been told (journaled `wroteData` / `sentBodyData` totals).
-        var reportedReceived: Int64 = 0
-        var reportedSent: Int64 = 0
-        var checkpointedAt = Date.distantPast
-        var checkpointedBytes: Int64 = 0
-        /// The current attempt has been checkpointed once: its first bytes are journaled at once, so that a crash
-        /// right after does not restart a download from zero.
-        var attemptCheckpointed = false
-        var waitingReason: String?
-        var userSuspended = false
-        var ending: Ending?
-        /// Its completion is journaled; later session calls about it are ignored.
-        var finished = false
-    }
-
     struct State: Sendable {
         var configuration: IPCMessage.OpenSession
-        var live: [Int: Live] = [:]
-        /// The journal identifier of each session task, by its `taskIdentifier` in the daemon's session.
+        /// The machine of every task not finished, by journal identifier.
+        var machines: [Int: BackgroundTaskMachine] = [:]
+        /// The session task of each task's current attempt, by journal identifier.
+        var attempts: [Int: SessionTask] = [:]
+        /// The journal identifier of each attempt, by its `taskIdentifier` in the daemon's session.
         var journalIdentifiers: [Int: Int] = [:]
         var sink: EventSink?
         var sinkOwner: Int32?
@@ -174,71 +146,35 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     /// Takes over tasks journaled by an earlier run of courierd: partial files are adopted, running and waiting
     /// tasks start again (a download from its bytes on disk), suspended ones wait for a resume.
     package func restore(_ tasks: [JournaledTask]) {
+        let rules = BackgroundTaskMachine.Rules(settings)
         for var task in tasks where task.state != .completed {
             adoptPartialFile(of: &task)
-            state.withLock { state in
-                var live = Live(journaled: task)
-                live.received = task.bytesOnDisk
-                live.reportedReceived = task.bytesOnDisk
-                live.expectedToReceive = task.expectedLength
-                live.userSuspended = task.state == .suspended
-                state.live[task.identifier] = live
-            }
+            state.withLock { $0.machines[task.identifier] = BackgroundTaskMachine(restoring: task, rules: rules) }
             launch(task.identifier)
         }
     }
 
     /// A task the app created (already journaled): starts it when its conditions allow.
     package func add(_ task: JournaledTask) {
-        state.withLock { $0.live[task.identifier] = Live(journaled: task) }
+        let machine = BackgroundTaskMachine(adding: task, rules: BackgroundTaskMachine.Rules(settings))
+        state.withLock { $0.machines[task.identifier] = machine }
         launch(task.identifier)
     }
 
-    /// Carries out an app's command. Returns an error for a task this session does not have.
+    /// Carries out an app's command. Returns an error for a task this session does not have running.
     package func perform(_ verb: IPCMessage.Command.Verb, task identifier: Int) -> CourierError? {
-        let found = state.withLock { state -> Result<SessionTask?, CourierError> in
-            guard var live = state.live[identifier], !live.finished else {
-                return .failure(CourierError(.unknown, "task \(identifier) of \"\(self.identifier)\" is not running"))
-            }
-            switch verb {
-            case .suspend:
-                live.userSuspended = true
-            case .resume:
-                live.userSuspended = false
-            case .cancel:
-                live.ending = .cancel
-            case .cancelProducingResumeData:
-                live.ending = .cancelProducingResumeData
-            }
-            state.live[identifier] = live
-            return .success(live.task)
-        }
-        let running: SessionTask?
-        switch found {
-        case .success(let task): running = task
-        case .failure(let refusal): return refusal
-        }
-        switch verb {
-        case .suspend:
-            running?.suspend()
-            try? journal.setState(.suspended, session: self.identifier, task: identifier)
-        case .resume:
-            if let running {
-                running.resume()
-                try? journal.setState(.running, session: self.identifier, task: identifier)
-            } else {
-                launch(identifier)
-            }
-        case .cancel, .cancelProducingResumeData:
-            if let download = running as? DownloadTask, verb == .cancelProducingResumeData {
-                download.cancel(byProducingResumeData: { _ in })
-            } else if let running {
-                running.cancel()
-            } else {
-                end(identifier, error: CourierError(.cancelled, "cancelled"), response: nil)
+        var refusal: CourierError? = CourierError(.unknown, "task \(identifier) of \"\(self.identifier)\" is not running")
+        drive(identifier) { machine, _ in
+            switch machine.command(verb) {
+            case .success(let actions):
+                refusal = nil
+                return actions
+            case .failure(let error):
+                refusal = error
+                return []
             }
         }
-        return nil
+        return refusal
     }
 
     /// `invalidateAndCancel()`, or the user force-quit the app: every task ends with `cancelled` (and `reason`),
@@ -247,27 +183,17 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         reason: String = "the session was invalidated",
         cancelledReason: BackgroundTaskCancelledReason? = nil
     ) {
-        let tasks = state.withLock { state -> [(Int, SessionTask?)] in
-            var tasks: [(Int, SessionTask?)] = []
-            for (identifier, var live) in state.live where !live.finished {
-                live.ending = .cancel
-                state.live[identifier] = live
-                tasks.append((identifier, live.task))
-            }
-            return tasks.sorted { $0.0 < $1.0 }
-        }
         var error = CourierError(.cancelled, reason)
         error.backgroundTaskCancelledReason = cancelledReason
-        for (identifier, task) in tasks {
-            finish(identifier, events: [.completed(error: error)], file: nil)
-            task?.cancel()
+        for identifier in state.withLock({ $0.machines.keys.sorted() }) {
+            drive(identifier) { machine, _ in machine.cancelAll(error) }
         }
     }
 
     /// What `listTasks` answers: the journal's record, with the live counters and why a task waits.
     package func snapshots() throws(JournalError) -> [IPCMessage.TaskSnapshot] {
         let journaled = try journal.tasks(session: identifier)
-        let live = state.withLock { $0.live }
+        let machines = state.withLock { $0.machines }
         return journaled.map { task in
             var snapshot = IPCMessage.TaskSnapshot(
                 identifier: task.identifier,
@@ -279,20 +205,20 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
                 countOfBytesExpectedToSend: task.expectedToSend
             )
             snapshot.task = task.spec
-            guard let current = live[task.identifier], task.state != .completed, !current.finished else {
+            guard let machine = machines[task.identifier], task.state != .completed, machine.phase != .finished else {
                 snapshot.state = SessionTask.State.completed.rawValue
                 return snapshot
             }
-            snapshot.countOfBytesReceived = current.received
-            snapshot.countOfBytesExpectedToReceive = current.expectedToReceive
-            snapshot.countOfBytesSent = current.sent
-            snapshot.countOfBytesExpectedToSend = current.expectedToSend
-            if current.userSuspended {
+            snapshot.countOfBytesReceived = machine.received
+            snapshot.countOfBytesExpectedToReceive = machine.expectedToReceive
+            snapshot.countOfBytesSent = machine.sent
+            snapshot.countOfBytesExpectedToSend = machine.expectedToSend
+            if machine.userSuspended {
                 snapshot.state = SessionTask.State.suspended.rawValue
-            } else if current.task != nil {
+            } else if machine.phase == .running {
                 snapshot.state = SessionTask.State.running.rawValue
             } else {
-                snapshot.waitingReason = current.waitingReason
+                snapshot.waitingReason = machine.waitingReason
             }
             return snapshot
         }
@@ -301,28 +227,15 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     /// courierd is stopping: each running download is cut with resume data kept as its checkpoint, so it resumes
     /// at the next start; then the session is invalidated (its engine stops). Waits at most `timeout`.
     package func stop(timeout: TimeInterval = 5) {
-        let running = state.withLock { state -> [SessionTask] in
+        let identifiers = state.withLock { state -> [Int] in
             state.stopping = true
-            var running: [SessionTask] = []
-            for (identifier, var live) in state.live where !live.finished {
-                guard let task = live.task else {
-                    continue
-                }
-                live.ending = .daemonStopping
-                state.live[identifier] = live
-                running.append(task)
-            }
-            return running
+            return state.machines.keys.sorted()
         }
-        for task in running {
-            if let download = task as? DownloadTask {
-                download.cancel(byProducingResumeData: { _ in })
-            } else {
-                task.cancel()
-            }
+        for identifier in identifiers {
+            drive(identifier) { machine, _ in machine.stop() }
         }
         let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline, state.withLock({ state in state.live.values.contains { $0.task != nil } }) {
+        while Date() < deadline, state.withLock({ !$0.attempts.isEmpty }) {
             usleep(10_000)
         }
         let invalidated = DispatchSemaphore(value: 0)

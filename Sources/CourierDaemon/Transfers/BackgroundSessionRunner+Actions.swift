@@ -1,0 +1,174 @@
+import Courier
+import Foundation
+
+/// Driving the tasks' machines: one input at a time under the runner's lock, the actions carried out after it.
+extension BackgroundSessionRunner {
+    /// Gives `input` to the machine of the task whose attempt is `task` (nothing when it is not a current attempt).
+    func drive(
+        attemptOf task: SessionTask,
+        location: URL? = nil,
+        _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
+    ) {
+        guard let identifier = state.withLock({ $0.journalIdentifiers[task.taskIdentifier] }) else {
+            return
+        }
+        drive(identifier, location: location, input)
+    }
+
+    /// Gives `input` to the machine of task `identifier` (with whether courierd is stopping), then carries out the
+    /// actions it returned, in order, with no lock held. An attempt the machine no longer runs is forgotten (later
+    /// calls of its session task are ignored); a finished machine is dropped (the journal keeps the task until its
+    /// events are acknowledged). `location`: a finished download's file.
+    func drive(
+        _ identifier: Int,
+        location: URL? = nil,
+        _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
+    ) {
+        let outcome = state.withLock { state -> (actions: [BackgroundTaskAction], machine: BackgroundTaskMachine, attempt: SessionTask?)? in
+            guard var machine = state.machines[identifier] else {
+                return nil
+            }
+            let attempt = state.attempts[identifier]
+            let actions = input(&machine, state.stopping)
+            if let attempt, machine.phase != .running {
+                state.attempts[identifier] = nil
+                state.journalIdentifiers[attempt.taskIdentifier] = nil
+            }
+            state.machines[identifier] = machine.phase == .finished ? nil : machine
+            return (actions, machine, attempt)
+        }
+        guard let outcome else {
+            return
+        }
+        for action in outcome.actions {
+            carryOut(action, for: outcome.machine.journaled, attempt: outcome.attempt, location: location)
+        }
+    }
+
+    private func carryOut(
+        _ action: BackgroundTaskAction,
+        for task: JournaledTask,
+        attempt: SessionTask?,
+        location: URL?
+    ) {
+        let identifier = task.identifier
+        switch action {
+        case .makeAttempt(let journaled):
+            makeAttempt(journaled)
+        case .runAttempt, .resumeAttempt:
+            attempt?.resume()
+        case .discardAttempt:
+            attempt?.cancel()
+        case .suspendAttempt:
+            attempt?.suspend()
+        case .cancelAttempt(let keepingResumeData):
+            if keepingResumeData, let download = attempt as? DownloadTask {
+                download.cancel(byProducingResumeData: { _ in })
+            } else {
+                attempt?.cancel()
+            }
+        case .wake(let date):
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, date.timeIntervalSinceNow)) { [self] in
+                self.launch(identifier)
+            }
+        case .launch:
+            launch(identifier)
+        case .journalState(let journaledState):
+            try? journal.setState(journaledState, session: self.identifier, task: identifier)
+        case .checkpoint(let checkpoint, let progress):
+            journalCheckpoint(checkpoint, progress: progress, of: identifier, attempt: attempt)
+        case .keepForNextAttempt(let checkpoint, let resumeData, let retry):
+            keepForNextAttempt(checkpoint, resumeData: resumeData, retry: retry, of: identifier)
+        case .record(let event):
+            record { () throws(JournalError) in
+                [try journal.appendEvent(event, task: identifier, session: self.identifier)]
+            }
+        case .finishDownload(let leading):
+            finishDownload(identifier, leading: leading, location: location)
+        case .finish(let events):
+            record { () throws(JournalError) in
+                try journal.finish(session: self.identifier, task: identifier, events: events, file: nil)
+            }
+            if task.spec.kind == .upload, let upload = task.spec.uploadFile, upload.hasPrefix(paths.uploads.path + "/") {
+                try? FileManager.default.removeItem(atPath: upload)
+            }
+        }
+    }
+
+    /// Journals how far the attempt got: its partial file (flushed first) and the entity's response are added to the
+    /// machine's counters; with `progress`, the progress since the app was last told, as one coalesced event.
+    private func journalCheckpoint(
+        _ counters: TransferCheckpoint,
+        progress: IPCMessage.BackgroundEvent?,
+        of identifier: Int,
+        attempt: SessionTask?
+    ) {
+        var checkpoint = counters
+        checkpoint.boot = BootIdentifier.current
+        if let download = attempt as? DownloadTask {
+            checkpoint.entity = checkpoint.entity ?? download.receivedResponse.flatMap(EntityResponse.remembered)
+            if let partial = download.partialDownload() {
+                checkpoint.partial = partial
+                checkpoint.durableBytes = min(DurableFile.sync(partial.file) ?? 0, partial.bytesOnDisk)
+            }
+        }
+        record { () throws(JournalError) in
+            let event = try journal.checkpoint(checkpoint, session: self.identifier, task: identifier, progress: progress)
+            return event.map { [$0] } ?? []
+        }
+        drive(identifier) { machine, _ in
+            machine.checkpointed(checkpoint, reportingProgress: progress != nil)
+            return []
+        }
+    }
+
+    /// Keeps an ended attempt's partial file (from its resume data, flushed) as the next attempt's checkpoint, and
+    /// journals the retry time when there is one.
+    private func keepForNextAttempt(
+        _ base: TransferCheckpoint,
+        resumeData: Data?,
+        retry: BackgroundTaskAction.Retry?,
+        of identifier: Int
+    ) {
+        let partial = resumeData.flatMap { PartialDownload(resumeData: $0, directory: paths.partials) }
+        var checkpoint = base
+        checkpoint.partial = partial
+        checkpoint.received = partial?.bytesOnDisk ?? 0
+        checkpoint.durableBytes = min(partial.flatMap { DurableFile.sync($0.file) } ?? 0, partial?.bytesOnDisk ?? 0)
+        checkpoint.boot = BootIdentifier.current
+        drive(identifier) { machine, _ in
+            machine.kept(checkpoint)
+            return []
+        }
+        do {
+            try journal.checkpoint(checkpoint, session: self.identifier, task: identifier)
+            if let retry {
+                try journal.scheduleRetry(session: self.identifier, task: identifier, attempts: retry.attempts, at: retry.at)
+            }
+        } catch {
+            logger.error("checkpoint not journaled", metadata: ["task": "\(identifier)", "error": "\(error)"])
+        }
+    }
+
+    /// Moves the finished download under the downloads directory (flushed), then journals `leading`,
+    /// `finishedDownloading` and `completed` in one transaction (or `completed` with why the file could not move).
+    private func finishDownload(_ identifier: Int, leading: [IPCMessage.BackgroundEvent], location: URL?) {
+        var events = leading
+        var file: String?
+        do {
+            guard let location else {
+                throw CourierError(.cannotMoveFile, "the finished download's file is not known")
+            }
+            let destination = paths.downloads.appendingPathComponent("\(UUID().uuidString).download")
+            try FileManager.default.createDirectory(at: paths.downloads, withIntermediateDirectories: true)
+            try DurableFile.move(location, to: destination)
+            file = destination.path
+            events += [.finishedDownloading(path: destination.path), .completed(error: nil)]
+        } catch {
+            events.append(.completed(error: (error as? CourierError) ?? CourierError(.cannotMoveFile, "\(error)")))
+        }
+        record { () throws(JournalError) in
+            try journal.finish(session: self.identifier, task: identifier, events: events, file: file)
+        }
+    }
+}

@@ -1,0 +1,375 @@
+package import Courier
+package import Foundation
+
+/// One journaled background task as courierd runs it: when an attempt starts, what a command, a failure or a stop
+/// does, when to checkpoint, and what the app hears at the end. Pure, in the shape of the app's `TaskMachine`: each
+/// input changes the state and returns the ``BackgroundTaskAction``s for the runner to carry out, with no lock, no
+/// clock (the time comes with the input) and no I/O inside.
+///
+/// A task is `waiting` (for its turn, a retry, its relaunch delay, conditions, or a resume), `starting` (its attempt
+/// being made), `running` one attempt, or `finished` (its last events handed to the runner). Impossible inputs (an
+/// attempt made while none was asked for) are caught by assertions in debug builds and ignored in release builds.
+package struct BackgroundTaskMachine: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
+        case waiting
+        case starting
+        case running
+        case finished
+    }
+
+    /// Why courierd, not the network, is ending the running attempt.
+    package enum Ending: Sendable, Equatable {
+        case cancel
+        case cancelProducingResumeData
+        /// courierd is stopping: the task stays in the journal and resumes at the next start.
+        case daemonStopping
+    }
+
+    /// The pacing the machine follows (``TransferSettings``).
+    package struct Rules: Sendable, Equatable {
+        package var retryPolicy: RetryPolicy
+        package var checkpointInterval: TimeInterval
+        package var checkpointBytes: Int64
+        package var conditionPollInterval: TimeInterval
+
+        package init(_ settings: TransferSettings) {
+            retryPolicy = settings.retryPolicy
+            checkpointInterval = settings.checkpointInterval
+            checkpointBytes = settings.checkpointBytes
+            conditionPollInterval = settings.conditionPollInterval
+        }
+    }
+
+    package private(set) var journaled: JournaledTask
+    package private(set) var phase: Phase = .waiting
+    package private(set) var received: Int64 = 0
+    package private(set) var expectedToReceive: Int64 = -1
+    package private(set) var sent: Int64 = 0
+    package private(set) var expectedToSend: Int64 = -1
+    /// Why the task is not moving bytes, while it waits for something other than a resume.
+    package private(set) var waitingReason: String?
+    package private(set) var userSuspended = false
+    package private(set) var ending: Ending?
+    /// What the app has been told (journaled `wroteData` / `sentBodyData` totals).
+    private var reportedReceived: Int64 = 0
+    private var reportedSent: Int64 = 0
+    private var checkpointedAt = Date.distantPast
+    private var checkpointedBytes: Int64 = 0
+    /// The current attempt has been checkpointed once: its first bytes are journaled at once, so that a crash right
+    /// after does not restart a download from zero.
+    private var attemptCheckpointed = false
+    private let rules: Rules
+
+    /// A task the app just created (journaled already).
+    package init(adding task: JournaledTask, rules: Rules) {
+        journaled = task
+        self.rules = rules
+    }
+
+    /// A task an earlier run of courierd journaled: it goes on from its checkpoint, suspended if it was.
+    package init(restoring task: JournaledTask, rules: Rules) {
+        journaled = task
+        self.rules = rules
+        received = task.bytesOnDisk
+        reportedReceived = task.bytesOnDisk
+        expectedToReceive = task.expectedLength
+        userSuspended = task.state == .suspended
+    }
+
+    // MARK: Starting
+
+    /// Whether the next attempt may start now: `conditionsWait` says why the machine's conditions hold it back (nil:
+    /// they allow it). Starts it, or says why not and when to look again.
+    package mutating func launch(conditionsWait: String?, stopping: Bool, now: Date) -> [BackgroundTaskAction] {
+        guard !stopping, phase == .waiting else {
+            return []
+        }
+        switch ending {
+        case .cancel, .cancelProducingResumeData:
+            // Cancelled while its last attempt was ending into a retry: nothing runs that could end it now.
+            return finishing([.completed(error: CourierError(.cancelled, "cancelled"))])
+        case .daemonStopping:
+            return []
+        case nil:
+            break
+        }
+        if userSuspended {
+            waitingReason = nil
+            return []
+        }
+        if let startAfter = journaled.spec.startAfter, startAfter > now {
+            waitingReason = "created in the background: waits for the app's relaunch delay until \(Self.text(startAfter))"
+            return [.wake(at: startAfter)]
+        }
+        if let retryAt = journaled.retryAt, retryAt > now {
+            waitingReason = "retrying at \(Self.text(retryAt))"
+            return [.wake(at: retryAt)]
+        }
+        if let conditionsWait {
+            waitingReason = conditionsWait
+            return [.wake(at: now.addingTimeInterval(rules.conditionPollInterval))]
+        }
+        waitingReason = nil
+        phase = .starting
+        return [.makeAttempt(journaled)]
+    }
+
+    /// The attempt asked for by `makeAttempt` exists: it runs, unless the task was cancelled or courierd began
+    /// stopping meanwhile.
+    package mutating func attemptMade(stopping: Bool, now: Date) -> [BackgroundTaskAction] {
+        assert(phase == .starting || phase == .finished, "an attempt made while none was asked for (\(phase))")
+        guard phase == .starting else {
+            return [.discardAttempt]
+        }
+        switch ending {
+        case .cancel, .cancelProducingResumeData:
+            return [.discardAttempt] + finishing([.completed(error: CourierError(.cancelled, "cancelled"))])
+        case .daemonStopping, nil:
+            break
+        }
+        guard !stopping else {
+            phase = .waiting
+            return [.discardAttempt]
+        }
+        phase = .running
+        attemptCheckpointed = false
+        checkpointedAt = now
+        checkpointedBytes = received
+        var actions: [BackgroundTaskAction] = [.journalState(.running), .runAttempt]
+        // A resumed download has moved its partial file into the session's staging directory: say where at once, so
+        // that a crash before the next checkpoint does not lose it.
+        if journaled.checkpoint?.partial != nil || journaled.spec.resumeData != nil {
+            actions.append(checkpoint(reportingProgress: false, now: now))
+        }
+        if userSuspended {
+            actions += [.suspendAttempt, .journalState(.suspended)]
+        }
+        return actions
+    }
+
+    // MARK: The running attempt
+
+    /// The attempt's counters moved: a checkpoint when enough bytes or time passed since the last one.
+    package mutating func progressed(
+        received: Int64? = nil,
+        expectedToReceive: Int64? = nil,
+        sent: Int64? = nil,
+        expectedToSend: Int64? = nil,
+        now: Date
+    ) -> [BackgroundTaskAction] {
+        guard phase == .running else {
+            return []
+        }
+        self.received = received ?? self.received
+        self.expectedToReceive = expectedToReceive ?? self.expectedToReceive
+        self.sent = sent ?? self.sent
+        self.expectedToSend = expectedToSend ?? self.expectedToSend
+        let moved = self.received + self.sent - checkpointedBytes
+        let due = !attemptCheckpointed || moved >= rules.checkpointBytes
+            || now.timeIntervalSince(checkpointedAt) >= rules.checkpointInterval
+        return due ? [checkpoint(reportingProgress: true, now: now)] : []
+    }
+
+    /// The attempt went on from `offset` of the partial file (0: the entity changed and it started again).
+    package mutating func resumed(offset: Int64, expectedTotal: Int64, now: Date) -> [BackgroundTaskAction] {
+        guard phase == .running else {
+            return []
+        }
+        received = offset
+        reportedReceived = offset
+        expectedToReceive = expectedTotal
+        // The validator and offset of the new response: checkpointed before more bytes arrive.
+        return [.record(.resumed(offset: offset, expectedTotal: expectedTotal)), checkpoint(reportingProgress: false, now: now)]
+    }
+
+    /// The runner journaled `checkpoint` (from a `checkpoint` action); `reportingProgress`: with the progress event.
+    package mutating func checkpointed(_ checkpoint: TransferCheckpoint, reportingProgress: Bool) {
+        journaled.checkpoint = checkpoint
+        attemptCheckpointed = true
+        checkpointedAt = checkpoint.at
+        checkpointedBytes = checkpoint.received + checkpoint.sent
+        if reportingProgress {
+            reportedReceived = checkpoint.received
+            reportedSent = checkpoint.sent
+        }
+    }
+
+    // MARK: Endings
+
+    /// The download succeeded with `response` as its last exchange and `length` bytes in its file.
+    package mutating func downloadFinished(
+        response: IPCMessage.BackgroundResponse?,
+        length: Int64
+    ) -> [BackgroundTaskAction] {
+        guard phase != .finished else {
+            return []
+        }
+        phase = .finished
+        var leading = progressEvent().map { [$0] } ?? []
+        if let response {
+            let entity = EntityResponse.reported(final: response, entity: journaled.checkpoint?.entity, length: length)
+            leading.append(.response(entity))
+        }
+        return [.finishDownload(leading: leading)]
+    }
+
+    /// The upload succeeded: `response` and the start of its body go to the app.
+    package mutating func uploadFinished(response: IPCMessage.BackgroundResponse?, body: Data?) -> [BackgroundTaskAction] {
+        guard phase != .finished else {
+            return []
+        }
+        var events = progressEvent().map { [$0] } ?? []
+        if let response {
+            events.append(.response(response))
+        }
+        if let body, !body.isEmpty {
+            events.append(.receivedData(body.prefix(IPCMessage.BackgroundEvent.maximumBodyLength)))
+        }
+        return finishing(events + [.completed(error: nil)])
+    }
+
+    /// The attempt ended without success: kept for the next start (courierd stopping), the end of a cancelled task,
+    /// a retry after the policy's delay, or the task's failure. `resourceTimeout` bounds the retries, from the
+    /// task's creation.
+    package mutating func attemptFailed(
+        _ error: CourierError,
+        response: IPCMessage.BackgroundResponse?,
+        resourceTimeout: TimeInterval,
+        now: Date
+    ) -> [BackgroundTaskAction] {
+        guard phase == .running else {
+            return []
+        }
+        switch ending {
+        case .daemonStopping:
+            phase = .waiting
+            return [.keepForNextAttempt(nextCheckpoint(response, now: now), resumeData: error.resumeData, retry: nil)]
+        case .cancel, .cancelProducingResumeData:
+            var cancelled = error
+            cancelled.code = .cancelled
+            return finishing([.completed(error: cancelled)])
+        case nil:
+            break
+        }
+        let attempt = journaled.attempts + 1
+        let deadline = journaled.createdAt.addingTimeInterval(resourceTimeout)
+        switch rules.retryPolicy.decide(after: error, attempt: attempt, now: now, deadline: deadline) {
+        case .retry(let date):
+            phase = .waiting
+            journaled.attempts = attempt
+            journaled.retryAt = date
+            let retry = BackgroundTaskAction.Retry(attempts: attempt, at: date)
+            return [
+                .keepForNextAttempt(nextCheckpoint(response, now: now), resumeData: error.resumeData, retry: retry),
+                .launch,
+            ]
+        case .fail(let failure):
+            return finishing((response.map { [.response($0)] } ?? []) + [.completed(error: failure)])
+        }
+    }
+
+    /// The runner journaled the next attempt's checkpoint (from a `keepForNextAttempt` action).
+    package mutating func kept(_ checkpoint: TransferCheckpoint) {
+        journaled.checkpoint = checkpoint
+        received = checkpoint.received
+        sent = 0
+    }
+
+    // MARK: Commands
+
+    /// The app (or `courier cancel`) commands the task. Fails for a task that has finished.
+    package mutating func command(_ verb: IPCMessage.Command.Verb) -> Result<[BackgroundTaskAction], CourierError> {
+        guard phase != .finished else {
+            return .failure(CourierError(.unknown, "task \(journaled.identifier) is not running"))
+        }
+        switch verb {
+        case .suspend:
+            userSuspended = true
+            return .success(phase == .running ? [.suspendAttempt, .journalState(.suspended)] : [.journalState(.suspended)])
+        case .resume:
+            userSuspended = false
+            switch phase {
+            case .running: return .success([.resumeAttempt, .journalState(.running)])
+            case .waiting: return .success([.journalState(.waiting), .launch])
+            case .starting, .finished: return .success([])
+            }
+        case .cancel, .cancelProducingResumeData:
+            ending = verb == .cancel ? .cancel : .cancelProducingResumeData
+            switch phase {
+            case .running: return .success([.cancelAttempt(keepingResumeData: verb == .cancelProducingResumeData)])
+            case .waiting: return .success(finishing([.completed(error: CourierError(.cancelled, "cancelled"))]))
+            case .starting, .finished: return .success([])
+            }
+        }
+    }
+
+    /// `invalidateAndCancel()`, or the user force-quit the app: the task ends at once with `error`.
+    package mutating func cancelAll(_ error: CourierError) -> [BackgroundTaskAction] {
+        guard phase != .finished else {
+            return []
+        }
+        let running = phase == .running
+        ending = .cancel
+        return finishing([.completed(error: error)]) + (running ? [.cancelAttempt(keepingResumeData: false)] : [])
+    }
+
+    /// courierd is stopping: the running attempt is cut, its partial file kept for the next start.
+    package mutating func stop() -> [BackgroundTaskAction] {
+        guard phase == .running else {
+            return []
+        }
+        ending = .daemonStopping
+        return [.cancelAttempt(keepingResumeData: true)]
+    }
+
+    // MARK: Helpers
+
+    private mutating func finishing(_ events: [IPCMessage.BackgroundEvent]) -> [BackgroundTaskAction] {
+        phase = .finished
+        return [.finish(events)]
+    }
+
+    /// A checkpoint of the running attempt's counters (the runner adds its partial file).
+    private func checkpoint(reportingProgress: Bool, now: Date) -> BackgroundTaskAction {
+        let checkpoint = TransferCheckpoint(
+            received: received,
+            expectedToReceive: expectedToReceive,
+            sent: sent,
+            expectedToSend: expectedToSend,
+            boot: nil,
+            at: now,
+            entity: journaled.checkpoint?.entity
+        )
+        return .checkpoint(checkpoint, progress: reportingProgress ? progressEvent() : nil)
+    }
+
+    /// The next attempt's checkpoint (the runner adds the ended attempt's partial file and its length), keeping the
+    /// entity's response: an earlier attempt's, or this one's.
+    private func nextCheckpoint(_ response: IPCMessage.BackgroundResponse?, now: Date) -> TransferCheckpoint {
+        TransferCheckpoint(
+            expectedToReceive: expectedToReceive,
+            expectedToSend: expectedToSend,
+            boot: nil,
+            at: now,
+            entity: journaled.checkpoint?.entity ?? response.flatMap(EntityResponse.remembered)
+        )
+    }
+
+    /// The coalesced progress the app has not heard of, or nil.
+    private func progressEvent() -> IPCMessage.BackgroundEvent? {
+        if journaled.spec.kind == .upload {
+            guard sent != reportedSent else {
+                return nil
+            }
+            return .sentBodyData(delta: sent - reportedSent, total: sent, expected: expectedToSend)
+        }
+        guard received != reportedReceived else {
+            return nil
+        }
+        return .wroteData(delta: received - reportedReceived, total: received, expected: expectedToReceive)
+    }
+
+    private static func text(_ date: Date) -> String {
+        ISO8601DateFormatter().string(from: date)
+    }
+}
