@@ -400,7 +400,8 @@ struct FinalResponseTransitionTests {
                 == [.deliver(.wroteData(delta: 250, total: 350, expected: 1000))]
         )
         d.machine.resumeDataHandler = { _ in }
-        #expect(d.apply(.cancel) == [.cancelTransfer(101)])
+        // Asked for resume data: a backend that keeps the partial file itself (courierd) is told so.
+        #expect(d.apply(.cancel) == [.cancelTransferProducingResumeData(101)])
         #expect(
             d.complete(.cancelled(bytesOnDisk: 350), progress: TransferProgress(received: 250, expectedToReceive: 900))
                 == [.finish(D.cancelled(D.resume.url))]

@@ -30,7 +30,6 @@ final class DaemonBackend: TransferBackend {
     struct Hooks: Sendable {
         var deliver: @Sendable ([TransferEvent]) -> Void
         var afterDelivery: @Sendable (@escaping @Sendable (Session?) -> Void) -> Void
-        var task: @Sendable (Int) -> SessionTask?
         /// The session was opened again on a new connection; courierd's next task identifier.
         var reopened: @Sendable (Int) -> Void
     }
@@ -198,12 +197,10 @@ final class DaemonBackend: TransferBackend {
             return .failure(error)
         }
     }
-    /// A download whose task was asked for resume data (`cancel(byProducingResumeData:)`) is cancelled by courierd
-    /// with resume data naming its partial file; any other is just cancelled.
-    func cancel(_ transfer: UInt64) {
-        let task = hooks.task(Int(transfer))
-        let wantsResumeData = task?.kind == .download && task?.storage.withLock({ $0.resumeDataHandler != nil }) == true
-        command(wantsResumeData ? .cancelProducingResumeData : .cancel, transfer)
+    /// A download asked for resume data (`cancel(byProducingResumeData:)`) is cancelled by courierd with resume data
+    /// naming its partial file; any other is just cancelled.
+    func cancel(_ transfer: UInt64, producingResumeData: Bool) {
+        command(producingResumeData ? .cancelProducingResumeData : .cancel, transfer)
     }
 
     func pause(_ transfer: UInt64) {
@@ -238,7 +235,7 @@ final class DaemonBackend: TransferBackend {
     /// The daemon task for a submission, or the background rule it breaks.
     private func backgroundTask(_ spec: TransferSpec, id: TransferID) -> Result<IPCMessage.BackgroundTask, CourierError> {
         let url = URL(string: spec.url)
-        guard let sessionTask = hooks.task(id.task), case .delegate = sessionTask.sink else {
+        guard let details = spec.task, details.reportsToDelegate else {
             return .failure(
                 CourierError(
                     .unsupportedInBackgroundSession,
@@ -293,9 +290,9 @@ final class DaemonBackend: TransferBackend {
                 request: request,
                 uploadFile: uploadFile,
                 // From `downloadTask(withResumeData:)`: courierd resumes from its partial file.
-                resumeData: sessionTask.storage.withLock { $0.resumeSource }?.encoded(),
-                taskDescription: sessionTask.taskDescription,
-                priority: sessionTask.priority
+                resumeData: details.resumeData,
+                taskDescription: details.taskDescription,
+                priority: details.priority
             )
         )
     }

@@ -25,8 +25,8 @@ final class SerialisedBackend: TransferBackend {
         }
     }
 
-    func cancel(_ transfer: UInt64) {
-        inner.cancel(transfer)
+    func cancel(_ transfer: UInt64, producingResumeData: Bool) {
+        inner.cancel(transfer, producingResumeData: producingResumeData)
     }
 
     func pause(_ transfer: UInt64) {

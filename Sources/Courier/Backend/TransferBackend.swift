@@ -20,8 +20,11 @@ protocol TransferBackend: AnyObject, Sendable {
     /// Starts one exchange. Returns the transfer's handle, or why it was refused before any network activity
     /// (an unreadable upload file, a staging file that cannot be opened, a URL the backend cannot use).
     func submit(_ spec: TransferSpec, as id: TransferID) -> Result<UInt64, CourierError>
-    /// Ends the transfer; its COMPLETE reports `cancelled` (or how it ended, if it ended first).
-    func cancel(_ transfer: UInt64)
+    /// Ends the transfer; its COMPLETE reports `cancelled` (or how it ended, if it ended first). With
+    /// `producingResumeData` (a download's `cancel(byProducingResumeData:)`), a backend that keeps the partial file
+    /// itself (courierd) puts the resume data naming it in the COMPLETE's error; the in-process engine leaves the
+    /// file to the task, which makes the resume data.
+    func cancel(_ transfer: UInt64, producingResumeData: Bool)
     /// Stops moving bytes until ``resume(_:)``; timeouts keep running.
     func pause(_ transfer: UInt64)
     func resume(_ transfer: UInt64)

@@ -29,6 +29,24 @@ struct TransferSpec: Codable, Sendable, Equatable {
         case digest(user: String, password: String)
     }
 
+    /// What a backend that keeps the task beyond this process (courierd) needs of the task itself: set for
+    /// background sessions only.
+    struct TaskDetails: Codable, Sendable, Equatable {
+        enum Kind: String, Codable, Sendable {
+            case data
+            case upload
+            case download
+        }
+
+        var kind: Kind
+        var taskDescription: String?
+        var priority: Float
+        /// From `downloadTask(withResumeData:)`: the backend goes on from the partial file it names.
+        var resumeData: Data?
+        /// The task reports to the session's delegate (it has no completion handler).
+        var reportsToDelegate: Bool
+    }
+
     var url: String
     var method: String = "GET"
     /// "Name: value" lines, already merged (request, session additional headers, cookies).
@@ -48,4 +66,5 @@ struct TransferSpec: Codable, Sendable, Equatable {
     var idleTimeoutMilliseconds: Int64 = 0
     var totalTimeoutMilliseconds: Int64 = 0
     var priority: Int32 = 0
+    var task: TaskDetails?
 }

@@ -153,7 +153,7 @@ extension Engine: TransferBackend {
         return .success(transfer)
     }
 
-    func cancel(_ transfer: UInt64) {
+    func cancel(_ transfer: UInt64, producingResumeData: Bool) {
         cr_transfer_cancel(pointer, transfer)
     }
 

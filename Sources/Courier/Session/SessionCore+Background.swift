@@ -55,7 +55,6 @@ extension SessionCore {
                 work.append(item)
                 self?.dispatcher.enqueue(work)
             },
-            task: { [weak self] key in self?.task(forKey: key) },
             reopened: { [weak self] next in self?.nextIdentifier.withLock { $0 = max($0, next) } }
         )
         let backend = DaemonBackend(

@@ -14,7 +14,9 @@ extension SessionTask {
             case .submit(let plan):
                 submit(plan, work: &work)
             case .cancelTransfer(let transfer):
-                core.runningBackend?.cancel(transfer)
+                core.runningBackend?.cancel(transfer, producingResumeData: false)
+            case .cancelTransferProducingResumeData(let transfer):
+                core.runningBackend?.cancel(transfer, producingResumeData: true)
             case .pauseTransfer(let transfer):
                 core.runningBackend?.pause(transfer)
             case .resumeTransfer(let transfer):

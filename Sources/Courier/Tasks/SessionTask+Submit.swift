@@ -150,7 +150,32 @@ extension SessionTask {
             spec.sink = .memory
             spec.askResponse = sink.usesDelegateForBody && core.isDataDelegate
         }
+        if configuration.identifier != nil {
+            spec.task = backgroundDetails()
+        }
         return .success(spec)
+    }
+
+    /// The task as a background backend keeps it: its kind, description, priority and resume data.
+    private func backgroundDetails() -> TransferSpec.TaskDetails {
+        let (description, priority, resumeSource) = storage.withLock { ($0.taskDescription, $0.priority, $0.resumeSource) }
+        let kind: TransferSpec.TaskDetails.Kind =
+            switch self.kind {
+            case .data: .data
+            case .upload: .upload
+            case .download: .download
+            }
+        var reportsToDelegate = false
+        if case .delegate = sink {
+            reportsToDelegate = true
+        }
+        return TransferSpec.TaskDetails(
+            kind: kind,
+            taskDescription: description,
+            priority: priority,
+            resumeData: resumeSource?.encoded(),
+            reportsToDelegate: reportsToDelegate
+        )
     }
 
     /// The request's headers, then the session's additional ones, the resume headers and `If-Range`, cookies from

@@ -13,6 +13,9 @@ enum TaskAction: Codable, Sendable, Equatable {
     /// Submit a hop; answer with ``TaskInput/submitted(hop:transfer:)`` or ``TaskInput/submitFailed(hop:_:)``.
     case submit(HopPlan)
     case cancelTransfer(UInt64)
+    /// `cancel(byProducingResumeData:)` of a download: a backend that keeps the partial file itself (courierd) names
+    /// it in the resume data of the COMPLETE.
+    case cancelTransferProducingResumeData(UInt64)
     case pauseTransfer(UInt64)
     case resumeTransfer(UInt64)
     /// Answer a held response.

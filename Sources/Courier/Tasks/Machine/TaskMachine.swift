@@ -288,11 +288,17 @@ struct TaskMachine: Sendable {
             cancelRequested = true
             awaiting = nil
             if transfer != 0 {
-                actions.append(.cancelTransfer(transfer))
+                actions.append(cancelAction(transfer))
             }
         case .finishing, .completed:
             break
         }
+    }
+
+    /// The cancel of the task's transfer: one that produces resume data when the task was asked for it.
+    private func cancelAction(_ transfer: UInt64) -> TaskAction {
+        role.kind == .download && resumeDataHandler != nil
+            ? .cancelTransferProducingResumeData(transfer) : .cancelTransfer(transfer)
     }
 
     /// Learns the backend handle of hop `hop` (from the submit's answer or from the hop's first event).
@@ -302,7 +308,7 @@ struct TaskMachine: Sendable {
         }
         transfer = id
         if cancelRequested {
-            actions.append(.cancelTransfer(id))
+            actions.append(cancelAction(id))
         } else if wantsEnginePaused {
             enginePaused = true
             actions.append(.pauseTransfer(id))
