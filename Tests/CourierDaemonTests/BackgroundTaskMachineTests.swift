@@ -62,7 +62,11 @@ struct BackgroundTaskMachineTests {
         var delayed = Self.task()
         delayed.spec.startAfter = Self.start.addingTimeInterval(60)
         var machine = BackgroundTaskMachine(adding: delayed, rules: Self.rules)
-        #expect(machine.launch(conditionsWait: nil, stopping: false, now: Self.start) == [.wake(at: delayed.spec.startAfter!)])
+        #expect(
+            machine.launch(conditionsWait: nil, stopping: false, now: Self.start) == [
+                .wake(at: delayed.spec.startAfter!)
+            ]
+        )
         #expect(machine.waitingReason?.hasPrefix("created in the background") == true)
 
         machine = BackgroundTaskMachine(adding: Self.task(), rules: Self.rules)
@@ -80,7 +84,12 @@ struct BackgroundTaskMachineTests {
     @Test("progress: the first bytes are checkpointed at once, then every second or MiB, with what the app missed")
     func checkpoints() {
         var machine = Self.running()
-        guard case .checkpoint(let first, let progress)? = machine.progressed(received: 100, expectedToReceive: 5000, now: Self.start).first
+        guard
+            case .checkpoint(let first, let progress)? = machine.progressed(
+                received: 100,
+                expectedToReceive: 5000,
+                now: Self.start
+            ).first
         else {
             Issue.record("no checkpoint for the first bytes")
             return
@@ -107,7 +116,11 @@ struct BackgroundTaskMachineTests {
         }
         #expect(actions.last == .launch)
         #expect(machine.phase == .waiting)
-        #expect(machine.launch(conditionsWait: nil, stopping: false, now: Self.start.addingTimeInterval(1)) == [.wake(at: at)])
+        #expect(
+            machine.launch(conditionsWait: nil, stopping: false, now: Self.start.addingTimeInterval(1)) == [
+                .wake(at: at)
+            ]
+        )
         #expect(machine.waitingReason?.hasPrefix("retrying at") == true)
         #expect(machine.launch(conditionsWait: nil, stopping: false, now: at).count == 1)
     }
@@ -124,7 +137,12 @@ struct BackgroundTaskMachineTests {
         #expect(machine.phase == .finished)
 
         machine = Self.running()
-        let refused = machine.attemptFailed(CourierError(.badURL, "no"), response: nil, resourceTimeout: 3600, now: Self.start)
+        let refused = machine.attemptFailed(
+            CourierError(.badURL, "no"),
+            response: nil,
+            resourceTimeout: 3600,
+            now: Self.start
+        )
         #expect(refused == [.finish([.completed(error: CourierError(.badURL, "no"))])])
     }
 
@@ -183,7 +201,8 @@ struct BackgroundTaskMachineTests {
         #expect(last == [.resumeAttempt, .journalState(.running)])
         #expect(!machine.userSuspended)
         #expect(machine.phase == .running)
-        // Resumed while waiting (not running): journaled as waiting, so that a restart does not bring it back suspended.
+        // Resumed while waiting (not running): journaled as waiting, so that a restart does not bring it back
+        // suspended.
         machine = BackgroundTaskMachine(adding: Self.task(), rules: Self.rules)
         _ = try? machine.command(.suspend).get()
         #expect(machine.launch(conditionsWait: nil, stopping: false, now: Self.start).isEmpty)
@@ -215,12 +234,20 @@ struct BackgroundTaskMachineTests {
         restored.state = .running
         restored.bytesOnDisk = 5000
         restored.expectedLength = 5000
-        restored.checkpoint = TransferCheckpoint(received: 5000, expectedToReceive: 5000, boot: nil, at: Self.start, entity: first)
+        restored.checkpoint = TransferCheckpoint(
+            received: 5000,
+            expectedToReceive: 5000,
+            boot: nil,
+            at: Self.start,
+            entity: first
+        )
         var machine = BackgroundTaskMachine(restoring: restored, rules: Self.rules)
         _ = machine.launch(conditionsWait: nil, stopping: false, now: Self.start)
         _ = machine.attemptMade(stopping: false, now: Self.start)
         let refused = Self.response(416, [("Content-Range", "bytes */5000")])
-        #expect(machine.downloadFinished(response: refused, length: 5000) == [.finishDownload(leading: [.response(first)])])
+        #expect(
+            machine.downloadFinished(response: refused, length: 5000) == [.finishDownload(leading: [.response(first)])]
+        )
     }
 
     @Test("a 206 of a resumed attempt is reported as the first attempt's 200, remembered across the retry")
@@ -237,14 +264,18 @@ struct BackgroundTaskMachineTests {
         _ = machine.launch(conditionsWait: nil, stopping: false, now: Self.start.addingTimeInterval(30))
         _ = machine.attemptMade(stopping: false, now: Self.start.addingTimeInterval(30))
         let range = Self.response(206, [("Content-Range", "bytes 2000-4999/5000"), ("Content-Length", "3000")])
-        #expect(machine.downloadFinished(response: range, length: 5000) == [.finishDownload(leading: [.response(first)])])
+        #expect(
+            machine.downloadFinished(response: range, length: 5000) == [.finishDownload(leading: [.response(first)])]
+        )
     }
 
     @Test("invalidateAndCancel or a force-quit: the task ends at once, its running attempt is cancelled")
     func cancelAll() {
         var machine = Self.running()
         let error = CourierError(.cancelled, "the session was invalidated")
-        #expect(machine.cancelAll(error) == [.finish([.completed(error: error)]), .cancelAttempt(keepingResumeData: false)])
+        #expect(
+            machine.cancelAll(error) == [.finish([.completed(error: error)]), .cancelAttempt(keepingResumeData: false)]
+        )
         #expect(machine.cancelAll(error).isEmpty)
         #expect(machine.attemptFailed(Self.timedOut, response: nil, resourceTimeout: 3600, now: Self.start).isEmpty)
     }
@@ -256,10 +287,13 @@ struct BackgroundTaskMachineTests {
         let response = Self.response(201, [])
         #expect(
             machine.uploadFinished(response: response, body: Data("{}".utf8))
-                == [.finish([
-                    .sentBodyData(delta: 10, total: 10, expected: 10), .response(response), .receivedData(Data("{}".utf8)),
-                    .completed(error: nil),
-                ])]
+                == [
+                    .finish([
+                        .sentBodyData(delta: 10, total: 10, expected: 10), .response(response),
+                        .receivedData(Data("{}".utf8)),
+                        .completed(error: nil),
+                    ])
+                ]
         )
     }
 }

@@ -107,7 +107,8 @@ struct BackgroundTransferTests {
         client.close()
         #expect(daemon.stop() == .exited(0))
         // A clean stop folds the write-ahead log into the journal: the journal file alone is the whole state.
-        let log = (try? FileManager.default.attributesOfItem(atPath: daemon.paths.journal.path + "-wal"))?[.size] as? Int
+        let walPath = daemon.paths.journal.path + "-wal"
+        let log = (try? FileManager.default.attributesOfItem(atPath: walPath))?[.size] as? Int
         #expect(log == nil || log == 0, "\(log ?? -1) bytes left in the write-ahead log")
         try await server.shutdown()
     }

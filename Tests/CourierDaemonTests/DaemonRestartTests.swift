@@ -155,7 +155,9 @@ struct DaemonRestartProcessTests {
         for index in 1...200 {
             let count = 100_000 + (index % 7) * 50_000
             // 16 KiB every 10 ms: from 60 to 250 ms each, 6 at a time, across the restarts.
-            arguments += ["--download", server.url("/bytes/\(count)?seed=\(index)&trickle=16384&interval=10").absoluteString]
+            arguments += [
+                "--download", server.url("/bytes/\(count)?seed=\(index)&trickle=16384&interval=10").absoluteString,
+            ]
             expected[index] = TestServer.bytes(count: count, seed: index)
         }
         let app = try ChildProcess(

@@ -9,7 +9,11 @@ struct EntityResponseTests {
     static func response(_ status: Int, _ fields: [(String, String)]) -> IPCMessage.BackgroundResponse {
         IPCMessage.BackgroundResponse(
             url: "http://127.0.0.1:8080/episode.mp3",
-            head: ResponseHead(status: status, httpVersion: "HTTP/2", fieldLines: fields.map { .init(name: $0.0, value: $0.1) })
+            head: ResponseHead(
+                status: status,
+                httpVersion: "HTTP/2",
+                fieldLines: fields.map { .init(name: $0.0, value: $0.1) }
+            )
         )
     }
 
@@ -23,7 +27,10 @@ struct EntityResponseTests {
 
     @Test("a 206 after a restart: the app hears the first attempt's 200")
     func rangeAfterRestart() {
-        let range = Self.response(206, [("Content-Range", "bytes 400-999/1000"), ("ETag", "\"v1\""), ("Content-Length", "600")])
+        let range = Self.response(
+            206,
+            [("Content-Range", "bytes 400-999/1000"), ("ETag", "\"v1\""), ("Content-Length", "600")]
+        )
         #expect(EntityResponse.reported(final: range, entity: Self.first, length: 1000) == Self.first)
     }
 
@@ -41,14 +48,20 @@ struct EntityResponseTests {
     func rememberedRange() {
         let range = Self.response(
             206,
-            [("Set-Cookie", "a=1"), ("Content-Range", "bytes 400-999/1000"), ("Set-Cookie", "b=2"), ("Content-Length", "600")]
+            [
+                ("Set-Cookie", "a=1"), ("Content-Range", "bytes 400-999/1000"), ("Set-Cookie", "b=2"),
+                ("Content-Length", "600"),
+            ]
         )
         let remembered = EntityResponse.remembered(from: range)
         #expect(remembered?.status == 200)
         #expect(remembered?.head.httpVersion == "HTTP/2")
         #expect(
             remembered?.head.fieldLines
-                == [.init(name: "Set-Cookie", value: "a=1"), .init(name: "Set-Cookie", value: "b=2"), .init(name: "Content-Length", value: "1000")]
+                == [
+                    .init(name: "Set-Cookie", value: "a=1"), .init(name: "Set-Cookie", value: "b=2"),
+                    .init(name: "Content-Length", value: "1000"),
+                ]
         )
         #expect(EntityResponse.remembered(from: Self.response(404, [])) == nil)
     }

@@ -71,7 +71,12 @@ enum SampleMessages {
                         .init(
                             sequence: 5,
                             task: 3,
-                            event: .response(.init(url: "http://127.0.0.1/x", head: ResponseHead(status: 200, fieldLines: [.init(name: "ETag", value: "\"1\"")])))
+                            event: .response(
+                                .init(
+                                    url: "http://127.0.0.1/x",
+                                    head: ResponseHead(status: 200, fieldLines: [.init(name: "ETag", value: "\"1\"")])
+                                )
+                            )
                         ),
                         .init(sequence: 6, task: 3, event: .receivedData(Data("{}".utf8))),
                         .init(sequence: 5, task: 3, event: .completed(error: nil)),

@@ -279,7 +279,10 @@ struct SuspendResumeTests {
     /// libcurl 7.88 keeps the header lines that arrive while a transfer is paused and hands them to the header
     /// callback in one call when it resumes: the engine must still see the head end before the body (it once wrote
     /// the body at offset -1 and failed with EINVAL, in 3 to 6 of these 12 rounds).
-    @Test("suspend() and resume() 400 times, 0 to 400 µs apart, as the response arrives: the download ends whole", arguments: 0..<12)
+    @Test(
+        "suspend() and resume() 400 times, 0 to 400 µs apart, as the response arrives: the download ends whole",
+        arguments: 0..<12
+    )
     func suspendResumeStorm(round: Int) async throws {
         try await withServer { server in
             let (session, delegate) = makeRecordingSession()

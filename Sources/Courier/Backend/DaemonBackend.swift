@@ -19,10 +19,9 @@ import Glibc
 ///
 /// The session outlives courierd: when the connection ends (courierd was killed, stopped or restarted), the backend
 /// connects again (starting courierd if none answers after ``startGrace`` and its state directory is still there),
-/// opens the session again and takes the
-/// events it has not acknowledged, in order, with nothing for the app to do. Submissions and commands made meanwhile
-/// wait for the new connection. Only when courierd cannot be reached for the session's request timeout do the
-/// session's tasks fail, with `cannotConnectToHost` saying so.
+/// opens the session again and takes the events it has not acknowledged, in order, with nothing for the app to do.
+/// Submissions and commands made meanwhile wait for the new connection. Only when courierd cannot be reached for the
+/// session's request timeout do the session's tasks fail, with `cannotConnectToHost` saying so.
 ///
 /// Commands (`suspend`, `resume`, `cancel`) go to courierd one at a time, in the order the tasks made them.
 final class DaemonBackend: TransferBackend {
@@ -137,7 +136,8 @@ final class DaemonBackend: TransferBackend {
     func taskSnapshots() -> Result<[IPCMessage.TaskSnapshot], CourierError> {
         switch request({ .listTasks(.init(request: $0, session: self.identifier)) }) {
         case .success(.tasks(let snapshots)): .success(snapshots)
-        case .success: .failure(CourierError(.badServerResponse, "courierd answered a task listing with something else"))
+        case .success:
+            .failure(CourierError(.badServerResponse, "courierd answered a task listing with something else"))
         case .failure(let error): .failure(error)
         }
     }

@@ -158,7 +158,9 @@ extension SessionTask {
 
     /// The task as a background backend keeps it: its kind, description, priority and resume data.
     private func backgroundDetails() -> TransferSpec.TaskDetails {
-        let (description, priority, resumeSource) = storage.withLock { ($0.taskDescription, $0.priority, $0.resumeSource) }
+        let (description, priority, resumeSource) = storage.withLock { machine in
+            (machine.taskDescription, machine.priority, machine.resumeSource)
+        }
         let kind: TransferSpec.TaskDetails.Kind =
             switch self.kind {
             case .data: .data

@@ -102,7 +102,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// The final response as received (every field line, the HTTP version) with the URL it came from, once it
     /// arrived: what courierd passes on to the app.
     package var receivedResponse: IPCMessage.BackgroundResponse? {
-        storage.withLock { $0.finalResponse }.map { IPCMessage.BackgroundResponse(url: $0.url.absoluteString, head: $0.head) }
+        storage.withLock { $0.finalResponse }.map { response in
+            IPCMessage.BackgroundResponse(url: response.url.absoluteString, head: response.head)
+        }
     }
 
     /// An app-defined description, e.g. an identifier that outlives the task.

@@ -24,7 +24,8 @@ extension BackgroundSessionRunner {
         location: URL? = nil,
         _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
     ) {
-        let outcome = state.withLock { state -> (actions: [BackgroundTaskAction], machine: BackgroundTaskMachine, attempt: SessionTask?)? in
+        let outcome = state.withLock {
+            state -> (actions: [BackgroundTaskAction], machine: BackgroundTaskMachine, attempt: SessionTask?)? in
             guard var machine = state.machines[identifier] else {
                 return nil
             }
@@ -89,7 +90,8 @@ extension BackgroundSessionRunner {
             record { () throws(JournalError) in
                 try journal.finish(session: self.identifier, task: identifier, events: events, file: nil)
             }
-            if task.spec.kind == .upload, let upload = task.spec.uploadFile, upload.hasPrefix(paths.uploads.path + "/") {
+            if task.spec.kind == .upload, let upload = task.spec.uploadFile, upload.hasPrefix(paths.uploads.path + "/")
+            {
                 try? FileManager.default.removeItem(atPath: upload)
             }
         }
@@ -113,7 +115,12 @@ extension BackgroundSessionRunner {
             }
         }
         record { () throws(JournalError) in
-            let event = try journal.checkpoint(checkpoint, session: self.identifier, task: identifier, progress: progress)
+            let event = try journal.checkpoint(
+                checkpoint,
+                session: self.identifier,
+                task: identifier,
+                progress: progress
+            )
             return event.map { [$0] } ?? []
         }
         drive(identifier) { machine, _ in
@@ -143,7 +150,12 @@ extension BackgroundSessionRunner {
         do {
             try journal.checkpoint(checkpoint, session: self.identifier, task: identifier)
             if let retry {
-                try journal.scheduleRetry(session: self.identifier, task: identifier, attempts: retry.attempts, at: retry.at)
+                try journal.scheduleRetry(
+                    session: self.identifier,
+                    task: identifier,
+                    attempts: retry.attempts,
+                    at: retry.at
+                )
             }
         } catch {
             logger.error("checkpoint not journaled", metadata: ["task": "\(identifier)", "error": "\(error)"])

@@ -163,7 +163,10 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
 
     /// Carries out an app's command. Returns an error for a task this session does not have running.
     package func perform(_ verb: IPCMessage.Command.Verb, task identifier: Int) -> CourierError? {
-        var refusal: CourierError? = CourierError(.unknown, "task \(identifier) of \"\(self.identifier)\" is not running")
+        var refusal: CourierError? = CourierError(
+            .unknown,
+            "task \(identifier) of \"\(self.identifier)\" is not running"
+        )
         drive(identifier) { machine, _ in
             switch machine.command(verb) {
             case .success(let actions):

@@ -43,7 +43,9 @@ package enum EntityResponse {
     }
 
     /// `response` as a 200 for the whole entity: no `Content-Range`, `Content-Length` the entity's length when known.
-    private static func whole(_ response: IPCMessage.BackgroundResponse, length: Int64?) -> IPCMessage.BackgroundResponse {
+    private static func whole(_ response: IPCMessage.BackgroundResponse, length: Int64?)
+        -> IPCMessage.BackgroundResponse
+    {
         var head = response.head
         head.status = 200
         head.fieldLines.removeAll {

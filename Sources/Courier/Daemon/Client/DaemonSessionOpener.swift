@@ -23,7 +23,12 @@ struct DaemonSessionOpener: Sendable {
     /// why courierd could not be reached or started.
     func open(startingDaemon: Bool) -> Result<Opened, CourierError> {
         let connection: DaemonConnection
-        switch DaemonConnection.open(paths: paths, app: app, launchCommand: launchCommand, startingDaemon: startingDaemon) {
+        switch DaemonConnection.open(
+            paths: paths,
+            app: app,
+            launchCommand: launchCommand,
+            startingDaemon: startingDaemon
+        ) {
         case .success(let opened): connection = opened
         case .failure(let error): return .failure(error)
         }
@@ -37,7 +42,9 @@ struct DaemonSessionOpener: Sendable {
             return .success(Opened(connection: connection, nextTaskIdentifier: next))
         case .success:
             connection.close()
-            return .failure(CourierError(.badServerResponse, "courierd answered the opening of the session with something else"))
+            return .failure(
+                CourierError(.badServerResponse, "courierd answered the opening of the session with something else")
+            )
         case .failure(let refusal):
             connection.close()
             return .failure(refusal)

@@ -98,7 +98,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             return []
         }
         if let startAfter = journaled.spec.startAfter, startAfter > now {
-            waitingReason = "created in the background: waits for the app's relaunch delay until \(Self.text(startAfter))"
+            waitingReason =
+                "created in the background: waits for the app's relaunch delay until \(Self.text(startAfter))"
             return [.wake(at: startAfter)]
         }
         if let retryAt = journaled.retryAt, retryAt > now {
@@ -165,7 +166,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         self.sent = sent ?? self.sent
         self.expectedToSend = expectedToSend ?? self.expectedToSend
         let moved = self.received + self.sent - checkpointedBytes
-        let due = !attemptCheckpointed || moved >= rules.checkpointBytes
+        let due =
+            !attemptCheckpointed || moved >= rules.checkpointBytes
             || now.timeIntervalSince(checkpointedAt) >= rules.checkpointInterval
         return due ? [checkpoint(reportingProgress: true, now: now)] : []
     }
@@ -179,7 +181,10 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         reportedReceived = offset
         expectedToReceive = expectedTotal
         // The validator and offset of the new response: checkpointed before more bytes arrive.
-        return [.record(.resumed(offset: offset, expectedTotal: expectedTotal)), checkpoint(reportingProgress: false, now: now)]
+        return [
+            .record(.resumed(offset: offset, expectedTotal: expectedTotal)),
+            checkpoint(reportingProgress: false, now: now),
+        ]
     }
 
     /// The runner journaled `checkpoint` (from a `checkpoint` action); `reportingProgress`: with the progress event.
@@ -214,7 +219,9 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     }
 
     /// The upload succeeded: `response` and the start of its body go to the app.
-    package mutating func uploadFinished(response: IPCMessage.BackgroundResponse?, body: Data?) -> [BackgroundTaskAction] {
+    package mutating func uploadFinished(response: IPCMessage.BackgroundResponse?, body: Data?)
+        -> [BackgroundTaskAction]
+    {
         guard phase != .finished else {
             return []
         }
@@ -285,7 +292,9 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         switch verb {
         case .suspend:
             userSuspended = true
-            return .success(phase == .running ? [.suspendAttempt, .journalState(.suspended)] : [.journalState(.suspended)])
+            return .success(
+                phase == .running ? [.suspendAttempt, .journalState(.suspended)] : [.journalState(.suspended)]
+            )
         case .resume:
             userSuspended = false
             switch phase {
