@@ -30,7 +30,8 @@ export LSAN_OPTIONS="suppressions=$repo_root/scripts/lsan-suppressions.txt${LSAN
 
 log "swift test --sanitize=$sanitizer --scratch-path $scratch"
 status=0
-# Serial for the reason given in scripts/test.sh.
+# Serial: the suite under a sanitizer has been measured one test at a time only (the test command runs it in
+# parallel without one).
 swift test --sanitize="$sanitizer" --scratch-path "$scratch" --no-parallel "$@" || status=$?
 
 log "CLI tests with the $sanitizer-sanitized courier"

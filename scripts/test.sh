@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: install what is missing, check the engine's C sources (warnings; CSupport/tests/run.sh: symbols,
 # smoke under the sanitizers, allocation-failure torture), build everything with the tests, run the Swift test suite
-# (unit, integration, fault-injection, process and stress tests, one test at a time with
-# `swift test --no-parallel`), the session tests again over the serialised backend, then the command-line
+# (unit, integration, fault-injection, process and stress tests, in parallel, as plain `swift test` runs them), the
+# session tests again over the serialised backend, then the command-line
 # tests of the built `courier` binary (scripts/cli-test.sh),
 # then a scratch package that requires Courier by version (scripts/dependent-check.sh),
 # then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
@@ -49,13 +49,12 @@ fi
 log "swift build --build-tests"
 swift build --build-tests "${scratch_args[@]}"
 
-# One test at a time. The first reason is gone: Foundation's Process.run read past its buffer with over ~1,300
-# descriptors open, and the test helpers now spawn through ChildProcess (posix_spawn). Still serial, because the
-# stress and many-connection tests hold that many descriptors and count the test server's connections; a parallel
-# run has not been measured since. Serial, the suite takes about a minute.
-log "swift test --no-parallel"
+# In parallel, as every Swift developer runs it (about 30 s here; serial took about 100 s). Suites whose tests block
+# their thread while they wait run off the cooperative pool (`.blockingWaits`,
+# Tests/CourierTestSupport/BlockingWaits.swift), so that they cannot starve the others.
+log "swift test"
 test_status=0
-swift test --skip-build --no-parallel "${scratch_args[@]}" || test_status=$?
+swift test --skip-build "${scratch_args[@]}" || test_status=$?
 if [ "$test_status" -ne 0 ]; then
     log "swift test failed (exit status $test_status)" >&2
     status=$test_status
@@ -65,7 +64,7 @@ fi
 # crosses the backend seam through its encoding, as it will to courierd (docs/task-machine.md; about 15 s).
 log "swift test --filter CourierTests, serialised backend"
 serialised_status=0
-COURIER_TRANSFER_BACKEND=serialised swift test --skip-build --no-parallel --filter CourierTests "${scratch_args[@]}" \
+COURIER_TRANSFER_BACKEND=serialised swift test --skip-build --filter CourierTests "${scratch_args[@]}" \
     || serialised_status=$?
 if [ "$serialised_status" -ne 0 ]; then
     log "session tests over the serialised backend failed (exit status $serialised_status)" >&2

@@ -13,7 +13,7 @@ import Glibc
 
 /// `SessionConfiguration.background(withIdentifier:)` end to end: the app's `Session` in this process, courierd as a
 /// real process (started on demand by the session), the test server on loopback.
-@Suite("background sessions", .serialized)
+@Suite("background sessions", .blockingWaits, .serialized)
 struct BackgroundSessionTests {
     /// What a download delegate heard, in order.
     final class Recorder: SessionDownloadDelegate, @unchecked Sendable {

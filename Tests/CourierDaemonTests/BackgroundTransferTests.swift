@@ -13,7 +13,7 @@ import Glibc
 
 /// Background transfers run by the real courierd against the real test server: the journaled events an app hears,
 /// resumes after the daemon is killed, retries, uploads, cancels, and events delivered again until acknowledged.
-@Suite("courierd transfers", .serialized)
+@Suite("courierd transfers", .blockingWaits, .serialized)
 struct BackgroundTransferTests {
     static let identifier = "com.example.podcasts.bg"
     static let session = IPCMessage.OpenSession(request: 1, identifier: identifier)

@@ -1,6 +1,7 @@
 import Courier
 import CourierDaemon
 import Foundation
+import CourierTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Glibc
 
 /// Power and metering as courierd reads them: from a sysfs tree made on disk for each case, and from a NetworkManager
 /// stand-in on a private bus (Tests/Fixtures/NetworkManager).
-@Suite("courierd transfer conditions")
+@Suite("courierd transfer conditions", .blockingWaits)
 struct ConditionTests {
     /// A `/sys/class/power_supply` lookalike: supply name → attribute → value.
     static func sysfs(_ supplies: [String: [String: String]]) throws -> URL {

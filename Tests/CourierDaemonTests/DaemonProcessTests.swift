@@ -13,7 +13,7 @@ import Glibc
 
 /// The real `courierd` executable, started as its own process on private directories: the conversation, hostile
 /// frames, one daemon per user, and a clean stop on SIGTERM.
-@Suite("courierd process", .serialized)
+@Suite("courierd process", .blockingWaits, .serialized)
 struct DaemonProcessTests {
     static let open = IPCMessage.openSession(.init(request: 1, identifier: "com.example.podcasts.bg"))
 

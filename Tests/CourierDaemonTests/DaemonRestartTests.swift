@@ -13,7 +13,7 @@ import Glibc
 
 /// One background `Session` of this process against a courierd that is killed and started again under it: the
 /// session reconnects by itself, and its commands reach courierd in the order the tasks made them.
-@Suite("a background session outlives courierd", .serialized)
+@Suite("a background session outlives courierd", .blockingWaits, .serialized)
 struct DaemonRestartTests {
     typealias Recorder = BackgroundSessionTests.Recorder
 
@@ -141,7 +141,7 @@ struct DaemonRestartTests {
 
 /// The same with a real app process: the probe makes 200 downloads with one `Session` and keeps it while courierd is
 /// SIGKILLed and started again 20 times; it is never relaunched, never makes a second session, and hears every event.
-@Suite("an app process keeps its background session across courierd restarts", .serialized)
+@Suite("an app process keeps its background session across courierd restarts", .blockingWaits, .serialized)
 struct DaemonRestartProcessTests {
     @Test("200 downloads, courierd SIGKILLed and restarted 20 times: every file, each completion once, all 200")
     func appOutlivesRestarts() async throws {

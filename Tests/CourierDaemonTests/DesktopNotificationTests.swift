@@ -11,7 +11,7 @@ import Glibc
 /// A background download that finishes while its app is not running is shown as a desktop notification: a real
 /// session bus (a private `dbus-daemon`) watched by `dbus-monitor`, which sees the `Notify` call courierd's helper
 /// makes (no notification service runs, so the call itself is answered with an error nobody reads).
-@Suite("courierd desktop notifications", .serialized)
+@Suite("courierd desktop notifications", .blockingWaits, .serialized)
 struct DesktopNotificationTests {
     static var toolsPresent: Bool {
         ["/usr/bin/dbus-daemon", "/usr/bin/dbus-monitor", "/usr/bin/gdbus"].allSatisfy {

@@ -14,7 +14,7 @@ import Glibc
 
 /// Background fetch and remote notifications end to end, with real processes: courierd, the PushProbe app
 /// (Tests/Fixtures/PushProbe), the `courier` tool and the HTTP push endpoint.
-@Suite("courierd wakes apps for fetches and pushes", .serialized)
+@Suite("courierd wakes apps for fetches and pushes", .blockingWaits, .serialized)
 struct FetchAndPushTests {
     /// courierd on XDG directories, an app started by hand in the foreground, and its log.
     final class Scene {

@@ -30,7 +30,7 @@ import Glibc
 /// with its `Range` start, response body bytes forwarded to the daemon) are put in order; what one exchange brought
 /// beyond the offset the next one starts from was fetched twice, and is charged to the kill between the two. The
 /// journal's view (last `wroteData` total before a `.resumed(offset:)` minus that offset) is printed beside it.
-@Suite("courierd kill harness", .serialized)
+@Suite("courierd kill harness", .blockingWaits, .serialized)
 struct KillHarnessTests {
     static let identifier = "com.example.podcasts.killharness"
     static let session = IPCMessage.OpenSession(request: 1, identifier: identifier)

@@ -11,7 +11,7 @@ import Glibc
 /// The end-to-end proof with real processes: an app (Tests/Fixtures/BackgroundProbe) starts 20 background
 /// downloads and uploads and is SIGKILLed; courierd finishes them and relaunches the app, which hears every event
 /// once, in order, and finds every file intact.
-@Suite("courierd relaunches a killed app", .serialized)
+@Suite("courierd relaunches a killed app", .blockingWaits, .serialized)
 struct RelaunchTests {
     /// The probe's log, one object a line.
     static func entries(_ path: String) -> [[String: Any]] {

@@ -10,7 +10,7 @@ import Glibc
 
 /// courierd's footing on a real file system and real sockets: where it lives, that only one runs, and who may talk
 /// to it.
-@Suite("courierd paths, lock and peers")
+@Suite("courierd paths, lock and peers", .blockingWaits)
 struct ServiceSetupTests {
     static func temporaryDirectory() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("courier-service-\(UUID().uuidString)")

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// CR_FLAG_DECODE: the codings libcurl decodes, the counters it reports, and a corrupt body.
-@Suite("C engine: content decoding")
+@Suite("C engine: content decoding", .blockingWaits)
 struct ContentDecodingEngineTests {
     static let codings = ["gzip", "deflate", "br", "zstd"]
 

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// The C engine against the real test server, through its C API only.
-@Suite("C engine")
+@Suite("C engine", .blockingWaits)
 struct EngineTests {
     @Test("many small GETs over two loops: every byte, exactly one completion each")
     func manySmallRequests() async throws {

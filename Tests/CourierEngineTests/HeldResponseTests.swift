@@ -5,7 +5,7 @@ import Testing
 
 /// A held RESPONSE is answered before the transfer ends, whatever its body: the end of a response with no body to
 /// pause on (empty, chunked-empty, HEAD, 204, 304) waits for the decision like a body does (docs/response-path.md).
-@Suite("C engine: held responses")
+@Suite("C engine: held responses", .blockingWaits)
 struct HeldResponseTests {
     /// Every response shape with no body bytes, and the flag that makes the engine hold it.
     static let bodiless: [(path: String, method: String, flags: UInt32, status: Int32)] = [

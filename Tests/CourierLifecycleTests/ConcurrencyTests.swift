@@ -1,10 +1,11 @@
 import CourierConcurrency
 import CourierLifecycle
 import Dispatch
+import CourierTestSupport
 import Testing
 
 /// Background tasks begun and ended from many threads at once.
-@Suite("Concurrency")
+@Suite("Concurrency", .blockingWaits)
 struct ConcurrencyTests {
     @Test("begin and end from many threads: unique identifiers, nothing lost, one suspension")
     func beginEndManyThreads() {

@@ -1,6 +1,7 @@
 import CourierConcurrency
 import CourierLifecycle
 import Dispatch
+import CourierTestSupport
 import Testing
 
 private let flushCount = LockedValue(0)
@@ -20,7 +21,7 @@ private final class AppDelegate: ApplicationDelegate {
     }
 }
 
-@Suite("The issue's example")
+@Suite("The issue's example", .blockingWaits)
 struct IssueExampleTests {
     @Test("flushes in a background task ended from another thread, then the application is suspended")
     func example() {

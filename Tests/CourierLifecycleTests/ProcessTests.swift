@@ -1,5 +1,6 @@
 import CourierLifecycle
 import Foundation
+import CourierTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 
 /// The lifecycle of a real process: the LifecycleProbe executable, driven by real signals.
 /// Short budgets and limits (probe arguments) keep each test to a second or two.
-@Suite("Process lifecycle (real signals)", .serialized)
+@Suite("Process lifecycle (real signals)", .blockingWaits, .serialized)
 struct ProcessTests {
     private func isStopped(_ state: Character?) -> Bool { state == "T" }
     private func isRunning(_ state: Character?) -> Bool { state != nil && state != "T" && state != "t" }

@@ -1,9 +1,10 @@
 import CourierLifecycle
 import Dispatch
+import CourierTestSupport
 import Testing
 
 /// The watchdog: tasks still open when the budget ends, and delegate methods that overrun.
-@Suite("Watchdog")
+@Suite("Watchdog", .blockingWaits)
 struct WatchdogTests {
     @Test("names every open task (name, identifier, age) when the budget ends")
     func reportContents() throws {

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Async conveniences", .timeLimit(.minutes(1)))
+@Suite("Async conveniences", .blockingWaits, .timeLimit(.minutes(1)))
 struct AsyncTests {
     @Test("Swift task cancellation cancels the transfer")
     func taskCancellation() async throws {
@@ -121,7 +121,7 @@ struct AsyncTests {
     }
 }
 
-@Suite("Bad input", .timeLimit(.minutes(1)))
+@Suite("Bad input", .blockingWaits, .timeLimit(.minutes(1)))
 struct BadInputTests {
     @Test(
         "malformed and unsupported URLs",
@@ -229,7 +229,7 @@ struct BadInputTests {
     }
 }
 
-@Suite("Metrics", .timeLimit(.minutes(1)))
+@Suite("Metrics", .blockingWaits, .timeLimit(.minutes(1)))
 struct MetricsTests {
     @Test("one transaction per exchange with curl's timings and addresses")
     func metrics() async throws {

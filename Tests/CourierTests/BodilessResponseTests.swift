@@ -10,7 +10,7 @@ import FoundationNetworking
 /// Redirects and asked-for responses whose end arrives with (or before) their head: an empty body, a chunked body
 /// of length zero, HEAD, 204 and 304. Each must still wait for its decision (docs/response-path.md). Challenges
 /// with such bodies are in ``AuthenticationTests``.
-@Suite("Responses without a body", .timeLimit(.minutes(2)))
+@Suite("Responses without a body", .blockingWaits, .timeLimit(.minutes(2)))
 struct BodilessResponseTests {
     /// A relative chain of `/redirect-to` hops, the first hop first, each answered with `shape`'s body, ending at
     /// `final`. `status` applies to every hop.

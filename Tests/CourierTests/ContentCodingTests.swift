@@ -9,7 +9,7 @@ import FoundationNetworking
 
 /// Content codings are decoded transparently, as Apple's URLSession does: data, downloads and the async
 /// conveniences get decoded bytes; counters and metrics say which figure is on the wire and which is decoded.
-@Suite("Content codings", .timeLimit(.minutes(2)))
+@Suite("Content codings", .blockingWaits, .timeLimit(.minutes(2)))
 struct ContentCodingTests {
     static let codings = ["gzip", "deflate", "br", "zstd"]
     static let length = 120_000

@@ -38,7 +38,7 @@ final class OverlapDelegate: SessionDataDelegate, Sendable {
     }
 }
 
-@Suite("Delegate queue", .timeLimit(.minutes(1)))
+@Suite("Delegate queue", .blockingWaits, .timeLimit(.minutes(1)))
 struct DelegateQueueTests {
     @Test("calls are serial even on a concurrent OperationQueue")
     func serialOnConcurrentQueue() async throws {

@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Download tasks", .timeLimit(.minutes(1)))
+@Suite("Download tasks", .blockingWaits, .timeLimit(.minutes(1)))
 struct DownloadTaskTests {
     @Test("delegate: wrote* then finished, file valid during the call and deleted after, then completion")
     func delegateDownload() async throws {
@@ -144,7 +144,7 @@ struct DownloadTaskTests {
     }
 }
 
-@Suite("Upload tasks", .timeLimit(.minutes(1)))
+@Suite("Upload tasks", .blockingWaits, .timeLimit(.minutes(1)))
 struct UploadTaskTests {
     @Test("upload from Data: the server sees every byte; progress reported")
     func uploadData() async throws {
@@ -274,7 +274,7 @@ struct UploadTaskTests {
     }
 }
 
-@Suite("Download tasks suspended and resumed", .timeLimit(.minutes(1)))
+@Suite("Download tasks suspended and resumed", .blockingWaits, .timeLimit(.minutes(1)))
 struct SuspendResumeTests {
     /// libcurl 7.88 keeps the header lines that arrive while a transfer is paused and hands them to the header
     /// callback in one call when it resumes: the engine must still see the head end before the body (it once wrote

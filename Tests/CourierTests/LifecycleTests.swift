@@ -23,7 +23,7 @@ func eventually(
     }
 }
 
-@Suite("Task lifecycle", .timeLimit(.minutes(1)))
+@Suite("Task lifecycle", .blockingWaits, .timeLimit(.minutes(1)))
 struct LifecycleTests {
     @Test("suspend really pauses: no bytes flow until resume")
     func suspendPauses() async throws {
@@ -214,7 +214,7 @@ struct LifecycleTests {
     }
 }
 
-@Suite("Timeouts and limits", .timeLimit(.minutes(1)))
+@Suite("Timeouts and limits", .blockingWaits, .timeLimit(.minutes(1)))
 struct TimeoutTests {
     @Test("idle timeout on a stalled server")
     func idle() async throws {
