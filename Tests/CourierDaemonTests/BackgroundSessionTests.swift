@@ -144,26 +144,6 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
-    @Test("the response crosses from courierd whole: repeated fields apart and in order, and the HTTP version")
-    func responseHeadWhole() async throws {
-        let server = try await TestServer.start()
-        let place = Place()
-        defer { place.cleanup() }
-        let recorder = Recorder()
-        let session = Session(configuration: place.configuration("com.example.fields"), delegate: recorder)
-        let expires = "Wed, 21 Oct 2037 07:28:00 GMT"
-        let encoded = "1; Expires=\(expires)".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-        let task = session.downloadTask(with: server.url("/cookies/set?a=\(encoded)&b=2"))
-        task.resume()
-        #expect(recorder.waitForCompletions(1))
-        #expect(recorder.errors[task.taskIdentifier] == .some(nil))
-        let head = try #require(task.receivedResponse?.head)
-        #expect(head.httpVersion == "HTTP/1.1")
-        #expect(head.setCookies == ["a=1; Expires=\(expires); Path=/", "b=2; Path=/"])
-        session.finishTasksAndInvalidate()
-        try await server.shutdown()
-    }
-
     @Test("redirects followed by courierd: the task's current request and response name where they led")
     func redirected() async throws {
         let server = try await TestServer.start()

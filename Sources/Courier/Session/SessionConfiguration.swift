@@ -73,6 +73,9 @@ public struct SessionConfiguration: Sendable {
 
     /// Where the courierd of a background session is found (and started); nil for this user's usual place.
     package var daemonPaths: DaemonPaths?
+    /// Every spec, decision and event of an in-process session crosses the backend seam through its encoding
+    /// (``SerialisedBackend``): `COURIER_TRANSFER_BACKEND=serialised`, or a test that compares backends.
+    package var serialisesBackend = SerialisedBackend.isSelected
 
     /// Headers added to every request that does not already set them.
     public var httpAdditionalHeaders: [String: String]?

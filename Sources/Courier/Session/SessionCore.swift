@@ -115,7 +115,7 @@ final class SessionCore: Sendable {
                     maximumActiveTransfers: configuration.maximumConcurrentTransfers,
                     trustedCertificatesPEM: pem
                 )
-                let serialised = SerialisedBackend.isSelected
+                let serialised = configuration.serialisesBackend
                 do throws(CourierError) {
                     let engine = try Engine(configuration: engineConfiguration) { [weak self] batch in
                         self?.handle(serialised ? SerialisedBackend.carry(batch) : batch)
