@@ -278,6 +278,11 @@ struct BackgroundTaskMachineTests {
         )
         #expect(machine.cancelAll(error).isEmpty)
         #expect(machine.attemptFailed(Self.timedOut, response: nil, resourceTimeout: 3600, now: Self.start).isEmpty)
+        // While its attempt is being made: the attempt is discarded, and its arrival changes nothing.
+        machine = BackgroundTaskMachine(adding: Self.task(), rules: Self.rules)
+        _ = machine.launch(conditionsWait: nil, stopping: false, now: Self.start)
+        #expect(machine.cancelAll(error) == [.finish([.completed(error: error)]), .discardAttempt])
+        #expect(machine.attemptMade(stopping: false, now: Self.start) == [.discardAttempt])
     }
 
     @Test("an upload that succeeded: its progress, response and body, then its completion")

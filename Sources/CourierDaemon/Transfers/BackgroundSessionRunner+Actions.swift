@@ -16,8 +16,8 @@ extension BackgroundSessionRunner {
     }
 
     /// Gives `input` to the machine of task `identifier` (with whether courierd is stopping), then carries out the
-    /// actions it returned, in order, with no lock held. An attempt the machine no longer runs is forgotten (later
-    /// calls of its session task are ignored); a finished machine is dropped (the journal keeps the task until its
+    /// actions it returned, in order, with no lock held. An attempt the machine neither starts nor runs any more is
+    /// forgotten (later calls of its session task are ignored); a finished machine is dropped (the journal keeps the task until its
     /// events are acknowledged). `location`: a finished download's file.
     func drive(
         _ identifier: Int,
@@ -31,7 +31,9 @@ extension BackgroundSessionRunner {
             }
             let attempt = state.attempts[identifier]
             let actions = input(&machine, state.stopping)
-            if let attempt, machine.phase != .running {
+            // Kept while starting too: an input that comes between the attempt's registration and `attemptMade`
+            // (a command from another thread) must not drop the attempt about to run.
+            if let attempt, machine.phase != .running, machine.phase != .starting {
                 state.attempts[identifier] = nil
                 state.journalIdentifiers[attempt.taskIdentifier] = nil
             }

@@ -317,9 +317,15 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         guard phase != .finished else {
             return []
         }
-        let running = phase == .running
+        let ended: [BackgroundTaskAction] =
+            switch phase {
+            case .running: [.cancelAttempt(keepingResumeData: false)]
+            // The attempt being made, if the runner registered it already (if not, it finds the task gone).
+            case .starting: [.discardAttempt]
+            case .waiting, .finished: []
+            }
         ending = .cancel
-        return finishing([.completed(error: error)]) + (running ? [.cancelAttempt(keepingResumeData: false)] : [])
+        return finishing([.completed(error: error)]) + ended
     }
 
     /// courierd is stopping: the running attempt is cut, its partial file kept for the next start.
