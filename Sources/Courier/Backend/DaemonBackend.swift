@@ -415,14 +415,16 @@ final class DaemonBackend: TransferBackend {
     /// app has not acknowledged come (those already delivered are skipped by their sequence numbers).
     private func adoptConnection(_ opened: DaemonSessionOpener.Opened) {
         let connection = opened.connection
-        let installed = state.withLock { state -> Bool in
+        // The tasks an earlier courierd journaled, taken before any submission can use the new connection: a task
+        // journaled by the new courierd from now on is in its answer to `listTasks` below, or was not asked for yet.
+        let earlier = state.withLock { state -> Set<Int>? in
             guard case .reconnecting = state.link else {
-                return false
+                return nil
             }
             state.link = .connected(connection)
-            return true
+            return Set(state.bindings.filter(\.value.journaled).keys)
         }
-        guard installed else {
+        guard let earlier else {
             connection.close()
             return
         }
@@ -431,7 +433,7 @@ final class DaemonBackend: TransferBackend {
         if case .success(let snapshots) = taskSnapshots() {
             let known = Set(snapshots.map(\.identifier))
             let lost = state.withLock { state -> [Int: Binding] in
-                let lost = state.bindings.filter { $0.value.journaled && !known.contains($0.key) }
+                let lost = state.bindings.filter { earlier.contains($0.key) && !known.contains($0.key) }
                 for task in lost.keys {
                     state.bindings[task] = nil
                 }
