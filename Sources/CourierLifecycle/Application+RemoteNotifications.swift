@@ -21,11 +21,17 @@ extension Application {
         self.fetchState.withLock { $0.remoteNotifications }
     }
 
+    /// Where registration changes are sent from, in order.
+    private static let registrationQueue = DispatchQueue(label: "courier.lifecycle.registration")
+
     /// Tells courierd the fetch interval and the push registration, off the callback queue (connecting may take a
-    /// moment). Connects only when `connecting`; otherwise only a link already made hears of it.
+    /// moment), one change after the other: two changes sent from a concurrent queue could reach courierd in the
+    /// other order, and the older state win (an app registered for pushes journaled as not registered, its pushes
+    /// then refused as `Unregistered`). Connects only when `connecting`; otherwise only a link already made hears of
+    /// it.
     func registrationChanged(connecting: Bool, deliveringToken: Bool = false) {
         guard Application.isShared(self) else { return }
-        DispatchQueue.global().async {
+        Application.registrationQueue.async {
             let link = connecting ? BackgroundServiceLinks.link(for: self) : BackgroundServiceLinks.existing
             let (interval, remote) = self.fetchState.withLock { ($0.interval, $0.remoteNotifications) }
             guard let link else {
