@@ -130,6 +130,15 @@ package struct ResponseHead: Codable, Sendable, Equatable {
         return joined
     }
 
+    /// The entity's whole length a `Content-Range` gives (N of `bytes A-B/N` or `bytes */N`); nil when the field is
+    /// absent or the length unknown (`*`).
+    package var contentRangeTotal: Int64? {
+        guard let range = value("Content-Range"), let slash = range.lastIndex(of: "/") else {
+            return nil
+        }
+        return Int64(range[range.index(after: slash)...].trimmingCharacters(in: .whitespaces))
+    }
+
     /// Each `Set-Cookie` value, in order.
     package var setCookies: [String] {
         fieldLines.compactMap { $0.name.caseInsensitiveEquals("Set-Cookie") ? $0.value : nil }

@@ -39,8 +39,8 @@ extension ResumeData {
                 lastModified: head.value("Last-Modified"),
                 date: head.value("Date")
             )
-            if head.status == 206, let range = head.value("Content-Range"), let slash = range.lastIndex(of: "/") {
-                expectedLength = Int64(range[range.index(after: slash)...].trimmingCharacters(in: .whitespaces))
+            if head.status == 206, head.value("Content-Range")?.contains("/") == true {
+                expectedLength = head.contentRangeTotal
             } else if let length = head.value("Content-Length").flatMap({ Int64($0) }) {
                 expectedLength = length
             }

@@ -15,7 +15,7 @@ package enum EntityResponse {
         case 200:
             return response
         case 206:
-            return whole(response, length: totalLength(inContentRange: response.head.value("Content-Range")))
+            return whole(response, length: response.head.contentRangeTotal)
         default:
             return nil
         }
@@ -55,13 +55,5 @@ package enum EntityResponse {
             head.fieldLines.append(ResponseHead.Field(name: "Content-Length", value: String(length)))
         }
         return IPCMessage.BackgroundResponse(url: response.url, head: head)
-    }
-
-    /// N of `bytes A-B/N`; nil when absent or `*`.
-    private static func totalLength(inContentRange value: String?) -> Int64? {
-        guard let value, let slash = value.lastIndex(of: "/") else {
-            return nil
-        }
-        return Int64(value[value.index(after: slash)...].trimmingCharacters(in: .whitespaces))
     }
 }

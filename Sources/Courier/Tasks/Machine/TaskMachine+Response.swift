@@ -259,11 +259,9 @@ extension TaskMachine {
 
     /// A 416 whose `Content-Range: bytes */N` says the entity is exactly `offset` bytes long.
     static func rangeIsComplete(_ head: ResponseHead, offset: Int64) -> Bool {
-        guard let range = head.value("Content-Range"), range.lowercased().hasPrefix("bytes */"),
-            let total = Int64(range.dropFirst("bytes */".count).trimmingCharacters(in: .whitespaces))
-        else {
+        guard head.value("Content-Range")?.lowercased().hasPrefix("bytes */") == true else {
             return false
         }
-        return total == offset
+        return head.contentRangeTotal == offset
     }
 }
