@@ -92,11 +92,32 @@ final class Daemon {
         unlink(socket)
     }
 
-    /// Stops the daemon if it still runs, and removes its directories (the state directory first: a background
-    /// session still alive then reconnects, but starts no courierd without it).
+    /// SIGKILLs the courierd that answers on the socket, whoever started it (the test, or a background session that
+    /// found none), and waits for it to be gone.
+    func killServing() {
+        guard let descriptor = UnixSocket.connect(to: socket) else {
+            return
+        }
+        let pid = PeerCredentials.of(socket: descriptor)?.pid
+        close(descriptor)
+        kill()
+        if let pid, pid > 0 {
+            Glibc.kill(pid, SIGKILL)
+            let deadline = Date().addingTimeInterval(10)
+            while Glibc.kill(pid, 0) == 0, Date() < deadline {
+                usleep(10_000)
+            }
+        }
+        unlink(socket)
+    }
+
+    /// Stops the daemon if it still runs, and whichever other courierd serves its socket, and removes its
+    /// directories (the state directory first: a background session still alive then reconnects, but starts no
+    /// courierd without it).
     func cleanup() {
         try? FileManager.default.removeItem(at: state)
         _ = stop()
+        killServing()
         try? FileManager.default.removeItem(at: root)
     }
 }

@@ -7,9 +7,6 @@ import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One background `Session` of this process against a courierd that is killed and started again under it: the
 /// session reconnects by itself, and its commands reach courierd in the order the tasks made them.
@@ -26,38 +23,11 @@ struct DaemonRestartTests {
         return configuration
     }
 
-    /// Ends a test: the state directory first (a session still reconnecting then starts no courierd), then
-    /// whichever courierd serves the socket, then the rest.
-    static func tearDown(_ daemon: Daemon) {
-        try? FileManager.default.removeItem(at: daemon.state)
-        killServingDaemon(daemon)
-        daemon.cleanup()
-    }
-
-    /// SIGKILLs the courierd that answers on the daemon's socket, whoever started it (the test, or the session when
-    /// it found none), and waits for it to be gone.
-    static func killServingDaemon(_ daemon: Daemon) {
-        guard let descriptor = UnixSocket.connect(to: daemon.socket) else {
-            return
-        }
-        let pid = PeerCredentials.of(socket: descriptor)?.pid
-        close(descriptor)
-        daemon.kill()
-        if let pid, pid > 0 {
-            Glibc.kill(pid, SIGKILL)
-            let deadline = Date().addingTimeInterval(10)
-            while Glibc.kill(pid, 0) == 0, Date() < deadline {
-                usleep(10_000)
-            }
-        }
-        unlink(daemon.socket)
-    }
-
     @Test("courierd SIGKILLed and restarted 6 times during 8 downloads: the one session hears every event once")
     func sessionOutlivesRestarts() async throws {
         let server = try await TestServer.start()
         let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
-        defer { Self.tearDown(daemon) }
+        defer { daemon.cleanup() }
         try daemon.start()
         let recorder = Recorder()
         let session = Session(configuration: Self.configuration("com.example.restarts", on: daemon), delegate: recorder)
@@ -73,7 +43,7 @@ struct DaemonRestartTests {
         }
         for _ in 1...6 {
             usleep(300_000)
-            Self.killServingDaemon(daemon)
+            daemon.killServing()
             try daemon.start()
         }
         #expect(recorder.waitForCompletions(8, timeout: 60), "\(recorder.calls)")
@@ -100,11 +70,11 @@ struct DaemonRestartTests {
     func taskMadeWhileDown() async throws {
         let server = try await TestServer.start()
         let daemon = Daemon()
-        defer { Self.tearDown(daemon) }
+        defer { daemon.cleanup() }
         try daemon.start()
         let recorder = Recorder()
         let session = Session(configuration: Self.configuration("com.example.down", on: daemon), delegate: recorder)
-        Self.killServingDaemon(daemon)
+        daemon.killServing()
         // resume() waits for the session's new connection: the session starts courierd when none came back within
         // its grace period.
         let task = session.downloadTask(with: server.url("/bytes/300000?seed=5"))
@@ -121,7 +91,7 @@ struct DaemonRestartTests {
     func commandsInOrder() async throws {
         let server = try await TestServer.start()
         let daemon = Daemon()
-        defer { Self.tearDown(daemon) }
+        defer { daemon.cleanup() }
         try daemon.start()
         let recorder = Recorder()
         let session = Session(configuration: Self.configuration("com.example.order", on: daemon), delegate: recorder)
@@ -147,7 +117,7 @@ struct DaemonRestartProcessTests {
     func appOutlivesRestarts() async throws {
         let server = try await TestServer.start()
         let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
-        defer { DaemonRestartTests.tearDown(daemon) }
+        defer { daemon.cleanup() }
         try daemon.start()
         let log = daemon.root.appendingPathComponent("probe.log").path
         var arguments = ["--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log, "--stay"]
@@ -173,7 +143,7 @@ struct DaemonRestartProcessTests {
         #expect(RelaunchTests.wait(for: "journaled", in: log, timeout: 60))
         var kills = 0
         while kills < 20, !RelaunchTests.wait(for: "exit", in: log, timeout: 0.3) {
-            DaemonRestartTests.killServingDaemon(daemon)
+            daemon.killServing()
             try daemon.start()
             kills += 1
         }
