@@ -47,7 +47,11 @@ extension SessionCore {
             logger?.error("background session not opened", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
             return
         }
-        nextIdentifier.withLock { $0 = max($0, opened.nextTaskIdentifier) }
+        // Task identifiers go on from courierd's: at this opening and at each reopening after a lost connection.
+        let continueIdentifiers: @Sendable (Int) -> Void = { [weak self] next in
+            self?.nextIdentifier.withLock { $0 = max($0, next) }
+        }
+        continueIdentifiers(opened.nextTaskIdentifier)
         let hooks = DaemonBackend.Hooks(
             deliver: { [weak self] events in self?.handle(events) },
             afterDelivery: { [weak self] item in
@@ -55,7 +59,7 @@ extension SessionCore {
                 work.append(item)
                 self?.dispatcher.enqueue(work)
             },
-            reopened: { [weak self] next in self?.nextIdentifier.withLock { $0 = max($0, next) } }
+            reopened: continueIdentifiers
         )
         let backend = DaemonBackend(
             opener: opener,
