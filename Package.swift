@@ -45,15 +45,26 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread")]
         ),
         // posix_spawn's close-every-descriptor-from action (glibc declares it only under _GNU_SOURCE): a process
-        // courierd starts inherits standard input, output and error only (ProcessSpawner.swift).
+        // courierd or an app starts inherits standard input, output and error only (ProcessSpawner.swift).
         .target(name: "CSpawn"),
         // The package's lock (pthread-based, so ThreadSanitizer sees it; see LockedValue.swift).
         .target(name: "CourierConcurrency", swiftSettings: strictSwift),
-        // Application lifecycle: states, background tasks with budgets, expiration, watchdog.
+        // What crosses between an app and courierd: the framed messages of docs/ipc.md and the values they carry (the
+        // request, the response head, the error), the socket, courierd's paths, the app's connection (which starts
+        // courierd when none answers) and the device token. Below both the lifecycle (fetch and push registration)
+        // and the sessions (background tasks).
+        .target(
+            name: "CourierIPC",
+            dependencies: ["CSpawn", "CourierConcurrency"],
+            swiftSettings: strictSwift
+        ),
+        // Application lifecycle: states, background tasks with budgets, expiration, watchdog; its link to courierd for
+        // background fetch and remote notifications.
         .target(
             name: "CourierLifecycle",
             dependencies: [
                 "CourierConcurrency",
+                "CourierIPC",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -66,6 +77,7 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierConcurrency",
+                "CourierIPC",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -77,8 +89,8 @@ let package = Package(
             name: "Courier",
             dependencies: [
                 "CSupport",
-                "CSpawn",
                 "CourierConcurrency",
+                "CourierIPC",
                 "CourierLifecycle",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -92,6 +104,7 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierConcurrency",
+                "CourierIPC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/CourierCLI",
@@ -165,20 +178,21 @@ let package = Package(
         .testTarget(
             name: "CourierDaemonTests",
             dependencies: [
-                "Courier", "CourierDaemon", "CourierTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "Courier", "CourierDaemon", "CourierIPC", "CourierTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Corpus"],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "CourierMachineTests",
-            dependencies: ["Courier"],
+            dependencies: ["Courier", "CourierIPC"],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "CourierTests",
             dependencies: [
-                "Courier", "CourierConcurrency", "CourierTestSupport",
+                "Courier", "CourierConcurrency", "CourierIPC", "CourierTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strictSwift

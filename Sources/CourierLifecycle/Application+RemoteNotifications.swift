@@ -32,12 +32,9 @@ extension Application {
     func registrationChanged(connecting: Bool, deliveringToken: Bool = false) {
         guard Application.isShared(self) else { return }
         Application.registrationQueue.async {
-            let link = connecting ? BackgroundServiceLinks.link(for: self) : BackgroundServiceLinks.existing
+            let link = connecting ? BackgroundServiceLink.link(for: self) : BackgroundServiceLink.existing
             let (interval, remote) = self.fetchState.withLock { ($0.interval, $0.remoteNotifications) }
             guard let link else {
-                if deliveringToken {
-                    self.didRegisterForRemoteNotifications(.failure(BackgroundServiceUnavailable()))
-                }
                 return
             }
             link.registrationChanged(fetchInterval: interval, remoteNotifications: remote, deliveringToken: deliveringToken)
@@ -82,7 +79,7 @@ extension Application {
         // reported over a link made for the purpose if the app made none.
         let report: @Sendable (BackgroundFetchReport) -> Void = { report in
             guard Application.isShared(self) else { return }
-            BackgroundServiceLinks.link(for: self)?.finished(work, report: report)
+            BackgroundServiceLink.link(for: self).finished(work, report: report)
         }
         switch work.kind {
         case .fetch:

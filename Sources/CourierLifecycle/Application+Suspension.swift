@@ -14,7 +14,7 @@ extension Application {
     /// since the stop means courierd (the application stays in the background: the wake's work follows); nothing
     /// means the user (it comes to the foreground). Without a link to courierd, SIGCONT's handler decides alone.
     func suspendProcess() {
-        guard Application.isShared(self), let link = BackgroundServiceLinks.existing else {
+        guard Application.isShared(self), let link = BackgroundServiceLink.existing else {
             self.configuration.processControl.suspend()
             return
         }
@@ -58,7 +58,7 @@ extension Application {
     /// process but courierd brings the application to the foreground; courierd's continue is handled where the
     /// process resumes (``suspendProcess()``).
     func continued(by sender: pid_t) {
-        if let daemon = BackgroundServiceLinks.existing?.daemonProcess, sender == daemon {
+        if let daemon = BackgroundServiceLink.existing?.daemonProcess, sender == daemon {
             return
         }
         self.enterForeground()

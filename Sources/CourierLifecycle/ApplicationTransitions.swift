@@ -1,4 +1,5 @@
 import Dispatch
+import CourierIPC
 import Logging
 
 /// The transitions: launch, background, foreground, suspension, termination and the watchdog.

@@ -1,96 +1,186 @@
 import CourierConcurrency
+import CourierIPC
+import Foundation
 
-/// What the lifecycle needs from courierd for background fetch and remote notifications, implemented by the Courier
-/// module (which speaks the daemon's protocol; this module cannot depend on it).
+/// The application's link to courierd for background fetch and remote notifications: one connection per process, made
+/// the first time the shared application needs it — when it asks for a fetch interval other than never, registers
+/// for remote notifications, or was launched for a fetch or a push — that registers the app, receives the wakes
+/// courierd sends and reports how each handler went.
 ///
-/// The application finds the implementation by name (``BackgroundServiceLinks/typeName``) the first time it needs one
-/// — when it asks for a fetch interval other than never, registers for remote notifications, or was launched for a
-/// fetch or a push — so an app gets it by linking Courier, with nothing to install. A process that does not link
-/// Courier has none: registering fails with ``BackgroundServiceUnavailable``.
-package protocol BackgroundServiceLinking: AnyObject, Sendable {
-    /// Connects `application` to courierd (starting it when none runs). Called once per process, off the callback
-    /// queue.
-    static func connect(_ application: Application) -> Self
-
-    /// The fetch interval or the push registration changed: tell courierd. With `deliveringToken` (the app called
-    /// `registerForRemoteNotifications()`), the device token or the failure goes to
-    /// ``Application/didRegisterForRemoteNotifications(_:)``.
-    func registrationChanged(fetchInterval: BackgroundFetchInterval, remoteNotifications: Bool, deliveringToken: Bool)
-
-    /// A fetch or push handler finished (or overran): tell courierd, which schedules the next one from it.
-    func finished(_ work: BackgroundWork, report: BackgroundFetchReport)
-
-    /// courierd's process (the peer of the link's connection), which sends SIGCONT to resume the suspended
-    /// application for background work; nil while not connected.
-    var daemonProcess: Int32? { get }
-
-    /// How much the link has received so far, taken before the process stops.
-    func receiveMark() -> UInt64
-
-    /// Whether courierd has sent anything since `mark` (read already, or waiting to be read). courierd writes a wake
-    /// before it resumes a stopped process, so right after a continue this tells courierd's continue from the user's.
-    func hasReceived(since mark: UInt64) -> Bool
-}
-
-/// Background work courierd asked for.
-package struct BackgroundWork: Sendable, Equatable {
-    package enum Kind: String, Sendable {
-        case fetch
-        case remoteNotification
+/// A connection that ended (courierd restarted) is made again at the next registration or report, and the last
+/// registration is sent again on it.
+final class BackgroundServiceLink: Sendable {
+    private struct Registration: Sendable, Equatable {
+        var fetchInterval: BackgroundFetchInterval
+        var remoteNotifications: Bool
     }
 
-    package var kind: Kind
-    /// courierd's number for the wake; nil for work the process was launched for.
-    package var wake: UInt64?
-
-    package init(kind: Kind, wake: UInt64?) {
-        self.kind = kind
-        self.wake = wake
+    private struct State {
+        var connection: DaemonConnection?
+        var registration: Registration?
+        /// `TransferCounter.bytes` when each wake arrived.
+        var bytesAtWake: [UInt64: Int64] = [:]
     }
-}
 
-/// The process's link to courierd, made on first use.
-package enum BackgroundServiceLinks {
-    /// The implementation the application looks for.
-    package static let typeName = "Courier.BackgroundServiceLink"
+    private weak let application: Application?
+    private let paths: DaemonPaths
+    private let state = LockedValue(State())
 
-    private static let link = LockedValue<(any BackgroundServiceLinking)?>(nil)
-    /// Held while a link is made, so that callers racing to make one wait for it (the link lock is not held while
-    /// connecting: ``existing`` stays quick); says whether the missing Courier module was logged.
-    private static let making = LockedValue(false)
+    private init(application: Application, paths: DaemonPaths) {
+        self.application = application
+        self.paths = paths
+    }
 
-    /// The link of `application` (the shared one), made now if it was not; nil when Courier is not linked in.
-    static func link(for application: Application) -> (any BackgroundServiceLinking)? {
-        if let existing = self.existing {
+    private static let shared = LockedValue<BackgroundServiceLink?>(nil)
+    /// Held while the link is made, so that callers racing to make one wait for it (``existing`` does not wait:
+    /// connecting may take a moment).
+    private static let making = LockedValue(())
+
+    /// The link of `application` (the shared one), made now (connecting to courierd, starting it when none runs) if it
+    /// was not.
+    static func link(for application: Application) -> BackgroundServiceLink {
+        if let existing {
             return existing
         }
-        return self.making.withLock { warnedOfNoLink in
-            if let existing = self.existing {
+        return making.withLock { _ in
+            if let existing {
                 return existing
             }
-            guard let type = _typeByName(self.typeName) as? any BackgroundServiceLinking.Type else {
-                if !warnedOfNoLink {
-                    warnedOfNoLink = true
-                    application.logger.notice("no link to courierd: the Courier module is not linked into this program")
-                }
-                return nil
-            }
-            let made = type.connect(application)
-            self.link.withLock { $0 = made }
+            let made = BackgroundServiceLink(application: application, paths: DaemonPaths.current)
+            _ = made.connection()
+            shared.withLock { $0 = made }
             return made
         }
     }
 
     /// The link, if one was made.
-    static var existing: (any BackgroundServiceLinking)? {
-        self.link.withLock { $0 }
+    static var existing: BackgroundServiceLink? {
+        shared.withLock { $0 }
     }
-}
 
-/// Registering for remote notifications failed: this program does not link the Courier module, which talks to
-/// courierd.
-public struct BackgroundServiceUnavailable: Error, Sendable, CustomStringConvertible {
-    public var description: String {
-        "remote notifications need courierd: link the Courier module into this program"
+    /// The live connection, made (and the registration sent again) when there is none.
+    private func connection() -> Result<DaemonConnection, CourierError> {
+        if let live = state.withLock({ $0.connection }), !live.hasEnded {
+            return .success(live)
+        }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let opened = DaemonConnection.open(
+            paths: paths,
+            app: DaemonConnection.appName,
+            launchCommand: [executable] + CommandLine.arguments.dropFirst()
+        )
+        guard case .success(let connection) = opened else {
+            return opened
+        }
+        connection.setWakeHandler { [weak self] wake in
+            self?.wake(wake)
+        }
+        let registration = state.withLock { state in
+            state.connection = connection
+            return state.registration
+        }
+        if let registration {
+            _ = register(registration, on: connection)
+        }
+        return .success(connection)
+    }
+
+    /// The fetch interval or the push registration changed: tell courierd. With `deliveringToken` (the app called
+    /// `registerForRemoteNotifications()`), the device token or the failure goes to
+    /// ``Application/didRegisterForRemoteNotifications(_:)``.
+    func registrationChanged(
+        fetchInterval: BackgroundFetchInterval,
+        remoteNotifications: Bool,
+        deliveringToken: Bool
+    ) {
+        let registration = Registration(fetchInterval: fetchInterval, remoteNotifications: remoteNotifications)
+        state.withLock { $0.registration = registration }
+        let answer = connection().flatMap { register(registration, on: $0) }
+        guard deliveringToken, let application else {
+            return
+        }
+        switch answer {
+        case .success(let token?):
+            application.didRegisterForRemoteNotifications(.success(token))
+        case .success(nil):
+            application.didRegisterForRemoteNotifications(
+                .failure(CourierError(.badServerResponse, "courierd registered the app without a device token"))
+            )
+        case .failure(let error):
+            application.didRegisterForRemoteNotifications(.failure(error))
+        }
+    }
+
+    /// Sends the registration; returns the device token courierd answered with, if it gave one.
+    private func register(_ registration: Registration, on connection: DaemonConnection) -> Result<Data?, CourierError> {
+        let answer = connection.request { number in
+            .registerApp(
+                .init(
+                    request: number,
+                    fetchInterval: registration.fetchInterval.seconds,
+                    remoteNotifications: registration.remoteNotifications
+                )
+            )
+        }
+        switch answer {
+        case .success(.registered(let token)):
+            return .success(token.flatMap(DeviceToken.data(fromHex:)))
+        case .success:
+            return .failure(CourierError(.badServerResponse, "courierd answered a registration with something else"))
+        case .failure(let error):
+            return .failure(error)
+        }
+    }
+
+    /// A fetch or push handler finished (or overran): tell courierd, which schedules the next one from it.
+    func finished(_ work: BackgroundWork, report: BackgroundFetchReport) {
+        let before = work.wake.flatMap { wake in state.withLock { $0.bytesAtWake.removeValue(forKey: wake) } } ?? 0
+        let completed = IPCMessage.WakeCompleted(
+            wake: work.wake,
+            work: work.kind == .fetch ? .fetch : .remoteNotification,
+            result: report.overran ? nil : report.result?.rawValue,
+            duration: report.duration.inSeconds,
+            bytes: TransferCounter.bytes - before
+        )
+        if case .success(let connection) = connection() {
+            connection.send(.wakeCompleted(completed))
+        }
+    }
+
+    /// How much the link has received so far, taken before the process stops.
+    func receiveMark() -> UInt64 {
+        state.withLock { $0.connection }?.bytesReceived ?? 0
+    }
+
+    /// Whether courierd has sent anything since `mark` (read already, or waiting to be read). courierd writes a wake
+    /// before it resumes a stopped process, so right after a continue this tells courierd's continue from the user's.
+    func hasReceived(since mark: UInt64) -> Bool {
+        guard let connection = state.withLock({ $0.connection }) else {
+            return false
+        }
+        return connection.bytesReceived != mark || connection.hasUnreadBytes
+    }
+
+    /// courierd's process (the peer of the link's connection), which sends SIGCONT to resume the suspended
+    /// application for background work; nil while not connected.
+    var daemonProcess: Int32? {
+        guard let connection = state.withLock({ $0.connection }), !connection.hasEnded else {
+            return nil
+        }
+        return connection.peer?.pid
+    }
+
+    /// courierd asks for background work: the application runs the handler (after leaving suspension).
+    private func wake(_ wake: IPCMessage.Wake) {
+        guard let application else {
+            return
+        }
+        state.withLock { $0.bytesAtWake[wake.wake] = TransferCounter.bytes }
+        let (kind, payload): (BackgroundWork.Kind, Data?) =
+            switch wake.reason {
+            case .fetch: (.fetch, nil)
+            case .remoteNotification(let payload, _): (.remoteNotification, payload)
+            }
+        application.performBackgroundWork(BackgroundWork(kind: kind, wake: wake.wake), payload: payload)
     }
 }

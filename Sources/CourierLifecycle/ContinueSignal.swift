@@ -38,7 +38,7 @@ enum ContinueSignal {
             }
             guard let application, !senders.isEmpty else { return }
             // A user's continue among them wins: the user wants the application in front.
-            application.continued(by: senders.first { $0 != BackgroundServiceLinks.existing?.daemonProcess } ?? senders[0])
+            application.continued(by: senders.first { $0 != BackgroundServiceLink.existing?.daemonProcess } ?? senders[0])
         }
         source.resume()
         var action = sigaction()

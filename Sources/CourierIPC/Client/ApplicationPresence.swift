@@ -37,7 +37,7 @@ package enum ApplicationPresence {
     }
 
     /// The shared application's state changed; observers hear of it when that changes the answer.
-    static func publish(inForeground: Bool) {
+    package static func publish(inForeground: Bool) {
         let observers = state.withLock { state -> [@Sendable (Bool) -> Void] in
             guard state.inForeground != inForeground else {
                 return []

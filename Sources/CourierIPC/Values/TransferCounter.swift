@@ -5,7 +5,7 @@ import Synchronization
 package enum TransferCounter {
     private static let total = Atomic<Int64>(0)
 
-    static func add(_ bytes: Int64) {
+    package static func add(_ bytes: Int64) {
         total.add(bytes, ordering: .relaxed)
     }
 

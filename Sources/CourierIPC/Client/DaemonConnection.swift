@@ -1,5 +1,4 @@
 import CourierConcurrency
-import CourierLifecycle
 package import Foundation
 
 #if canImport(Glibc)
@@ -13,9 +12,9 @@ import Glibc
 /// whole, one at a time, from any thread. When the connection ends (courierd went away, or ``close()``), the handler
 /// of ``setEndHandler(_:)`` is called once, on the reader thread, after every waiting request has failed.
 package final class DaemonConnection: Sendable {
-    typealias EventHandler = @Sendable (IPCMessage.Events) -> Void
-    typealias WakeHandler = @Sendable (IPCMessage.Wake) -> Void
-    typealias EndHandler = @Sendable () -> Void
+    package typealias EventHandler = @Sendable (IPCMessage.Events) -> Void
+    package typealias WakeHandler = @Sendable (IPCMessage.Wake) -> Void
+    package typealias EndHandler = @Sendable () -> Void
 
     private final class Waiter: Sendable {
         let done = DispatchSemaphore(value: 0)
@@ -129,7 +128,7 @@ package final class DaemonConnection: Sendable {
 
     /// Sends a message that has no reply (an acknowledgement). False when the connection is gone.
     @discardableResult
-    func send(_ message: IPCMessage) -> Bool {
+    package func send(_ message: IPCMessage) -> Bool {
         guard let frame = try? message.frame() else {
             return false
         }
@@ -139,7 +138,7 @@ package final class DaemonConnection: Sendable {
     }
 
     /// Calls `handler` once when the connection ends (at once if it has ended already).
-    func setEndHandler(_ handler: @escaping EndHandler) {
+    package func setEndHandler(_ handler: @escaping EndHandler) {
         let endedAlready = state.withLock { state -> Bool in
             guard state.ended == nil else {
                 return true
@@ -154,12 +153,12 @@ package final class DaemonConnection: Sendable {
 
     /// Whether courierd's replay of a session's unacknowledged events (the batch marked `finished`, sent when the
     /// session is opened) arrived and waits for ``setEventHandler(_:)``.
-    var holdsReplay: Bool {
+    package var holdsReplay: Bool {
         state.withLock { state in state.early.contains { $0.finished } }
     }
 
     /// Hands events to `handler` from now on, the ones that came earlier first.
-    func setEventHandler(_ handler: @escaping EventHandler) {
+    package func setEventHandler(_ handler: @escaping EventHandler) {
         while true {
             let early = state.withLock { state -> [IPCMessage.Events] in
                 let early = state.early
@@ -177,7 +176,7 @@ package final class DaemonConnection: Sendable {
     }
 
     /// Hands wakes (background work courierd asks for) to `handler` from now on, the ones that came earlier first.
-    func setWakeHandler(_ handler: @escaping WakeHandler) {
+    package func setWakeHandler(_ handler: @escaping WakeHandler) {
         let early = state.withLock { state -> [IPCMessage.Wake] in
             defer { state.earlyWakes = [] }
             state.wakeHandler = handler
@@ -203,7 +202,7 @@ package final class DaemonConnection: Sendable {
     }
 
     /// Whether the connection ended (courierd closed it, or it was closed).
-    var hasEnded: Bool {
+    package var hasEnded: Bool {
         state.withLock { $0.ended != nil }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -10,9 +10,9 @@ import Glibc
 /// detached (its own session, reparented to init by a shell that exits at once), with its log appended to
 /// `courierd.log` in the runtime directory. Two racing starters are harmless: courierd's lock lets one run, the
 /// other exits with status 3.
-enum DaemonLauncher {
+package enum DaemonLauncher {
     /// The courierd executable, or nil when there is none.
-    static func executable(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    package static func executable(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         if let explicit = environment["COURIERD"], FileManager.default.isExecutableFile(atPath: explicit) {
             return explicit
         }
@@ -32,7 +32,7 @@ enum DaemonLauncher {
 
     /// Starts courierd for `paths` and waits (up to `timeout`) until its socket accepts a connection; returns the
     /// connected descriptor.
-    static func start(_ paths: DaemonPaths, timeout: TimeInterval = 10) -> Result<Int32, CourierError> {
+    package static func start(_ paths: DaemonPaths, timeout: TimeInterval = 10) -> Result<Int32, CourierError> {
         guard let executable = executable() else {
             return .failure(
                 CourierError(

@@ -1,7 +1,7 @@
-import Foundation
+package import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+package import FoundationNetworking
 #endif
 
 /// A parsed response head: status line and header fields from the engine's raw header block. It crosses to and from
@@ -49,7 +49,7 @@ package struct ResponseHead: Codable, Sendable, Equatable {
     /// response, so it scans the bytes with integer offsets and makes one string per name and per value (a name
     /// of up to 15 bytes is a small string, with no allocation), in one array; invalid UTF-8 in a value is
     /// repaired (U+FFFD), as `String(decoding:as:)` does.
-    init(status: Int, headerBytes bytes: UnsafeRawBufferPointer) {
+    package init(status: Int, headerBytes bytes: UnsafeRawBufferPointer) {
         self.status = status
         var version = "HTTP/1.1"
         var lines: [Field] = []
@@ -160,7 +160,7 @@ package struct ResponseHead: Codable, Sendable, Equatable {
         return fields
     }
 
-    func response(for url: URL) -> HTTPURLResponse? {
+    package func response(for url: URL) -> HTTPURLResponse? {
         HTTPURLResponse(url: url, statusCode: status, httpVersion: httpVersion, headerFields: fields)
     }
 }

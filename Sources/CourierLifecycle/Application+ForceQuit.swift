@@ -1,4 +1,4 @@
-import CourierLifecycle
+public import CourierIPC
 import Foundation
 
 #if canImport(Glibc)
