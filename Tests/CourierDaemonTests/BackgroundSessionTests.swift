@@ -24,6 +24,7 @@ struct BackgroundSessionTests {
         private var _errors: [Int: CourierError?] = [:]
         private var _responses: [Int: Int] = [:]
         private var _descriptions: [Int: String] = [:]
+        private var _metrics: [Int: SessionTaskMetrics] = [:]
         private let finished = DispatchSemaphore(value: 0)
         private let replayed = DispatchSemaphore(value: 0)
 
@@ -32,6 +33,11 @@ struct BackgroundSessionTests {
         var errors: [Int: CourierError?] { lock.withLock { _errors } }
         var statuses: [Int: Int] { lock.withLock { _responses } }
         var descriptions: [Int: String] { lock.withLock { _descriptions } }
+        var metrics: [Int: SessionTaskMetrics] { lock.withLock { _metrics } }
+
+        func urlSession(_ session: Session, task: SessionTask, didFinishCollecting metrics: SessionTaskMetrics) {
+            lock.withLock { _metrics[task.taskIdentifier] = metrics }
+        }
 
         func urlSession(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) {
             let data = FileManager.default.contents(atPath: location.path)

@@ -18,7 +18,7 @@ struct BackgroundTaskMachineTests {
         return BackgroundTaskMachine.Rules(settings)
     }
 
-    static func task(_ kind: IPCMessage.BackgroundTask.Kind = .download) -> JournaledTask {
+    static func task(_ kind: TransferSpec.TaskDetails.Kind = .download) -> JournaledTask {
         JournaledTask(
             session: "com.example.podcasts",
             spec: IPCMessage.BackgroundTask(identifier: 7, kind: kind, request: TaskRequest(url: url)),
@@ -30,7 +30,7 @@ struct BackgroundTaskMachineTests {
     }
 
     /// A machine whose first attempt is running, at `start`.
-    static func running(_ kind: IPCMessage.BackgroundTask.Kind = .download) -> BackgroundTaskMachine {
+    static func running(_ kind: TransferSpec.TaskDetails.Kind = .download) -> BackgroundTaskMachine {
         var machine = BackgroundTaskMachine(adding: task(kind), rules: rules)
         _ = machine.launch(conditionsWait: nil, stopping: false, now: start)
         _ = machine.attemptMade(stopping: false, now: start)
@@ -45,6 +45,26 @@ struct BackgroundTaskMachineTests {
     }
 
     static let timedOut = CourierError(.timedOut, "the request timed out")
+
+    /// The actions of a download that finished whole (`length` bytes), reported as `entity`.
+    static func finished(
+        as entity: IPCMessage.BackgroundResponse,
+        at length: Int64,
+        expected: Int64
+    ) -> [BackgroundTaskAction] {
+        let whole = TransferProgress(received: length, expectedToReceive: expected)
+        var leading = IPCMessage.BackgroundEvent.response(entity, progress: whole)
+        if expected < 0 {
+            // The machine had not heard of these bytes: reported first.
+            leading.insert(IPCMessage.BackgroundEvent(.progress, progress: whole), at: 0)
+        }
+        return [
+            .finishDownload(
+                leading: leading,
+                completion: .completed(nil, whole, response: entity)
+            )
+        ]
+    }
 
     @Test("a new task starts at once: the attempt is made, then runs")
     func starts() {
@@ -94,14 +114,14 @@ struct BackgroundTaskMachineTests {
             Issue.record("no checkpoint for the first bytes")
             return
         }
-        #expect(progress == .wroteData(delta: 100, total: 100, expected: 5000))
+        #expect(progress == .wrote(100, of: 5000))
         machine.checkpointed(first, reportingProgress: true)
         #expect(machine.progressed(received: 200, now: Self.start.addingTimeInterval(0.5)).isEmpty)
         let later = machine.progressed(received: 300, now: Self.start.addingTimeInterval(1.1))
         #expect(later.count == 1)
         if case .checkpoint(let checkpoint, let progress)? = later.first {
             #expect(checkpoint.received == 300)
-            #expect(progress == .wroteData(delta: 200, total: 300, expected: 5000))
+            #expect(progress == .wrote(300, of: 5000))
         }
     }
 
@@ -129,11 +149,11 @@ struct BackgroundTaskMachineTests {
     func retriesEnd() {
         var machine = Self.running()
         let actions = machine.attemptFailed(Self.timedOut, response: nil, resourceTimeout: 10, now: Self.start)
-        guard case .finish(let events)? = actions.first, case .completed(let error)? = events.last else {
+        guard case .finish(let events)? = actions.first, case .some(let error)? = events.last?.endingError else {
             Issue.record("not finished: \(actions)")
             return
         }
-        #expect(error?.code == .timedOut)
+        #expect(error.code == .timedOut)
         #expect(machine.phase == .finished)
 
         machine = Self.running()
@@ -143,7 +163,7 @@ struct BackgroundTaskMachineTests {
             resourceTimeout: 3600,
             now: Self.start
         )
-        #expect(refused == [.finish([.completed(error: CourierError(.badURL, "no"))])])
+        #expect(refused == [.finish([.completed(CourierError(.badURL, "no"))])])
     }
 
     @Test("cancel racing a retry, both orders: the task ends cancelled, never waits forever")
@@ -152,18 +172,18 @@ struct BackgroundTaskMachineTests {
         var machine = Self.running()
         _ = machine.attemptFailed(Self.timedOut, response: nil, resourceTimeout: 3600, now: Self.start)
         let cancelled = try? machine.command(.cancel).get()
-        #expect(cancelled == [.finish([.completed(error: CourierError(.cancelled, "cancelled"))])])
+        #expect(cancelled == [.finish([.completed(CourierError(.cancelled, "cancelled"))])])
         #expect(machine.phase == .finished)
 
         // The cancel first: the attempt's failure (a time-out racing the cancel) ends it, no retry.
         machine = Self.running()
         #expect((try? machine.command(.cancel).get()) == [.cancelAttempt(keepingResumeData: false)])
         let ended = machine.attemptFailed(Self.timedOut, response: nil, resourceTimeout: 3600, now: Self.start)
-        guard case .finish(let events)? = ended.first, case .completed(let error)? = events.last else {
+        guard case .finish(let events)? = ended.first, case .some(let error)? = events.last?.endingError else {
             Issue.record("not finished: \(ended)")
             return
         }
-        #expect(error?.code == .cancelled)
+        #expect(error.code == .cancelled)
         // A command for a finished task is refused.
         #expect((try? machine.command(.resume).get()) == nil)
     }
@@ -175,7 +195,7 @@ struct BackgroundTaskMachineTests {
         #expect((try? machine.command(.cancel).get()) == [])
         #expect(
             machine.attemptMade(stopping: false, now: Self.start)
-                == [.discardAttempt, .finish([.completed(error: CourierError(.cancelled, "cancelled"))])]
+                == [.discardAttempt, .finish([.completed(CourierError(.cancelled, "cancelled"))])]
         )
 
         machine = BackgroundTaskMachine(adding: Self.task(), rules: Self.rules)
@@ -246,7 +266,8 @@ struct BackgroundTaskMachineTests {
         _ = machine.attemptMade(stopping: false, now: Self.start)
         let refused = Self.response(416, [("Content-Range", "bytes */5000")])
         #expect(
-            machine.downloadFinished(response: refused, length: 5000) == [.finishDownload(leading: [.response(first)])]
+            machine.downloadFinished(response: refused, length: 5000)
+                == Self.finished(as: first, at: 5000, expected: 5000)
         )
     }
 
@@ -265,7 +286,7 @@ struct BackgroundTaskMachineTests {
         _ = machine.attemptMade(stopping: false, now: Self.start.addingTimeInterval(30))
         let range = Self.response(206, [("Content-Range", "bytes 2000-4999/5000"), ("Content-Length", "3000")])
         #expect(
-            machine.downloadFinished(response: range, length: 5000) == [.finishDownload(leading: [.response(first)])]
+            machine.downloadFinished(response: range, length: 5000) == Self.finished(as: first, at: 5000, expected: -1)
         )
     }
 
@@ -274,14 +295,14 @@ struct BackgroundTaskMachineTests {
         var machine = Self.running()
         let error = CourierError(.cancelled, "the session was invalidated")
         #expect(
-            machine.cancelAll(error) == [.finish([.completed(error: error)]), .cancelAttempt(keepingResumeData: false)]
+            machine.cancelAll(error) == [.finish([.completed(error)]), .cancelAttempt(keepingResumeData: false)]
         )
         #expect(machine.cancelAll(error).isEmpty)
         #expect(machine.attemptFailed(Self.timedOut, response: nil, resourceTimeout: 3600, now: Self.start).isEmpty)
         // While its attempt is being made: the attempt is discarded, and its arrival changes nothing.
         machine = BackgroundTaskMachine(adding: Self.task(), rules: Self.rules)
         _ = machine.launch(conditionsWait: nil, stopping: false, now: Self.start)
-        #expect(machine.cancelAll(error) == [.finish([.completed(error: error)]), .discardAttempt])
+        #expect(machine.cancelAll(error) == [.finish([.completed(error)]), .discardAttempt])
         #expect(machine.attemptMade(stopping: false, now: Self.start) == [.discardAttempt])
     }
 
@@ -290,14 +311,17 @@ struct BackgroundTaskMachineTests {
         var machine = Self.running(.upload)
         _ = machine.progressed(sent: 10, expectedToSend: 10, now: Self.start)
         let response = Self.response(201, [])
+        let sent = TransferProgress(sent: 10, expectedToSend: 10)
         #expect(
             machine.uploadFinished(response: response, body: Data("{}".utf8))
                 == [
-                    .finish([
-                        .sentBodyData(delta: 10, total: 10, expected: 10), .response(response),
-                        .receivedData(Data("{}".utf8)),
-                        .completed(error: nil),
-                    ])
+                    .finish(
+                        [IPCMessage.BackgroundEvent(.progress, progress: sent)]
+                            + IPCMessage.BackgroundEvent.response(response, progress: sent) + [
+                                IPCMessage.BackgroundEvent(.data(Data("{}".utf8)), progress: sent),
+                                .completed(nil, sent, response: response),
+                            ]
+                    )
                 ]
         )
     }

@@ -36,16 +36,13 @@ struct BackgroundTransferTests {
     }
 
     static func isCompletion(_ event: IPCMessage.SequencedEvent) -> Bool {
-        if case .completed = event.event {
-            return true
-        }
-        return false
+        event.event.isCompletion
     }
 
     /// The finished file an event list hands over.
     static func finishedFile(_ events: [IPCMessage.SequencedEvent]) -> String? {
         for event in events {
-            if case .finishedDownloading(let path) = event.event {
+            if let path = event.event.downloadedPath {
                 return path
             }
         }
@@ -67,20 +64,21 @@ struct BackgroundTransferTests {
         )
         let events = try client.events(until: Self.isCompletion)
         let kinds = events.map { event -> String in
-            switch event.event {
-            case .wroteData: "wroteData"
-            case .response(let response): "response \(response.status)"
-            case .finishedDownloading: "finished"
-            case .completed(let error): "completed \(error.map { "\($0.code)" } ?? "ok")"
+            switch event.event.payload {
+            case .progress: "progress"
+            case .relocated: "relocated"
+            case .response(_, _, let head): "response \(head.status)"
+            case .downloaded: "finished"
+            case .complete(let completion): "completed \(completion.error.map { "\($0.code)" } ?? "ok")"
             default: "\(event.event)"
             }
         }
         #expect(Array(kinds.suffix(3)) == ["response 200", "finished", "completed ok"])
         #expect(events.map(\.sequence) == Array(events.map(\.sequence).sorted()))
         #expect(Set(events.map(\.sequence)).count == events.count)
-        if case .wroteData(_, let total, let expected)? = events.last(where: { if case .wroteData = $0.event { true } else { false } })?.event {
-            #expect(total == Int64(count))
-            #expect(expected == Int64(count))
+        if let progress = events.last(where: { $0.event.isProgress })?.event.progress {
+            #expect(progress.received == Int64(count))
+            #expect(progress.expectedToReceive == Int64(count))
         }
         let file = try #require(Self.finishedFile(events))
         #expect(FileManager.default.contents(atPath: file) == TestServer.bytes(count: count, seed: 4))
@@ -127,7 +125,7 @@ struct BackgroundTransferTests {
         // Two coalesced progress events: at least one checkpoint is journaled.
         var progress = 0
         let before = try client.events { event in
-            if case .wroteData = event.event {
+            if event.event.isProgress {
                 progress += 1
             }
             return progress == 2
@@ -144,11 +142,11 @@ struct BackgroundTransferTests {
         let fresh = after.filter { $0.sequence > before.last!.sequence }
         #expect(fresh.map(\.sequence) == fresh.map(\.sequence).sorted())
         let resumedAt = fresh.compactMap { event -> Int64? in
-            if case .resumed(let offset, let expected) = event.event {
-                #expect(expected == Int64(count))
-                return offset
+            guard let resumed = event.event.resumedAt else {
+                return nil
             }
-            return nil
+            #expect(resumed.expectedTotal == Int64(count))
+            return resumed.offset
         }
         #expect(resumedAt.count == 1)
         #expect((resumedAt.first ?? 0) > 0, "the download started again from zero")
@@ -172,7 +170,7 @@ struct BackgroundTransferTests {
         let count = 300_000
         try Self.create(Self.download(1, server.url("/bytes/\(count)?seed=2&cut=120000")), on: &client)
         let events = try client.events(until: Self.isCompletion)
-        guard case .completed(let error)? = events.last?.event else {
+        guard let error = events.last?.event.endingError else {
             Issue.record("no completion")
             return
         }
@@ -213,17 +211,14 @@ struct BackgroundTransferTests {
         var answer: Data?
         var status: Int?
         for event in events {
-            switch event.event {
-            case .receivedData(let data): answer = data
-            case .response(let response): status = response.status
-            default: break
-            }
+            answer = event.event.body ?? answer
+            status = event.event.responseHead?.status ?? status
         }
         #expect(status == 200)
         let json = try JSONSerialization.jsonObject(with: try #require(answer)) as? [String: Any]
         #expect(json?["length"] as? Int == body.count)
         #expect(json?["sha256"] as? String == TestServer.sha256Hex(body))
-        #expect(events.last?.event == .completed(error: nil))
+        #expect(events.last?.event.endingError == .some(nil))
         // The daemon's copy goes with the task (right after the completion is journaled and sent).
         let uploadsDirectory = daemon.state.appendingPathComponent("uploads").path
         let deadline = Date().addingTimeInterval(5)
@@ -270,7 +265,7 @@ struct BackgroundTransferTests {
             try Application.forceQuit(app: "com.example.podcasts", paths: daemon.paths)
         }
         let events = try client.events(until: Self.isCompletion)
-        guard case .completed(let error)? = events.last?.event else {
+        guard let error = events.last?.event.endingError else {
             Issue.record("no completion")
             return
         }
@@ -329,7 +324,7 @@ struct BackgroundTransferTests {
         _ = try client.request { .listTasks(.init(request: $0, session: Self.identifier)) }
         #expect(client.events.isEmpty)
         for path in first.compactMap({ event -> String? in
-            if case .finishedDownloading(let path) = event.event { path } else { nil }
+            event.event.downloadedPath
         }) {
             #expect(!FileManager.default.fileExists(atPath: path))
         }

@@ -42,10 +42,12 @@ struct DaemonProcessTests {
         }
         #expect(failure.request == 3)
         #expect(failure.error.code == .unsupportedURL)
-        var upload = ftp
-        upload.kind = .upload
-        upload.request = TaskRequest(URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!))
-        upload.uploadFile = daemon.root.appendingPathComponent("missing").path
+        let upload = IPCMessage.BackgroundTask(
+            identifier: ftp.identifier,
+            kind: .upload,
+            request: TaskRequest(URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!)),
+            uploadFile: daemon.root.appendingPathComponent("missing").path
+        )
         try client.send(.createTask(.init(request: 4, session: "com.example.podcasts.bg", task: upload)))
         guard case .failure(let missing)? = try client.receive() else {
             Issue.record("an upload of a missing file was not refused")

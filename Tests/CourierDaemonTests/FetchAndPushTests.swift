@@ -219,7 +219,10 @@ struct FetchAndPushTests {
             #expect(try scene.courier(["kill", "PushProbe"]).termination == .exited(0))
             try await Task.sleep(for: .seconds(1))
             let dropped = try scene.courier(["push", token, "-n"])
-            #expect(dropped.termination == .exited(0))
+            #expect(
+                dropped.termination == .exited(0),
+                "courier push: \(String(decoding: dropped.standardError, as: UTF8.self))"
+            )
             #expect(String(decoding: dropped.standardOutput, as: UTF8.self).contains("dropped"))
             #expect(scene.entries("launched").count == 2, "a force-quit app was launched for a push")
         } catch {

@@ -64,23 +64,37 @@ enum SampleMessages {
                 .init(
                     session: "s",
                     events: [
-                        .init(sequence: 1, task: 3, event: .wroteData(delta: 10, total: 10, expected: 100)),
-                        .init(sequence: 2, task: 3, event: .sentBodyData(delta: 5, total: 5, expected: 5)),
-                        .init(sequence: 3, task: 3, event: .resumed(offset: 10, expectedTotal: 100)),
-                        .init(sequence: 4, task: 3, event: .finishedDownloading(path: "/tmp/f")),
+                        .init(sequence: 1, task: 3, event: .wrote(10, of: 100)),
                         .init(
-                            sequence: 5,
+                            sequence: 2,
                             task: 3,
-                            event: .response(
-                                .init(
-                                    url: "http://127.0.0.1/x",
-                                    head: ResponseHead(status: 200, fieldLines: [.init(name: "ETag", value: "\"1\"")])
-                                )
+                            event: .init(.progress, progress: TransferProgress(sent: 5, expectedToSend: 5))
+                        ),
+                        .init(
+                            sequence: 3,
+                            task: 3,
+                            event: .init(
+                                .resumed(offset: 10, expectedTotal: 100),
+                                progress: TransferProgress(received: 10, expectedToReceive: 100)
                             )
                         ),
-                        .init(sequence: 6, task: 3, event: .receivedData(Data("{}".utf8))),
-                        .init(sequence: 5, task: 3, event: .completed(error: nil)),
-                        .init(sequence: 6, task: 4, event: .completed(error: CourierError(.timedOut, "slow"))),
+                        .init(sequence: 4, task: 3, event: .downloaded("/tmp/f")),
+                        .init(sequence: 5, task: 3, event: .init(.relocated(url: "http://127.0.0.1/x"), progress: .init())),
+                        .init(
+                            sequence: 6,
+                            task: 3,
+                            event: .init(
+                                .response(
+                                    held: false,
+                                    resumeOffset: 0,
+                                    head: ResponseHead(status: 200, fieldLines: [.init(name: "ETag", value: "\"1\"")])
+                                ),
+                                progress: .init()
+                            )
+                        ),
+                        .init(sequence: 7, task: 3, event: .init(.data(Data("{}".utf8)), progress: .init())),
+                        .init(sequence: 8, task: 3, event: .completed(nil)),
+                        .init(sequence: 9, task: 4, event: .completed(CourierError(.timedOut, "slow"))),
                     ],
                     finished: true
                 )

@@ -56,7 +56,7 @@ struct JournalTests {
                 TransferCheckpoint(received: 4096, expectedToReceive: 10_000, boot: "b1", at: date),
                 session: Self.session.identifier,
                 task: 7,
-                progress: .wroteData(delta: 4096, total: 4096, expected: 10_000)
+                progress: .wrote(4096, of: 10_000)
             )
             #expect(progress?.sequence == 1)
             try journal.setState(.running, session: Self.session.identifier, task: 7)
@@ -98,7 +98,7 @@ struct JournalTests {
             try journal.setState(.running, session: Self.session.identifier, task: 2)
         }
         #expect(throws: JournalError.unknownSession("nope")) {
-            try journal.appendEvent(.completed(error: nil), task: 1, session: "nope")
+            try journal.appendEvent(.completed(nil), task: 1, session: "nope")
         }
     }
 
@@ -112,27 +112,27 @@ struct JournalTests {
             _ = try journal.openSession(Self.session, app: "app")
             _ = try journal.openSession(other, app: "app")
             let first = try journal.appendEvent(
-                .wroteData(delta: 10, total: 10, expected: 100),
+                .wrote(10, of: 100),
                 task: 1,
                 session: Self.session.identifier
             )
             let second = try journal.appendEvent(
-                .finishedDownloading(path: "/tmp/x"),
+                .downloaded("/tmp/x"),
                 task: 1,
                 session: Self.session.identifier
             )
-            let elsewhere = try journal.appendEvent(.completed(error: nil), task: 3, session: other.identifier)
+            let elsewhere = try journal.appendEvent(.completed(nil), task: 3, session: other.identifier)
             #expect([first.sequence, second.sequence, elsewhere.sequence] == [1, 2, 1])
         }
         let journal = try Journal(at: place.url)
         let pending = try journal.pendingEvents(session: Self.session.identifier)
         #expect(pending.map(\.sequence) == [1, 2])
-        #expect(pending[1].event == .finishedDownloading(path: "/tmp/x"))
+        #expect(pending[1].event == .downloaded("/tmp/x"))
         // A client that dies after delivering #1 acknowledged only it: #2 comes again.
         #expect(try journal.acknowledge(session: Self.session.identifier, through: 1).events == 1)
         #expect(try journal.pendingEvents(session: Self.session.identifier).map(\.sequence) == [2])
         let third = try journal.appendEvent(
-            .completed(error: CourierError(.timedOut, "slow")),
+            .completed(CourierError(.timedOut, "slow")),
             task: 1,
             session: Self.session.identifier
         )

@@ -29,7 +29,7 @@ import Glibc
 /// the test server (the server records requests, not the body bytes it sent). For each task, the exchanges (request
 /// with its `Range` start, response body bytes forwarded to the daemon) are put in order; what one exchange brought
 /// beyond the offset the next one starts from was fetched twice, and is charged to the kill between the two. The
-/// journal's view (last `wroteData` total before a `.resumed(offset:)` minus that offset) is printed beside it.
+/// journal's view (last progress total before a `.resumed(offset:)` minus that offset) is printed beside it.
 @Suite("courierd kill harness", .blockingWaits, .serialized)
 struct KillHarnessTests {
     static let identifier = "com.example.podcasts.killharness"
@@ -217,7 +217,7 @@ struct KillHarnessTests {
                 + "max \(wire.perKill.max() ?? 0), \(wire.perKill.filter { $0 > 0 }.count) kills re-fetched something, "
                 + "\(wire.unattributed) bytes not after a kill, \(wire.exchanges) exchanges; downloads with bytes "
                 + "interrupted by a kill: \(wire.resumedWithRange) went on with Range, \(wire.restartedFromZero) "
-                + "started again from byte 0; journal view (last wroteData total - resumed offset): median per kill "
+                + "started again from byte 0; journal view (last progress total - resumed offset): median per kill "
                 + "\(Self.median(journalView)) max \(journalView.max() ?? 0); left in the state directory after the "
                 + "last acknowledgement: \(leftovers.joined(separator: ", ")); kills took "
                 + "\(Int(killsDone.timeIntervalSince(started))) s, all \(Int(finished.timeIntervalSince(started))) s"
@@ -376,7 +376,7 @@ struct KillHarnessTests {
         return figures
     }
 
-    /// Per kill, how far the journaled progress went back: the last `wroteData` total before each `.resumed` minus
+    /// Per kill, how far the journaled progress went back: the last progress total before each `.resumed` minus
     /// its offset (a resume first seen after kill k is charged to kill k).
     static func journalRegressions(_ resumes: [(epoch: Int, regression: Int64)], kills: Int) -> [Int64] {
         var perKill = Array(repeating: Int64(0), count: kills)
@@ -521,7 +521,7 @@ final class KillHarnessLedger {
             guard completions.count > 1 || files.count > 1 else {
                 return nil
             }
-            return "task \(task): completions \(completions.map(\.sequence)), finishedDownloading \(files)"
+            return "task \(task): completions \(completions.map(\.sequence)), downloaded \(files)"
         }
     }
 
@@ -561,19 +561,20 @@ final class KillHarnessLedger {
                 afterCompletion.append("task \(event.task): \(event.sequence) after completion \(completion.sequence)")
             }
             record.sequences.append(event.sequence)
-            switch event.event {
-            case .wroteData(_, let total, _):
-                record.lastTotal = total
+            switch event.event.payload {
+            case .progress:
+                record.lastTotal = event.event.progress.received
             case .resumed(let offset, _):
                 resumes.append((epoch, record.lastTotal - offset))
-            case .finishedDownloading(let path):
+            case .downloaded(let path):
                 handedOver[path] = (event.sequence, Date())
                 record.finishedFiles.append(event.sequence)
                 // Checked before the acknowledgement that deletes it.
                 if let problem = KillHarnessLedger.check(path, against: transfer) {
                     corrupt.append("task \(event.task): \(problem)")
                 }
-            case .completed(let error):
+            case .complete(let completion):
+                let error = completion.error
                 record.completions.append((event.sequence, error))
                 if error == nil, record.finishedFiles.isEmpty {
                     corrupt.append("task \(event.task): completed without a file")

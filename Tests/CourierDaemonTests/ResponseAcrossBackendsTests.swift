@@ -6,7 +6,8 @@ import Testing
 
 /// One download written once and run on each backend under the task layer: the in-process engine, the serialised
 /// backend (every spec and event through its encoding) and courierd (a real daemon process). The response reaches
-/// the task as the server sent it on each: repeated fields apart and in their order, and the HTTP version.
+/// the task as the server sent it on each: repeated fields apart and in their order, and the HTTP version; its metrics
+/// are the exchange's.
 @Suite("the response through every backend", .blockingWaits, .serialized)
 struct ResponseAcrossBackendsTests {
     enum Backend: String, CaseIterable, Sendable {
@@ -41,6 +42,13 @@ struct ResponseAcrossBackendsTests {
         #expect(head.httpVersion == "HTTP/1.1")
         #expect(head.setCookies == ["a=1; Expires=\(expires); Path=/", "b=2; Path=/", "c=3; Path=/"])
         #expect(head.fieldLines.filter { $0.name.lowercased() == "set-cookie" }.count == 3)
+        // The metrics describe the exchange that really happened (for courierd, its own, measured there).
+        let exchange = try #require(recorder.metrics[task.taskIdentifier]?.transactionMetrics.last)
+        #expect(exchange.remoteAddress == "127.0.0.1")
+        #expect(exchange.remotePort == server.port)
+        #expect(exchange.networkProtocolName == "http/1.1")
+        #expect(exchange.responseEndDate != nil)
+        #expect(exchange.countOfResponseHeaderBytesReceived > 0)
         session.finishTasksAndInvalidate()
         try await server.shutdown()
     }

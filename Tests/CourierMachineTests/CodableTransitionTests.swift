@@ -53,7 +53,10 @@ struct CodableTransitionTests {
     )
 
     static var metrics: TransferMetrics {
-        var metrics = TransferMetrics(totalMicroseconds: 1234, httpVersion: 2, reusedConnection: true)
+        var metrics = TransferMetrics()
+        metrics.totalMicroseconds = 1234
+        metrics.httpVersion = 2
+        metrics.reusedConnection = true
         metrics.remoteAddress = "127.0.0.1"
         metrics.remotePort = 8443
         return metrics

@@ -125,7 +125,9 @@ struct MachineDriver {
     }
 
     static func metrics(_ totalMicroseconds: Int64) -> TransferMetrics {
-        TransferMetrics(totalMicroseconds: totalMicroseconds)
+        var metrics = TransferMetrics()
+        metrics.totalMicroseconds = totalMicroseconds
+        return metrics
     }
 
     static func event(

@@ -244,14 +244,9 @@ final class DaemonBackend: TransferBackend {
                 )
             )
         }
-        let kind: IPCMessage.BackgroundTask.Kind
-        var uploadFile: String?
         switch (spec.body, spec.sink) {
-        case (.none, .file):
-            kind = .download
-        case (.file(let path), _):
-            kind = .upload
-            uploadFile = path
+        case (.none, .file), (.file, _):
+            break
         case (.data, _):
             return .failure(
                 CourierError(
@@ -269,32 +264,10 @@ final class DaemonBackend: TransferBackend {
                 )
             )
         }
-        guard let url else {
+        guard url != nil else {
             return .failure(CourierError(.badURL, "the URL \(spec.url) does not parse"))
         }
-        var fields: [String: String] = [:]
-        for line in spec.headers {
-            guard let colon = line.firstIndex(of: ":") else {
-                continue
-            }
-            let name = String(line[..<colon])
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            // As `URLRequest.addValue`: a repeated name gets the values joined.
-            fields[name] = fields[name].map { "\($0),\(value)" } ?? value
-        }
-        let request = TaskRequest(url: url, method: spec.method, headerFields: fields)
-        return .success(
-            IPCMessage.BackgroundTask(
-                identifier: id.task,
-                kind: kind,
-                request: request,
-                uploadFile: uploadFile,
-                // From `downloadTask(withResumeData:)`: courierd resumes from its partial file.
-                resumeData: details.resumeData,
-                taskDescription: details.taskDescription,
-                priority: details.priority
-            )
-        )
+        return .success(IPCMessage.BackgroundTask(identifier: id.task, spec: spec))
     }
 
     // MARK: The connection
@@ -495,7 +468,7 @@ final class DaemonBackend: TransferBackend {
                 }
                 state.lastSequence = sequenced.sequence
                 let binding = state.bindings[sequenced.task]
-                if case .completed = sequenced.event {
+                if sequenced.event.completion != nil {
                     state.bindings[sequenced.task] = nil
                 }
                 return binding
@@ -525,46 +498,30 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
-    /// The task-layer events for one daemon event: none, one, or (for the final response) where courierd's
-    /// redirects led, then the response.
+    /// The task-layer event for one daemon event (none for the file of a finished download, which is put in the
+    /// task's sink instead).
     private func transferEvents(_ sequenced: IPCMessage.SequencedEvent, binding: Binding) -> [TransferEvent] {
         let task = sequenced.task
-        var progress = binding.progress
-        let payload: TransferEvent.Payload
-        var relocation: TransferEvent.Payload?
-        switch sequenced.event {
-        case .wroteData(_, let total, let expected):
-            progress.received = total
-            progress.expectedToReceive = expected
-            payload = .progress
-        case .sentBodyData(_, let total, let expected):
-            progress.sent = total
-            progress.expectedToSend = expected
-            payload = .progress
-        case .resumed(let offset, let expectedTotal):
-            // courierd went on from its partial file (after a restart, or from resume data): didResumeAtOffset.
-            progress.received = offset
-            payload = .resumed(offset: offset, expectedTotal: expectedTotal)
-        case .response(let response):
-            relocation = .relocated(url: response.url)
-            payload = .response(held: false, resumeOffset: 0, head: response.head)
-        case .receivedData(let data):
-            payload = .data(data)
-        case .finishedDownloading(let path):
+        var event = TransferEvent(
+            id: TransferID(task: task, hop: binding.hop),
+            transfer: UInt64(task),
+            progress: sequenced.event.progress,
+            payload: sequenced.event.payload
+        )
+        switch event.payload {
+        case .downloaded(let path):
             place(path, at: binding.sinkPath)
             return []
-        case .completed(let error):
-            var completion = TransferCompletion(error: error)
+        case .complete(var completion):
             if let sink = binding.sinkPath {
                 completion.bytesOnDisk = FileManager.default.fileLength(atPath: sink) ?? 0
             }
-            payload = .complete(completion)
+            event.payload = .complete(completion)
+        default:
+            break
         }
-        state.withLock { $0.bindings[task]?.progress = progress }
-        let id = TransferID(task: task, hop: binding.hop)
-        return [relocation, payload].compactMap { payload in
-            payload.map { TransferEvent(id: id, transfer: UInt64(task), progress: progress, payload: $0) }
-        }
+        state.withLock { $0.bindings[task]?.progress = event.progress }
+        return [event]
     }
 
     /// Puts the daemon's finished file where the task expects its download: a hard link when both are on one file

@@ -5,14 +5,7 @@ extension TransferEvent {
     /// Decodes one C event, taking ownership of its owned pointers: DATA is wrapped without a copy, the header
     /// block is parsed into a ``ResponseHead``, the message is copied, and everything is freed exactly once.
     init(taking event: cr_event_t) {
-        id = Engine.transferID(tag: event.tag)
-        transfer = event.transfer
-        progress = TransferProgress(
-            received: event.received,
-            expectedToReceive: event.expected_to_receive,
-            sent: event.sent,
-            expectedToSend: event.expected_to_send
-        )
+        let payload: Payload
         switch event.kind {
         case CR_EVENT_RESPONSE:
             payload = .response(
@@ -58,6 +51,17 @@ extension TransferEvent {
         if event.kind != CR_EVENT_DATA {
             free(event.data)
         }
+        self.init(
+            id: Engine.transferID(tag: event.tag),
+            transfer: event.transfer,
+            progress: TransferProgress(
+                received: event.received,
+                expectedToReceive: event.expected_to_receive,
+                sent: event.sent,
+                expectedToSend: event.expected_to_send
+            ),
+            payload: payload
+        )
     }
 }
 

@@ -103,8 +103,12 @@ extension SessionCore {
                         // The body is courierd's to send (its copy may be gone already): nothing to read here.
                         uploadBody: .data(Data())
                     )
+                case .data:
+                    // courierd refuses data tasks: none is journaled.
+                    continue
                 }
                 task.taskDescription = spec.taskDescription
+                task.priority = spec.priority
                 backend.adopt(spec.identifier)
                 task.resume()
             }

@@ -99,11 +99,17 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         storage.withLock { $0.finalResponse }?.httpResponse
     }
 
-    /// The final response as received (every field line, the HTTP version) with the URL it came from, once it
-    /// arrived: what courierd passes on to the app.
+    /// The final response as received (every field line, the HTTP version) with the URL it came from and the
+    /// exchange's timings once it completed: what courierd passes on to the app.
     package var receivedResponse: IPCMessage.BackgroundResponse? {
-        storage.withLock { $0.finalResponse }.map { response in
-            IPCMessage.BackgroundResponse(url: response.url.absoluteString, head: response.head)
+        storage.withLock { machine in
+            machine.finalResponse.map { response in
+                IPCMessage.BackgroundResponse(
+                    url: response.url.absoluteString,
+                    head: response.head,
+                    metrics: machine.hops.last?.metrics
+                )
+            }
         }
     }
 

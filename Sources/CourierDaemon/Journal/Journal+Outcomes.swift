@@ -4,9 +4,9 @@ import GRDB
 
 /// How tasks end, wait for a retry, and leave the journal once their app has heard of the end.
 extension Journal {
-    /// Ends a task: marks it completed and journals its last events (a final `wroteData`, `finishedDownloading`,
-    /// `completed`) in one transaction, so a crash leaves either all of them or none. `file` is the finished
-    /// download that `finishedDownloading` hands over.
+    /// Ends a task: marks it completed and journals its last events (a final `progress`, `relocated`, `response`,
+    /// `downloaded`, `complete`) in one transaction, so a crash leaves either all of them or none. `file` is the
+    /// finished download that `downloaded` hands over.
     package func finish(
         session: String,
         task: Int,
@@ -28,7 +28,7 @@ extension Journal {
             var sequenced: [IPCMessage.SequencedEvent] = []
             for (event, body) in zip(events, bodies) {
                 let handsOverFile: String?
-                if case .finishedDownloading = event {
+                if case .downloaded = event.payload {
                     handsOverFile = file
                 } else {
                     handsOverFile = nil

@@ -130,7 +130,7 @@ package final class Journal: Sendable {
                 table.add(column: "createdAt", .double).notNull().defaults(to: 0)
             }
             try db.alter(table: "event") { table in
-                // A file the event hands to the app (finishedDownloading), deleted once the event is acknowledged.
+                // A file the event hands to the app (`downloaded`), deleted once the event is acknowledged.
                 table.add(column: "file", .text)
             }
             try db.create(table: "app") { table in

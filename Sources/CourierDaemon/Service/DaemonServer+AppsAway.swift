@@ -18,7 +18,7 @@ extension DaemonServer {
     /// One notification per download these events finished ("Downloaded <description>"), titled with the app.
     func notifyFinishedDownloads(_ session: String, _ events: [IPCMessage.SequencedEvent]) {
         let finished = Set(events.compactMap { event -> Int? in
-            if case .finishedDownloading = event.event { event.task } else { nil }
+            if case .downloaded = event.event.payload { event.task } else { nil }
         })
         guard let notifier, !finished.isEmpty, let tasks = try? journal.tasks(session: session) else {
             return

@@ -86,8 +86,8 @@ extension BackgroundSessionRunner {
             record { () throws(JournalError) in
                 [try journal.appendEvent(event, task: identifier, session: self.identifier)]
             }
-        case .finishDownload(let leading):
-            finishDownload(identifier, leading: leading, location: location)
+        case .finishDownload(let leading, let completion):
+            finishDownload(identifier, leading: leading, completion: completion, location: location)
         case .finish(let events):
             record { () throws(JournalError) in
                 try journal.finish(session: self.identifier, task: identifier, events: events, file: nil)
@@ -164,9 +164,14 @@ extension BackgroundSessionRunner {
         }
     }
 
-    /// Moves the finished download under the downloads directory (flushed), then journals `leading`,
-    /// `finishedDownloading` and `completed` in one transaction (or `completed` with why the file could not move).
-    private func finishDownload(_ identifier: Int, leading: [IPCMessage.BackgroundEvent], location: URL?) {
+    /// Moves the finished download under the downloads directory (flushed), then journals `leading`, `downloaded`
+    /// and `completion` in one transaction (or `completion` with why the file could not move).
+    private func finishDownload(
+        _ identifier: Int,
+        leading: [IPCMessage.BackgroundEvent],
+        completion: IPCMessage.BackgroundEvent,
+        location: URL?
+    ) {
         var events = leading
         var file: String?
         do {
@@ -177,9 +182,16 @@ extension BackgroundSessionRunner {
             try FileManager.default.createDirectory(at: paths.downloads, withIntermediateDirectories: true)
             try DurableFile.move(location, to: destination)
             file = destination.path
-            events += [.finishedDownloading(path: destination.path), .completed(error: nil)]
+            events += [IPCMessage.BackgroundEvent(.downloaded(path: destination.path), progress: completion.progress), completion]
         } catch {
-            events.append(.completed(error: (error as? CourierError) ?? CourierError(.cannotMoveFile, "\(error)")))
+            var failed = completion
+            failed.payload = .complete(
+                TransferCompletion(
+                    error: (error as? CourierError) ?? CourierError(.cannotMoveFile, "\(error)"),
+                    metrics: completion.completion?.metrics ?? TransferMetrics()
+                )
+            )
+            events.append(failed)
         }
         record { () throws(JournalError) in
             try journal.finish(session: self.identifier, task: identifier, events: events, file: file)

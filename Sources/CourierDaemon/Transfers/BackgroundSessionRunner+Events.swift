@@ -43,7 +43,7 @@ extension BackgroundSessionRunner {
     }
 
     /// The download succeeded: its file is flushed and moved under the daemon's downloads directory, then its
-    /// events (`response`, `finishedDownloading`, `completed`) are journaled in one transaction, then announced.
+    /// events (`relocated`, `response`, `downloaded`, `complete`) are journaled in one transaction, then announced.
     package func urlSession(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) {
         let response = downloadTask.receivedResponse
         let length = FileManager.default.fileLength(atPath: location.path) ?? -1

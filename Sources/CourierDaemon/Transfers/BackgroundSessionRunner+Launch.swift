@@ -66,7 +66,7 @@ extension BackgroundSessionRunner {
             return session.uploadTask(with: request, fromFile: file) { [self] body, _, error in
                 self.uploadEnded(identifier, body: body, error: error)
             }
-        case .download:
+        case .download, .data:  // (admission refuses data tasks)
             if let resumeData = resumeData(for: journaled) {
                 return session.downloadTask(withResumeData: resumeData)
             }

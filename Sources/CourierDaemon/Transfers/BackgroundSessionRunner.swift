@@ -127,7 +127,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
                 return
             }
             guard let sink = state.withLock({ $0.sink }) else {
-                if events.contains(where: { if case .completed = $0.event { true } else { false } }) {
+                if events.contains(where: { $0.event.completion != nil }) {
                     undelivered(identifier, events)
                 }
                 return

@@ -18,6 +18,14 @@ package enum BackgroundTaskAdmission {
         let url = request.url
         var admitted = task
         switch task.kind {
+        case .data:
+            return .failure(
+                CourierError(
+                    .unsupportedInBackgroundSession,
+                    "background sessions run download tasks and upload tasks, not data tasks",
+                    failingURL: url
+                )
+            )
         case .download:
             admitted.uploadFile = nil
         case .upload:

@@ -21,7 +21,7 @@ package struct DaemonPaths: Sendable, Equatable {
     package var staging: URL { stateDirectory.appendingPathComponent("staging", isDirectory: true) }
     /// Partial downloads kept between attempts (a session's `resumeDataDirectory`).
     package var partials: URL { stateDirectory.appendingPathComponent("partial", isDirectory: true) }
-    /// Finished downloads, until their app acknowledged `finishedDownloading`.
+    /// Finished downloads, until their app acknowledged the `downloaded` event.
     package var downloads: URL { stateDirectory.appendingPathComponent("downloads", isDirectory: true) }
     /// The daemon's copies of upload bodies, until their task ends.
     package var uploads: URL { stateDirectory.appendingPathComponent("uploads", isDirectory: true) }

@@ -62,40 +62,117 @@ extension IPCMessage {
     }
 
     /// One background task: downloads, and uploads from a file (background sessions make no data tasks).
+    ///
+    /// What the app sends is the seam's own value: the ``TransferSpec`` its task layer built for the task's exchange
+    /// (URL, method, every header line in order, the upload's file) with the task's details (kind, description,
+    /// priority, resume data), as the in-process and serialised backends receive it.
     package struct BackgroundTask: Codable, Sendable, Equatable {
-        package enum Kind: String, Codable, Sendable {
-            case download
-            case upload
-        }
-
         package var identifier: Int
-        package var kind: Kind
-        package var request: TaskRequest
-        package var uploadFile: String?
-        package var resumeData: Data?
-        package var taskDescription: String?
-        package var priority: Float
+        package var spec: TransferSpec
         /// Set by courierd, not the app: the task was created while its app was in the background, so it is
         /// discretionary and does not start before the app's relaunch delay has passed (`startAfter`).
         package var createdInBackground: Bool?
         package var startAfter: Date?
 
+        package init(identifier: Int, spec: TransferSpec) {
+            self.identifier = identifier
+            self.spec = spec
+        }
+
+        /// A task from its parts (a download, or an upload of `uploadFile`), as a journal written before the spec was
+        /// sent whole holds it.
         package init(
             identifier: Int,
-            kind: Kind,
+            kind: TransferSpec.TaskDetails.Kind,
             request: TaskRequest,
             uploadFile: String? = nil,
             resumeData: Data? = nil,
             taskDescription: String? = nil,
             priority: Float = 0.5
         ) {
-            self.identifier = identifier
-            self.kind = kind
-            self.request = request
-            self.uploadFile = uploadFile
-            self.resumeData = resumeData
-            self.taskDescription = taskDescription
-            self.priority = priority
+            var spec = TransferSpec(url: request.url?.absoluteString ?? "")
+            spec.method = request.method
+            spec.headers = request.headerFields.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+            if let uploadFile {
+                spec.body = .file(path: uploadFile)
+            }
+            spec.task = TransferSpec.TaskDetails(
+                kind: kind,
+                taskDescription: taskDescription,
+                priority: priority,
+                resumeData: resumeData
+            )
+            self.init(identifier: identifier, spec: spec)
+        }
+
+        package var kind: TransferSpec.TaskDetails.Kind {
+            spec.task?.kind ?? (uploadFile == nil ? .download : .upload)
+        }
+
+        /// The request the spec describes (repeated header lines joined, as `URLRequest.addValue` does).
+        package var request: TaskRequest {
+            var fields: [String: String] = [:]
+            for line in spec.headers {
+                guard let colon = line.firstIndex(of: ":") else {
+                    continue
+                }
+                let name = String(line[..<colon])
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                if let key = fields.keys.first(where: { $0.caseInsensitiveEquals(name) }) {
+                    fields[key] = "\(fields[key] ?? ""),\(value)"
+                } else {
+                    fields[name] = value
+                }
+            }
+            return TaskRequest(url: URL(string: spec.url), method: spec.method, headerFields: fields)
+        }
+
+        /// The file an upload sends (after admission, courierd's own copy).
+        package var uploadFile: String? {
+            get {
+                if case .file(let path) = spec.body { path } else { nil }
+            }
+            set {
+                spec.body = newValue.map { .file(path: $0) } ?? .none
+            }
+        }
+
+        package var resumeData: Data? { spec.task?.resumeData }
+        package var taskDescription: String? { spec.task?.taskDescription }
+        package var priority: Float { spec.task?.priority ?? 0.5 }
+
+        private enum CodingKeys: String, CodingKey {
+            case identifier, spec, createdInBackground, startAfter
+            /// The parts a journal written before the spec was sent whole holds.
+            case kind, request, uploadFile, resumeData, taskDescription, priority
+        }
+
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let identifier = try container.decode(Int.self, forKey: .identifier)
+            if let spec = try container.decodeIfPresent(TransferSpec.self, forKey: .spec) {
+                self.init(identifier: identifier, spec: spec)
+            } else {
+                self.init(
+                    identifier: identifier,
+                    kind: try container.decode(TransferSpec.TaskDetails.Kind.self, forKey: .kind),
+                    request: try container.decode(TaskRequest.self, forKey: .request),
+                    uploadFile: try container.decodeIfPresent(String.self, forKey: .uploadFile),
+                    resumeData: try container.decodeIfPresent(Data.self, forKey: .resumeData),
+                    taskDescription: try container.decodeIfPresent(String.self, forKey: .taskDescription),
+                    priority: try container.decodeIfPresent(Float.self, forKey: .priority) ?? 0.5
+                )
+            }
+            createdInBackground = try container.decodeIfPresent(Bool.self, forKey: .createdInBackground)
+            startAfter = try container.decodeIfPresent(Date.self, forKey: .startAfter)
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(identifier, forKey: .identifier)
+            try container.encode(spec, forKey: .spec)
+            try container.encodeIfPresent(createdInBackground, forKey: .createdInBackground)
+            try container.encodeIfPresent(startAfter, forKey: .startAfter)
         }
     }
 
@@ -297,22 +374,27 @@ extension IPCMessage {
         }
     }
 
-    /// The final response of a background task (after redirects): the head as received, every field line kept.
+    /// courierd's record of a background task's final exchange (after redirects): where it went, the head as
+    /// received (every field line kept) and its timings. Journaled with checkpoints (the entity's response) and, from
+    /// a journal written before events were the seam's own, as a response event.
     package struct BackgroundResponse: Codable, Sendable, Equatable {
         package var url: String
         package var head: ResponseHead
+        /// The exchange as the engine measured it; nil when not known.
+        package var metrics: TransferMetrics?
 
         package var status: Int {
             head.status
         }
 
-        package init(url: String, head: ResponseHead) {
+        package init(url: String, head: ResponseHead, metrics: TransferMetrics? = nil) {
             self.url = url
             self.head = head
+            self.metrics = metrics
         }
 
         private enum CodingKeys: String, CodingKey {
-            case url, head
+            case url, head, metrics
             /// The form journaled before the head was kept whole: a status and the fields joined by name.
             case status, headers
         }
@@ -320,6 +402,7 @@ extension IPCMessage {
         package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             url = try container.decode(String.self, forKey: .url)
+            metrics = try container.decodeIfPresent(TransferMetrics.self, forKey: .metrics)
             if let head = try container.decodeIfPresent(ResponseHead.self, forKey: .head) {
                 self.head = head
             } else {
@@ -334,27 +417,102 @@ extension IPCMessage {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(url, forKey: .url)
             try container.encode(head, forKey: .head)
+            try container.encodeIfPresent(metrics, forKey: .metrics)
         }
     }
 
-    /// A task event the app's delegate must hear, as journaled by the daemon.
+    /// A task event the app's delegate must hear, as courierd journals and sends it: the seam's own event, a
+    /// ``TransferEvent``'s counters and payload, which the app's daemon backend hands to the task layer as the
+    /// in-process engine's would be.
     ///
     /// A task's events come in this order: `resumed` (after each restart of a download from a partial file),
-    /// `wroteData` / `sentBodyData` (coalesced), then at its end `response` (when one arrived), `receivedData`
-    /// (an upload's response body), `finishedDownloading` (a download that succeeded), and `completed`, exactly once.
-    package enum BackgroundEvent: Codable, Sendable, Equatable {
-        case wroteData(delta: Int64, total: Int64, expected: Int64)
-        case sentBodyData(delta: Int64, total: Int64, expected: Int64)
-        case resumed(offset: Int64, expectedTotal: Int64)
-        case response(BackgroundResponse)
-        /// An upload's response body (at most ``BackgroundEvent/maximumBodyLength`` bytes are kept).
-        case receivedData(Data)
-        /// The file is the app's until its delegate returns; the daemon deletes it after the acknowledgement.
-        case finishedDownloading(path: String)
-        case completed(error: CourierError?)
+    /// `progress` (coalesced), then at its end `relocated` and `response` (when a response arrived), `data` (an
+    /// upload's response body), `downloaded` (a download that succeeded), and `complete`, exactly once.
+    package struct BackgroundEvent: Codable, Sendable, Equatable {
+        package var progress: TransferProgress
+        package var payload: TransferEvent.Payload
 
         /// The longest upload response body the daemon journals; the rest is dropped.
         package static let maximumBodyLength = 1 << 20
+
+        package init(_ payload: TransferEvent.Payload, progress: TransferProgress) {
+            self.payload = payload
+            self.progress = progress
+        }
+
+        /// The events of a final exchange: where courierd's redirects led, then the response.
+        package static func response(_ response: BackgroundResponse, progress: TransferProgress) -> [BackgroundEvent] {
+            [
+                BackgroundEvent(.relocated(url: response.url), progress: progress),
+                BackgroundEvent(.response(held: false, resumeOffset: 0, head: response.head), progress: progress),
+            ]
+        }
+
+        /// The task's last event: it succeeded (`error` nil) or failed, after `response` when one arrived.
+        package static func complete(
+            _ error: CourierError?,
+            response: BackgroundResponse?,
+            progress: TransferProgress
+        ) -> BackgroundEvent {
+            let completion = TransferCompletion(error: error, metrics: response?.metrics ?? TransferMetrics())
+            return BackgroundEvent(.complete(completion), progress: progress)
+        }
+
+        /// The event a task ended with, if this is it.
+        package var completion: TransferCompletion? {
+            if case .complete(let completion) = payload { completion } else { nil }
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case progress, payload
+        }
+
+        /// The forms journaled before events were the seam's own.
+        private enum Legacy: Decodable {
+            case wroteData(delta: Int64, total: Int64, expected: Int64)
+            case sentBodyData(delta: Int64, total: Int64, expected: Int64)
+            case resumed(offset: Int64, expectedTotal: Int64)
+            case response(BackgroundResponse)
+            case receivedData(Data)
+            case finishedDownloading(path: String)
+            case completed(error: CourierError?)
+
+            /// One event (a response's relocation is not kept: the task's current request stays the original).
+            var event: BackgroundEvent {
+                switch self {
+                case .wroteData(_, let total, let expected):
+                    BackgroundEvent(.progress, progress: TransferProgress(received: total, expectedToReceive: expected))
+                case .sentBodyData(_, let total, let expected):
+                    BackgroundEvent(.progress, progress: TransferProgress(sent: total, expectedToSend: expected))
+                case .resumed(let offset, let expectedTotal):
+                    BackgroundEvent(
+                        .resumed(offset: offset, expectedTotal: expectedTotal),
+                        progress: TransferProgress(received: offset)
+                    )
+                case .response(let response):
+                    BackgroundEvent(
+                        .response(held: false, resumeOffset: 0, head: response.head),
+                        progress: TransferProgress()
+                    )
+                case .receivedData(let data):
+                    BackgroundEvent(.data(data), progress: TransferProgress())
+                case .finishedDownloading(let path):
+                    BackgroundEvent(.downloaded(path: path), progress: TransferProgress())
+                case .completed(let error):
+                    BackgroundEvent(.complete(TransferCompletion(error: error)), progress: TransferProgress())
+                }
+            }
+        }
+
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            if container.contains(.payload) {
+                payload = try container.decode(TransferEvent.Payload.self, forKey: .payload)
+                progress = try container.decode(TransferProgress.self, forKey: .progress)
+            } else {
+                self = try Legacy(from: decoder).event
+            }
+        }
     }
 
     package struct SequencedEvent: Codable, Sendable, Equatable {

@@ -25,7 +25,7 @@ extension TaskMachine {
             // The count starts again where the backend resumed (0 for a changed entity).
             received = offset
             reportedReceived = offset
-        case .relocated:
+        case .relocated, .downloaded:
             break
         }
         if event.progress.expectedToReceive >= 0 {
@@ -53,6 +53,9 @@ extension TaskMachine {
             if let target = URL(string: url) {
                 currentRequest?.setURL(target)
             }
+        case .downloaded:
+            // The daemon backend put the file in the task's sink before handing this on.
+            break
         case .complete(let completion):
             reportProgress(into: &actions)
             transferCompleted(completion, at: now, into: &actions)

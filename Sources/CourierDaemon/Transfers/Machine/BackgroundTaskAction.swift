@@ -29,8 +29,8 @@ package enum BackgroundTaskAction: Sendable, Equatable {
     /// Journal and announce one event.
     case record(IPCMessage.BackgroundEvent)
     /// The download succeeded: move its file under the daemon's downloads directory, then journal `leading`,
-    /// `finishedDownloading` and `completed` (or `completed` with the failure to move) in one transaction.
-    case finishDownload(leading: [IPCMessage.BackgroundEvent])
+    /// `downloaded` and `completion` (or `completion` with the failure to move) in one transaction.
+    case finishDownload(leading: [IPCMessage.BackgroundEvent], completion: IPCMessage.BackgroundEvent)
     /// Journal the task's last events in one transaction; its upload copy goes.
     case finish([IPCMessage.BackgroundEvent])
 

@@ -50,7 +50,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     package private(set) var waitingReason: String?
     package private(set) var userSuspended = false
     package private(set) var ending: Ending?
-    /// What the app has been told (journaled `wroteData` / `sentBodyData` totals).
+    /// What the app has been told (the totals of the journaled progress events).
     private var reportedReceived: Int64 = 0
     private var reportedSent: Int64 = 0
     private var checkpointedAt = Date.distantPast
@@ -87,7 +87,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         switch ending {
         case .cancel, .cancelProducingResumeData:
             // Cancelled while its last attempt was ending into a retry: nothing runs that could end it now.
-            return finishing([.completed(error: CourierError(.cancelled, "cancelled"))])
+            return finishing([completed(CourierError(.cancelled, "cancelled"))])
         case .daemonStopping:
             return []
         case nil:
@@ -124,7 +124,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         }
         switch ending {
         case .cancel, .cancelProducingResumeData:
-            return [.discardAttempt] + finishing([.completed(error: CourierError(.cancelled, "cancelled"))])
+            return [.discardAttempt] + finishing([completed(CourierError(.cancelled, "cancelled"))])
         case .daemonStopping, nil:
             break
         }
@@ -182,7 +182,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         expectedToReceive = expectedTotal
         // The validator and offset of the new response: checkpointed before more bytes arrive.
         return [
-            .record(.resumed(offset: offset, expectedTotal: expectedTotal)),
+            .record(IPCMessage.BackgroundEvent(.resumed(offset: offset, expectedTotal: expectedTotal), progress: counters)),
             checkpoint(reportingProgress: false, now: now),
         ]
     }
@@ -210,12 +210,15 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             return []
         }
         phase = .finished
+        // The file is whole: the counters say so even where the last progress was not reported.
+        received = max(received, length)
         var leading = progressEvent().map { [$0] } ?? []
+        var entity: IPCMessage.BackgroundResponse?
         if let response {
-            let entity = EntityResponse.reported(final: response, entity: journaled.checkpoint?.entity, length: length)
-            leading.append(.response(entity))
+            entity = EntityResponse.reported(final: response, entity: journaled.checkpoint?.entity, length: length)
+            leading += IPCMessage.BackgroundEvent.response(entity ?? response, progress: counters)
         }
-        return [.finishDownload(leading: leading)]
+        return [.finishDownload(leading: leading, completion: .complete(nil, response: entity, progress: counters))]
     }
 
     /// The upload succeeded: `response` and the start of its body go to the app.
@@ -227,12 +230,12 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         }
         var events = progressEvent().map { [$0] } ?? []
         if let response {
-            events.append(.response(response))
+            events += IPCMessage.BackgroundEvent.response(response, progress: counters)
         }
         if let body, !body.isEmpty {
-            events.append(.receivedData(body.prefix(IPCMessage.BackgroundEvent.maximumBodyLength)))
+            events.append(IPCMessage.BackgroundEvent(.data(body.prefix(IPCMessage.BackgroundEvent.maximumBodyLength)), progress: counters))
         }
-        return finishing(events + [.completed(error: nil)])
+        return finishing(events + [completed(nil, response: response)])
     }
 
     /// The attempt ended without success: kept for the next start (courierd stopping), the end of a cancelled task,
@@ -254,7 +257,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         case .cancel, .cancelProducingResumeData:
             var cancelled = error
             cancelled.code = .cancelled
-            return finishing([.completed(error: cancelled)])
+            return finishing([completed(cancelled)])
         case nil:
             break
         }
@@ -271,7 +274,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
                 .launch,
             ]
         case .fail(let failure):
-            return finishing((response.map { [.response($0)] } ?? []) + [.completed(error: failure)])
+            let events = response.map { IPCMessage.BackgroundEvent.response($0, progress: counters) } ?? []
+            return finishing(events + [completed(failure, response: response)])
         }
     }
 
@@ -306,7 +310,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             ending = verb == .cancel ? .cancel : .cancelProducingResumeData
             switch phase {
             case .running: return .success([.cancelAttempt(keepingResumeData: verb == .cancelProducingResumeData)])
-            case .waiting: return .success(finishing([.completed(error: CourierError(.cancelled, "cancelled"))]))
+            case .waiting: return .success(finishing([completed(CourierError(.cancelled, "cancelled"))]))
             case .starting, .finished: return .success([])
             }
         }
@@ -325,7 +329,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             case .waiting, .finished: []
             }
         ending = .cancel
-        return finishing([.completed(error: error)]) + ended
+        return finishing([completed(error)]) + ended
     }
 
     /// courierd is stopping: the running attempt is cut, its partial file kept for the next start.
@@ -338,6 +342,21 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     }
 
     // MARK: Helpers
+
+    /// The counters as the app hears of them with each event.
+    private var counters: TransferProgress {
+        TransferProgress(
+            received: received,
+            expectedToReceive: expectedToReceive,
+            sent: sent,
+            expectedToSend: expectedToSend
+        )
+    }
+
+    /// The task's last event, with the final exchange's timings when it made one.
+    private func completed(_ error: CourierError?, response: IPCMessage.BackgroundResponse? = nil) -> IPCMessage.BackgroundEvent {
+        .complete(error, response: response, progress: counters)
+    }
 
     private mutating func finishing(_ events: [IPCMessage.BackgroundEvent]) -> [BackgroundTaskAction] {
         phase = .finished
@@ -372,16 +391,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
 
     /// The coalesced progress the app has not heard of, or nil.
     private func progressEvent() -> IPCMessage.BackgroundEvent? {
-        if journaled.spec.kind == .upload {
-            guard sent != reportedSent else {
-                return nil
-            }
-            return .sentBodyData(delta: sent - reportedSent, total: sent, expected: expectedToSend)
-        }
-        guard received != reportedReceived else {
-            return nil
-        }
-        return .wroteData(delta: received - reportedReceived, total: received, expected: expectedToReceive)
+        let moved = journaled.spec.kind == .upload ? sent != reportedSent : received != reportedReceived
+        return moved ? IPCMessage.BackgroundEvent(.progress, progress: counters) : nil
     }
 
     private static func text(_ date: Date) -> String {

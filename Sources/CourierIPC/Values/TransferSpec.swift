@@ -1,12 +1,12 @@
-import Foundation
+package import Foundation
 
 /// Everything a backend needs for one HTTP exchange (one hop of a task), as a serialisable value.
 ///
 /// Built by a task for each hop and handed to ``TransferBackend/submit(_:as:)``. Files are named by path, never by
 /// descriptor, so that a spec means the same thing in another process (the daemon backend).
-struct TransferSpec: Codable, Sendable, Equatable {
+package struct TransferSpec: Codable, Sendable, Equatable {
     /// What the request body is read from.
-    enum Body: Codable, Sendable, Equatable {
+    package enum Body: Codable, Sendable, Equatable {
         case none
         /// Sent as it is; the backend reads it in place, without a second copy.
         case data(Data)
@@ -15,7 +15,7 @@ struct TransferSpec: Codable, Sendable, Equatable {
     }
 
     /// Where the response body goes.
-    enum Sink: Codable, Sendable, Equatable {
+    package enum Sink: Codable, Sendable, Equatable {
         /// Delivered in DATA events.
         case memory
         /// Written to the file at `path`; `append` keeps the bytes already there (a resumed download).
@@ -23,7 +23,7 @@ struct TransferSpec: Codable, Sendable, Equatable {
         case discard
     }
 
-    enum Authentication: Codable, Sendable, Equatable {
+    package enum Authentication: Codable, Sendable, Equatable {
         case none
         case basic(user: String, password: String)
         case digest(user: String, password: String)
@@ -31,40 +31,59 @@ struct TransferSpec: Codable, Sendable, Equatable {
 
     /// What a backend that keeps the task beyond this process (courierd) needs of the task itself: set for
     /// background sessions only.
-    struct TaskDetails: Codable, Sendable, Equatable {
-        enum Kind: String, Codable, Sendable {
+    package struct TaskDetails: Codable, Sendable, Equatable {
+        package enum Kind: String, Codable, Sendable {
             case data
             case upload
             case download
         }
 
-        var kind: Kind
-        var taskDescription: String?
-        var priority: Float
+        package var kind: Kind
+        package var taskDescription: String?
+        package var priority: Float
         /// From `downloadTask(withResumeData:)`: the backend goes on from the partial file it names.
-        var resumeData: Data?
+        package var resumeData: Data?
         /// The task reports to the session's delegate (it has no completion handler).
-        var reportsToDelegate: Bool
+        package var reportsToDelegate: Bool
+
+        package init(
+            kind: Kind,
+            taskDescription: String? = nil,
+            priority: Float = 0.5,
+            resumeData: Data? = nil,
+            reportsToDelegate: Bool = true
+        ) {
+            self.kind = kind
+            self.taskDescription = taskDescription
+            self.priority = priority
+            self.resumeData = resumeData
+            self.reportsToDelegate = reportsToDelegate
+        }
     }
 
-    var url: String
-    var method: String = "GET"
+    package var url: String
+    package var method: String = "GET"
     /// "Name: value" lines, already merged (request, session additional headers, cookies).
-    var headers: [String] = []
-    var body: Body = .none
-    var sink: Sink = .memory
-    var resumeOffset: Int64 = 0
+    package var headers: [String] = []
+    package var body: Body = .none
+    package var sink: Sink = .memory
+    package var resumeOffset: Int64 = 0
     /// Hold 3xx with a Location and 401/407 for the task to decide (`CR_FLAG_HOLD_REDIRECT_AND_AUTH`).
-    var holdRedirectAndAuth = true
+    package var holdRedirectAndAuth = true
     /// Hold every final response until ``TransferBackend/decide(_:_:)`` (`CR_FLAG_ASK_RESPONSE`).
-    var askResponse = false
-    var noBody = false
+    package var askResponse = false
+    package var noBody = false
     /// Offer the content codings libcurl decodes and hand over decoded bytes (`CR_FLAG_DECODE`).
-    var decodesContent = true
-    var http2 = true
-    var authentication: Authentication = .none
-    var idleTimeoutMilliseconds: Int64 = 0
-    var totalTimeoutMilliseconds: Int64 = 0
-    var priority: Int32 = 0
-    var task: TaskDetails?
+    package var decodesContent = true
+    package var http2 = true
+    package var authentication: Authentication = .none
+    package var idleTimeoutMilliseconds: Int64 = 0
+    package var totalTimeoutMilliseconds: Int64 = 0
+    package var priority: Int32 = 0
+    package var task: TaskDetails?
+
+    /// A GET of `url` into memory; the rest is set field by field.
+    package init(url: String) {
+        self.url = url
+    }
 }
