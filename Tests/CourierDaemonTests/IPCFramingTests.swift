@@ -218,4 +218,45 @@ struct IPCFramingTests {
             #expect(reason.contains("session"))
         }
     }
+
+    @Test("a task and events in the form journaled before the wire carried the seam's values still decode")
+    func earlierForms() throws {
+        let task = try JSONDecoder().decode(
+            IPCMessage.BackgroundTask.self,
+            from: Data(
+                #"""
+                {"identifier":4,"kind":"upload","request":{"url":"http://127.0.0.1:9/up","method":"PUT",
+                "headers":{"X-A":"1"}},"uploadFile":"/tmp/body","taskDescription":"d","priority":0.75,
+                "createdInBackground":true}
+                """#.utf8
+            )
+        )
+        #expect(task.kind == .upload)
+        #expect(task.spec.url == "http://127.0.0.1:9/up")
+        #expect(task.spec.method == "PUT")
+        #expect(task.spec.headers == ["X-A: 1"])
+        #expect(task.uploadFile == "/tmp/body")
+        #expect(task.taskDescription == "d")
+        #expect(task.priority == 0.75)
+        #expect(task.createdInBackground == true)
+        // The new form round-trips as it is.
+        let again = try JSONDecoder().decode(IPCMessage.BackgroundTask.self, from: try JSONEncoder().encode(task))
+        #expect(again == task)
+
+        let events = try JSONDecoder().decode(
+            [IPCMessage.BackgroundEvent].self,
+            from: Data(
+                #"""
+                [{"wroteData":{"delta":5,"total":10,"expected":100}},
+                 {"response":{"_0":{"url":"http://127.0.0.1:9/x","status":200,"headers":{"ETag":"\"1\""}}}},
+                 {"finishedDownloading":{"path":"/tmp/f"}},
+                 {"completed":{"error":{"code":-1001,"message":"slow"}}}]
+                """#.utf8
+            )
+        )
+        #expect(events.first == .wrote(10, of: 100))
+        #expect(events[1].responseHead?.value("ETag") == "\"1\"")
+        #expect(events[2].downloadedPath == "/tmp/f")
+        #expect(events[3].endingError??.code == .timedOut)
+    }
 }
