@@ -147,7 +147,7 @@ extension TaskMachine {
         if retiredHops.isEmpty {
             finish(outcome, into: &actions)
         } else {
-            phase = .finishing
+            enter(.finishing)
             pendingOutcome = outcome
         }
     }
@@ -157,7 +157,7 @@ extension TaskMachine {
         guard phase != .completed else {
             return
         }
-        phase = .completed
+        enter(.completed)
         awaiting = nil
         actions.append(.finish(outcome))
     }

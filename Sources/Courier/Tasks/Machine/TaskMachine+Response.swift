@@ -239,7 +239,7 @@ extension TaskMachine {
         case .becomeDownload(let staging):
             // The data task ends silently; ``successorForDownload(staging:)`` continues it, and events that still
             // reach this machine are forwarded to it.
-            phase = .completed
+            enter(.completed)
             handedOver = true
             actions.append(.becomeDownload(transfer: transfer, staging: staging))
         }
@@ -250,7 +250,8 @@ extension TaskMachine {
     func successorForDownload(staging: URL) -> TaskMachine {
         var successor = self
         successor.role = Role(kind: .download, collectsBody: false, asksDisposition: false)
-        successor.phase = .running
+        // A new machine that starts running (this one's `completed` is not left).
+        successor.startRunningAsSuccessor()
         successor.handedOver = false
         successor.staging = staging
         successor.bodyChunks = []

@@ -20,6 +20,20 @@ struct TaskMachine: Sendable {
         case finishing
         /// Reported (or silently ended after `.becomeDownload`).
         case completed
+
+        /// Phases only move forward (a step may be skipped); nothing leaves `completed`.
+        func allows(_ next: Phase) -> Bool {
+            next.rank > rank || (next == self && self != .completed)
+        }
+
+        private var rank: Int {
+            switch self {
+            case .created: 0
+            case .running: 1
+            case .finishing: 2
+            case .completed: 3
+            }
+        }
     }
 
     /// A held response waiting for an answer.
@@ -40,7 +54,8 @@ struct TaskMachine: Sendable {
     }
 
     var role: Role
-    var phase = Phase.created
+    /// Changed through ``enter(_:)`` only.
+    private(set) var phase = Phase.created
     var userSuspended = false
     var backpressurePaused = false
     /// What the backend was last told for the current transfer.
@@ -232,7 +247,7 @@ struct TaskMachine: Sendable {
     private mutating func resume(at now: Date, into actions: inout TaskActions) {
         switch phase {
         case .created:
-            phase = .running
+            enter(.running)
             startDate = now
             actions.append(.start)
         case .running:
@@ -401,5 +416,19 @@ struct TaskMachine: Sendable {
         if transfer != 0 {
             actions.append(.cancelTransfer(transfer))
         }
+    }
+}
+
+extension TaskMachine {
+    /// Moves to `next`: an impossible change (``Phase/allows(_:)``) stops a debug build, as the C engine's
+    /// `set_state` does.
+    mutating func enter(_ next: Phase) {
+        assert(phase.allows(next), "task phase \(phase) → \(next)")
+        phase = next
+    }
+
+    /// The copy that continues a data task as a download after `.becomeDownload` runs from the start.
+    mutating func startRunningAsSuccessor() {
+        phase = .running
     }
 }

@@ -15,6 +15,16 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         case starting
         case running
         case finished
+
+        /// waiting → starting → running, back to waiting (a stop, a retry), and to finished from any; nothing leaves
+        /// finished.
+        func allows(_ next: Phase) -> Bool {
+            switch (self, next) {
+            case (.waiting, .starting), (.starting, .waiting), (.starting, .running), (.running, .waiting): true
+            case (.waiting, .finished), (.starting, .finished), (.running, .finished): true
+            default: false
+            }
+        }
     }
 
     /// Why courierd, not the network, is ending the running attempt.
@@ -111,7 +121,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             return [.wake(at: now.addingTimeInterval(rules.conditionPollInterval))]
         }
         waitingReason = nil
-        phase = .starting
+        enter(.starting)
         return [.makeAttempt(journaled)]
     }
 
@@ -129,10 +139,10 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             break
         }
         guard !stopping else {
-            phase = .waiting
+            enter(.waiting)
             return [.discardAttempt]
         }
-        phase = .running
+        enter(.running)
         attemptCheckpointed = false
         checkpointedAt = now
         checkpointedBytes = received
@@ -209,7 +219,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         guard phase != .finished else {
             return []
         }
-        phase = .finished
+        enter(.finished)
         // The file is whole: the counters say so even where the last progress was not reported.
         received = max(received, length)
         var leading = progressEvent().map { [$0] } ?? []
@@ -252,7 +262,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         }
         switch ending {
         case .daemonStopping:
-            phase = .waiting
+            enter(.waiting)
             return [.keepForNextAttempt(nextCheckpoint(response, now: now), resumeData: error.resumeData, retry: nil)]
         case .cancel, .cancelProducingResumeData:
             var cancelled = error
@@ -265,7 +275,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         let deadline = journaled.createdAt.addingTimeInterval(resourceTimeout)
         switch rules.retryPolicy.decide(after: error, attempt: attempt, now: now, deadline: deadline) {
         case .retry(let date):
-            phase = .waiting
+            enter(.waiting)
             journaled.attempts = attempt
             journaled.retryAt = date
             let retry = BackgroundTaskAction.Retry(attempts: attempt, at: date)
@@ -359,7 +369,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     }
 
     private mutating func finishing(_ events: [IPCMessage.BackgroundEvent]) -> [BackgroundTaskAction] {
-        phase = .finished
+        enter(.finished)
         return [.finish(events)]
     }
 
@@ -397,5 +407,14 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
 
     private static func text(_ date: Date) -> String {
         ISO8601DateFormatter().string(from: date)
+    }
+}
+
+extension BackgroundTaskMachine {
+    /// Moves to `next`: an impossible change (``Phase/allows(_:)``) stops a debug build, as the C engine's
+    /// `set_state` does.
+    private mutating func enter(_ next: Phase) {
+        assert(phase.allows(next), "background task phase \(phase) → \(next)")
+        phase = next
     }
 }
