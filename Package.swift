@@ -15,6 +15,9 @@ let package = Package(
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .executable(name: "courier", targets: ["courier"]),
+        // The background transfer service. A package that depends on Courier builds it with
+        // `swift build --product courierd`: it lands beside the app, where a background session looks for it.
+        .executable(name: "courierd", targets: ["courierd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),

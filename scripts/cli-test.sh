@@ -411,10 +411,26 @@ if [ -x "$courierd" ]; then
         sleep 0.05
     done
     run status-up daemon status --json
-    if [ "$rc" -eq 0 ] && grep -q '"running" : true' "$work/status-up.out"; then
-        pass "courier daemon status --json: running"
+    if [ "$rc" -eq 0 ] && grep -q '"running" : true' "$work/status-up.out" \
+        && grep -q "\"pid\" : $courierd_pid" "$work/status-up.out" \
+        && grep -q "\"stateDirectory\" : \"$XDG_STATE_HOME/courier\"" "$work/status-up.out"; then
+        pass "courier daemon status --json: running, with the answering courierd's pid and directories"
     else
-        fail "courier daemon status --json: running" "$(show status-up)"
+        fail "courier daemon status --json: running, with the answering courierd's pid and directories" \
+            "$(show status-up)"
+    fi
+    run status-text daemon status
+    if [ "$rc" -eq 0 ] && grep -q "is running, pid $courierd_pid" "$work/status-text.out" \
+        && grep -q "binary: *$(readlink -f "$courierd")" "$work/status-text.out"; then
+        pass "courier daemon status: version, pid, binary"
+    else
+        fail "courier daemon status: version, pid, binary" "$(show status-text)"
+    fi
+    run version --version
+    if [ "$rc" -eq 0 ] && [ "$(cat "$work/version.out")" = "$("$courierd" --version)" ]; then
+        pass "courier --version and courierd --version: one version"
+    else
+        fail "courier --version and courierd --version: one version" "$(show version)"
     fi
     run sessions sessions
     if [ "$rc" -eq 0 ] && grep -q "^SESSION  APP" "$work/sessions.out"; then

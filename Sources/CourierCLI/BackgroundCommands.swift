@@ -175,6 +175,13 @@ struct Daemon: ParsableCommand {
         struct Report: Encodable {
             var running: Bool
             var socket: String
+            var pid: Int32?
+            var version: String?
+            var executable: String?
+            var runtimeDirectory: String?
+            var stateDirectory: String?
+            var startedAt: Date?
+            var uptimeSeconds: Int?
             var sessions: Int
             var activeTasks: Int
             var pendingEvents: Int
@@ -191,13 +198,28 @@ struct Daemon: ParsableCommand {
                     report.activeTasks = sessions.reduce(0) { $0 + $1.activeTasks }
                     report.pendingEvents = sessions.reduce(0) { $0 + $1.pendingEvents }
                 }
+                // The welcome came before the answer.
+                let welcome = connection.welcome
+                report.pid = welcome?.pid ?? connection.peer?.pid
+                report.version = welcome?.daemonVersion
+                report.executable = welcome?.executable
+                report.runtimeDirectory = welcome?.runtimeDirectory
+                report.stateDirectory = welcome?.stateDirectory
+                report.startedAt = welcome?.startedAt
+                report.uptimeSeconds = welcome?.startedAt.map { Int(Date().timeIntervalSince($0)) }
             }
             if json {
                 print(try DaemonClient.json(report))
             } else if report.running {
+                print("courierd \(report.version ?? "(version unknown)") is running, pid \(report.pid.map(String.init) ?? "?")")
+                print("  binary:    \(report.executable ?? "?")")
+                print("  socket:    \(report.socket)")
+                print("  runtime:   \(report.runtimeDirectory ?? "?")")
+                print("  state:     \(report.stateDirectory ?? "?")")
+                print("  uptime:    \(report.uptimeSeconds.map { Formatting.seconds(Double($0)) } ?? "?")")
                 print(
-                    "courierd is running on \(report.socket): \(report.sessions) sessions, "
-                        + "\(report.activeTasks) active tasks, \(report.pendingEvents) pending events"
+                    "  \(report.sessions) sessions, \(report.activeTasks) active tasks, "
+                        + "\(report.pendingEvents) pending events"
                 )
             } else {
                 print("courierd is not running (no answer at \(report.socket))")

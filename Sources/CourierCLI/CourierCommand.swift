@@ -1,4 +1,5 @@
 import ArgumentParser
+import CourierIPC
 
 /// The `courier` command-line tool: transfers with Courier sessions.
 ///
@@ -9,6 +10,7 @@ struct CourierCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier",
         abstract: "Transfer files over HTTP and HTTPS with Courier.",
+        version: CourierVersion.current,
         subcommands: [
             Get.self, Put.self, Sessions.self, Tasks.self, Cancel.self, Kill.self, Daemon.self, Push.self, Fetch.self,
             Apps.self,

@@ -41,6 +41,14 @@ extension Application {
         /// watchdog reports. Silent by default.
         public var logger: Logger
 
+        /// The command line courierd runs to launch the app in the background — for a fetch, a push, or the events
+        /// of a background session (whose `backgroundLaunchCommand` defaults to this) — with
+        /// `COURIER_BACKGROUND_LAUNCH` in its environment. Nil (the default): this executable with no arguments, not
+        /// the arguments this process was started with, which may be what started its work (a relaunch with them
+        /// would start it again). Set it when the app needs arguments to run (a configuration file, a log) but none
+        /// that start work. Read when the app connects to courierd.
+        public var launchCommand: [String]?
+
         public init(
             backgroundTimeBudget: Duration = .seconds(180),
             expirationWarning: Duration = .seconds(5),
@@ -57,6 +65,11 @@ extension Application {
             self.callbackQueue = callbackQueue
             self.processControl = processControl
             self.logger = logger
+        }
+
+        /// ``launchCommand``, or this executable alone.
+        package var resolvedLaunchCommand: [String] {
+            launchCommand ?? [Application.executablePath]
         }
     }
 }

@@ -1,5 +1,6 @@
 import CourierConcurrency
 import Dispatch
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -29,6 +30,17 @@ extension Application {
     package static var launchedForBackgroundSession: String? {
         let launched = self.sharedStorage.withLock { $0?.launchOptions }
         return (launched ?? LaunchOptions.fromProcessEnvironment()).backgroundLaunchReason?.urlSessionIdentifier
+    }
+
+    /// The command courierd runs to launch this process's app in the background: the shared application's
+    /// ``Configuration/launchCommand`` once ``main(delegate:configuration:)`` made it, else this executable alone.
+    package static var backgroundLaunchCommand: [String] {
+        (self.sharedStorage.withLock { $0?.configuration } ?? Configuration()).resolvedLaunchCommand
+    }
+
+    /// This process's executable, symbolic links resolved.
+    package static var executablePath: String {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     }
 
     /// Whether `application` is ``shared`` (without creating it).

@@ -63,11 +63,10 @@ final class BackgroundServiceLink: Sendable {
         if let live = state.withLock({ $0.connection }), !live.hasEnded {
             return .success(live)
         }
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         let opened = DaemonConnection.open(
             paths: paths,
             app: DaemonConnection.appName,
-            launchCommand: [executable] + CommandLine.arguments.dropFirst()
+            launchCommand: application?.configuration.resolvedLaunchCommand ?? Application.backgroundLaunchCommand
         )
         guard case .success(let connection) = opened else {
             return opened

@@ -21,7 +21,7 @@ import Glibc
 /// connects again (starting courierd if none answers after ``startGrace`` and its state directory is still there),
 /// opens the session again and takes the events it has not acknowledged, in order, with nothing for the app to do.
 /// Submissions and commands made meanwhile wait for the new connection. Only when courierd cannot be reached for the
-/// session's request timeout do the session's tasks fail, with `cannotConnectToHost` saying so.
+/// session's request timeout do the session's tasks fail, with `backgroundSessionWasDisconnected` saying so.
 ///
 /// Commands (`suspend`, `resume`, `cancel`) go to courierd one at a time, in the order the tasks made them.
 final class DaemonBackend: TransferBackend {
@@ -432,7 +432,7 @@ final class DaemonBackend: TransferBackend {
 
     private func unreachable(for timeout: TimeInterval, because reason: CourierError?) -> CourierError {
         CourierError(
-            .cannotConnectToHost,
+            .backgroundSessionWasDisconnected,
             "courierd could not be reached for \(Int(timeout)) s (the session's request timeout)"
                 + (reason.map { ": \($0.message)" } ?? "")
         )

@@ -67,8 +67,10 @@ public struct SessionConfiguration: Sendable {
     public var allowsExpensiveNetworkAccess = true
 
     /// Background sessions: the command line courierd runs to relaunch the app for pending events (with
-    /// `COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>` in its environment). Nil (the default): this
-    /// executable with this process's arguments. Sent to courierd with each session's first connection.
+    /// `COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>` in its environment). Nil (the default): the
+    /// application's `Application.Configuration.launchCommand`, which is this executable with no arguments unless
+    /// set — not the arguments this process was started with, which may be what started the transfers (a relaunch
+    /// with them would start them again). Sent to courierd with each connection of the session.
     public var backgroundLaunchCommand: [String]?
 
     /// Where the courierd of a background session is found (and started); nil for this user's usual place.

@@ -8,7 +8,8 @@ import FoundationNetworking
 extension SessionCore {
     /// Connects to courierd (starting it if needed) and opens the session there. When that fails, or the identifier
     /// is held by another live session, the backend is failed: every task of the session then fails at `resume()`
-    /// with that error (`backgroundSessionInUse`, `cannotConnectToHost`, …).
+    /// with that error (`backgroundSessionInUse`, `backgroundSessionWasDisconnected`, …), and the failure is said at
+    /// once: to the session's logger, or on standard error when it has none.
     func openBackground(_ identifier: String, hasDelegate: Bool) {
         guard hasDelegate else {
             let error = CourierError(
@@ -20,8 +21,7 @@ extension SessionCore {
         }
         var launchCommand: [String]?
         if configuration.sessionSendsLaunchEvents {
-            let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-            launchCommand = configuration.backgroundLaunchCommand ?? [executable] + CommandLine.arguments.dropFirst()
+            launchCommand = configuration.backgroundLaunchCommand ?? Application.backgroundLaunchCommand
         }
         let opener = DaemonSessionOpener(
             paths: configuration.daemonPaths ?? DaemonPaths.current,
@@ -44,7 +44,11 @@ extension SessionCore {
             opened = made
         case .failure(let error):
             backendSlot.withLock { $0 = .failed(error) }
-            logger?.error("background session not opened", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
+            if let logger {
+                logger.error("background session not opened", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
+            } else {
+                FileHandle.standardError.write(Data("background session \(identifier) not opened: \(error)\n".utf8))
+            }
             return
         }
         // Task identifiers go on from courierd's: at this opening and at each reopening after a lost connection.

@@ -17,7 +17,7 @@ extension DaemonServer {
             } catch {
                 logger.error("launch command not journaled", metadata: ["app": "\(hello.app)", "error": "\(error)"])
             }
-            _ = connection.send(.welcome(.init(daemonVersion: DaemonServer.version)))
+            _ = connection.send(.welcome(welcome))
             return nil
         }
         switch message {

@@ -15,7 +15,7 @@ import Glibc
 ///
 /// `@unchecked Sendable`: `listener` is written once in `init`; everything that changes is in `state`, a lock.
 package final class DaemonServer: @unchecked Sendable {
-    package static let version = "0.1"
+    package static let version = CourierVersion.current
 
     private struct State {
         var stopping = false
@@ -35,6 +35,8 @@ package final class DaemonServer: @unchecked Sendable {
     private let pushEndpoint: PushEndpoint?
     let sessions = SessionRegistry()
     private let state = LockedValue(State())
+    /// What each `hello` is answered with: which courierd this is.
+    let welcome: IPCMessage.Welcome
 
     /// Prepares the directories, takes the one-per-user lock, opens the journal and listens. Throws
     /// ``DaemonSetupError/alreadyRunning(lockFile:)`` when another courierd holds the lock.
@@ -59,6 +61,14 @@ package final class DaemonServer: @unchecked Sendable {
         listener = try UnixSocket.listen(at: paths.socket.path)
         self.paths = paths
         self.logger = logger
+        welcome = IPCMessage.Welcome(
+            daemonVersion: DaemonServer.version,
+            pid: getpid(),
+            executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+            runtimeDirectory: paths.runtimeDirectory.path,
+            stateDirectory: paths.stateDirectory.path,
+            startedAt: Date()
+        )
         self.settings = settings
         self.uid = uid
         launcher = AppLauncher(limiter: relaunchLimiter, logger: logger)

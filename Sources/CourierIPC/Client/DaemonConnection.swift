@@ -33,6 +33,7 @@ package final class DaemonConnection: Sendable {
         var ended: CourierError?
         /// Bytes read so far, counted as soon as each read returns.
         var bytesReceived: UInt64 = 0
+        var welcome: IPCMessage.Welcome?
     }
 
     private let descriptor: Int32
@@ -41,6 +42,8 @@ package final class DaemonConnection: Sendable {
     /// and a frame must reach the socket whole); true once the descriptor is closed, so that no write can reach a
     /// descriptor number the process has reused since.
     private let writeLock = LockedValue(false)
+    /// Signalled once the reader has ended the connection (and again by each waiter, for the next).
+    private let readerEnded = DispatchSemaphore(value: 0)
 
     private init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -63,7 +66,7 @@ package final class DaemonConnection: Sendable {
         if let connected = UnixSocket.connect(to: paths.socket.path) {
             descriptor = connected
         } else if !startingDaemon {
-            return .failure(CourierError(.cannotConnectToHost, "courierd is not running (no answer at \(paths.socket.path))"))
+            return .failure(CourierError(.backgroundSessionWasDisconnected, "courierd is not running (no answer at \(paths.socket.path))"))
         } else {
             switch DaemonLauncher.start(paths) {
             case .success(let connected): descriptor = connected
@@ -76,7 +79,7 @@ package final class DaemonConnection: Sendable {
         )
         guard let frame = try? hello.frame(), UnixSocket.write(frame.encoded, to: descriptor) else {
             Glibc.close(descriptor)
-            return .failure(CourierError(.cannotConnectToHost, "courierd closed the connection at hello"))
+            return .failure(CourierError(.backgroundSessionWasDisconnected, "courierd closed the connection at hello"))
         }
         let connection = DaemonConnection(descriptor: descriptor)
         // Later moves between the foreground and the background, until the connection ends; one made since the hello
@@ -93,6 +96,11 @@ package final class DaemonConnection: Sendable {
             ApplicationPresence.removeObserver(presence)
         }
         return .success(connection)
+    }
+
+    /// courierd's `welcome`: which courierd answered. Arrives before the answer to any request.
+    package var welcome: IPCMessage.Welcome? {
+        state.withLock { $0.welcome }
     }
 
     /// Sends a request and waits for its reply (or failure); `make` gets the request number.
@@ -117,6 +125,11 @@ package final class DaemonConnection: Sendable {
         }
         guard send(make(number)) else {
             state.withLock { _ = $0.waiting.removeValue(forKey: number) }
+            // The write failing can come before the reader sees the end: ended once this returns, so that the caller
+            // can tell a connection that went away (and make another) from a refusal.
+            close()
+            readerEnded.wait()
+            readerEnded.signal()
             return .failure(CourierError(.networkConnectionLost, "courierd closed the connection"))
         }
         guard waiter.done.wait(timeout: .now() + timeout) == .success else {
@@ -237,6 +250,7 @@ package final class DaemonConnection: Sendable {
             }
             return (Array(state.waiting.values), state.endHandler)
         }
+        readerEnded.signal()
         for waiter in waiters {
             waiter.answer.withLock { $0 = .failure(reason) }
             waiter.done.signal()
@@ -272,7 +286,9 @@ package final class DaemonConnection: Sendable {
                 return state.wakeHandler
             }
             handler?(wake)
-        case .welcome, .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession,
+        case .welcome(let welcome):
+            state.withLock { $0.welcome = welcome }
+        case .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession,
             .listSessions, .stopDaemon, .forceQuit, .appState, .registerApp, .wakeCompleted, .sendPush, .listApps,
             .triggerFetch:
             break

@@ -36,8 +36,10 @@ package enum DaemonLauncher {
         guard let executable = executable() else {
             return .failure(
                 CourierError(
-                    .cannotConnectToHost,
-                    "courierd is not running and no courierd executable was found ($COURIERD, beside the app, PATH)"
+                    .backgroundSessionWasDisconnected,
+                    "courierd is not running and no courierd executable was found (looked at $COURIERD, beside this "
+                        + "program, and on PATH): build it with `swift build --product courierd` in this package "
+                        + "(it lands beside the app), or install it with `courier daemon install`"
                 )
             )
         }
@@ -45,7 +47,7 @@ package enum DaemonLauncher {
         do throws(DaemonSetupError) {
             try paths.prepare()
         } catch {
-            return .failure(CourierError(.cannotConnectToHost, "cannot start courierd: \(error)"))
+            return .failure(CourierError(.backgroundSessionWasDisconnected, "cannot start courierd: \(error)"))
         }
         let log = paths.runtimeDirectory.appendingPathComponent("courierd.log").path
         let script = "setsid \"$0\" \"$@\" </dev/null >/dev/null 2>>\"$COURIERD_LOG\" &"
@@ -60,7 +62,7 @@ package enum DaemonLauncher {
         case .success(let spawned):
             pid = spawned
         case .failure(let error):
-            return .failure(CourierError(.cannotConnectToHost, "cannot start courierd: \(error.localizedDescription)"))
+            return .failure(CourierError(.backgroundSessionWasDisconnected, "cannot start courierd: \(error.localizedDescription)"))
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -72,7 +74,7 @@ package enum DaemonLauncher {
             usleep(20_000)
         }
         return .failure(
-            CourierError(.cannotConnectToHost, "courierd did not answer within \(Int(timeout)) s (its log: \(log))")
+            CourierError(.backgroundSessionWasDisconnected, "courierd did not answer within \(Int(timeout)) s (its log: \(log))")
         )
     }
 }

@@ -19,13 +19,33 @@ extension IPCMessage {
         }
     }
 
+    /// courierd's answer to `hello`: which courierd this is (`courier daemon status` shows it).
     package struct Welcome: Codable, Sendable, Equatable {
         package var daemonVersion: String
         package var protocolVersion: UInt16
+        /// The rest is absent from a courierd older than these fields.
+        package var pid: Int32?
+        package var executable: String?
+        package var runtimeDirectory: String?
+        package var stateDirectory: String?
+        package var startedAt: Date?
 
-        package init(daemonVersion: String, protocolVersion: UInt16 = IPCFrame.currentVersion) {
+        package init(
+            daemonVersion: String,
+            protocolVersion: UInt16 = IPCFrame.currentVersion,
+            pid: Int32? = nil,
+            executable: String? = nil,
+            runtimeDirectory: String? = nil,
+            stateDirectory: String? = nil,
+            startedAt: Date? = nil
+        ) {
             self.daemonVersion = daemonVersion
             self.protocolVersion = protocolVersion
+            self.pid = pid
+            self.executable = executable
+            self.runtimeDirectory = runtimeDirectory
+            self.stateDirectory = stateDirectory
+            self.startedAt = startedAt
         }
     }
 

@@ -67,6 +67,10 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         public static let insufficientSpace = Code(rawValue: -3102)
         /// Another live background session uses the same identifier.
         public static let backgroundSessionInUse = Code(rawValue: -996)
+        /// courierd, the background transfer service, could not be reached: none is running and none could be started
+        /// (no `courierd` executable found — the message says where it was looked for and what to run — or it did
+        /// not come up), or it stayed away longer than the session's request timeout.
+        public static let backgroundSessionWasDisconnected = Code(rawValue: -997)
         /// The operation is not available in a background session.
         public static let unsupportedInBackgroundSession = Code(rawValue: -3104)
         /// The session was invalidated; it accepts no new tasks.
@@ -87,6 +91,7 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
             -1202: "serverCertificateUntrusted", -3000: "cannotCreateFile", -3001: "cannotOpenFile",
             -3002: "cannotReadFile", -3003: "cannotWriteToFile", -3005: "cannotMoveFile", -3100: "cannotResume",
             -3101: "fileChanged", -3102: "insufficientSpace", -996: "backgroundSessionInUse",
+            -997: "backgroundSessionWasDisconnected",
             -3104: "unsupportedInBackgroundSession", -3105: "sessionInvalidated", -3106: "insecureRedirect",
             -1: "unknown",
         ]

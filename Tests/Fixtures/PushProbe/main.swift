@@ -172,4 +172,6 @@ final class ProbeDelegate: ApplicationDelegate {
 let options = Options(Array(CommandLine.arguments.dropFirst()))
 var configuration = Application.Configuration()
 configuration.backgroundFetchTimeLimit = .milliseconds(Int(options.timeLimit * 1000))
+// Launched again (for a fetch or a push) with what it needs to run, none of which starts work.
+configuration.launchCommand = [Application.executablePath] + CommandLine.arguments.dropFirst()
 Application.main(delegate: ProbeDelegate(options: options), configuration: configuration)
