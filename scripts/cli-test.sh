@@ -277,6 +277,29 @@ else
     fail "after --continue only slow.bin is left" "$(ls -la "$out")"
 fi
 
+# --- SIGHUP (the terminal closed) ----------------------------------------------------------------------------
+out="$work/out-hangup"
+"$courier" get -o "$out" "$slow_url" >"$work/hangup.out" 2>"$work/hangup.err" </dev/null &
+courier_pid=$!
+sleep 1.5
+kill -HUP "$courier_pid" 2>/dev/null
+rc=0
+wait "$courier_pid" || rc=$?
+part_size="$(stat -c %s "$out/slow.bin.part" 2>/dev/null || echo 0)"
+if [ "$rc" -eq 130 ] && [ -s "$out/slow.bin.part.resume" ] && [ "$part_size" -gt 0 ] \
+    && [ -z "$(find "$out" -name '.courier-tmp-*')" ]; then
+    pass "SIGHUP keeps slow.bin.part ($part_size bytes) and its resume data, and leaves no temporary folder"
+else
+    fail "SIGHUP keeps slow.bin.part and its resume data, and leaves no temporary folder" \
+        "$(show hangup)" "$(ls -la "$out" 2>&1)"
+fi
+run hangup-continue get --continue -o "$out" "$slow_url"
+if [ "$rc" -eq 0 ] && cmp -s "$files/slow.bin" "$out/slow.bin" && grep -q "resuming slow.bin at" "$work/hangup-continue.out"; then
+    pass "--continue after SIGHUP resumes and completes the file"
+else
+    fail "--continue after SIGHUP resumes and completes the file" "$(show hangup-continue)"
+fi
+
 # --- put --------------------------------------------------------------------------------------------------------
 # Uploads land under the served directory ($files), at the request's path.
 run puthelp put --help

@@ -13,7 +13,7 @@ struct CourierCommand: AsyncParsableCommand {
         version: CourierVersion.current,
         subcommands: [
             Get.self, Put.self, Sessions.self, Tasks.self, Cancel.self, Kill.self, Daemon.self, Push.self, Fetch.self,
-            Apps.self,
+            Apps.self, Logs.self,
         ]
     )
 }

@@ -21,7 +21,7 @@ struct Get: AsyncParsableCommand {
             An HTTP status other than 2xx (such as 401 or 404, even with an empty body) fails the URL: \
             nothing is saved for it.
 
-            An interrupted download (Ctrl-C, SIGTERM, or a failure after which the server allows resuming) \
+            An interrupted download (Ctrl-C, SIGTERM, SIGHUP, or a failure after which the server allows resuming) \
             is kept as NAME.part, with its Courier resume data in NAME.part.resume. Run the same command \
             again with --continue to go on from there.
 

@@ -22,7 +22,7 @@ struct TransferProgress: Sendable {
         case running
         case succeeded
         case failed
-        /// Stopped by SIGINT or SIGTERM.
+        /// Stopped by SIGINT, SIGTERM or SIGHUP.
         case interrupted
     }
 
@@ -69,7 +69,7 @@ enum RunEvent: Sendable {
     case tick
     /// A transfer finished or something was reported.
     case changed
-    /// SIGINT or SIGTERM arrived.
+    /// SIGINT, SIGTERM or SIGHUP arrived.
     case interrupt
     /// The session is invalid and has removed its staging files.
     case invalidated

@@ -11,14 +11,14 @@ import Glibc
 protocol TransferCoordinator: AnyObject, Sendable {
     /// Creates and resumes the task of every transfer.
     func start(in session: Session)
-    /// Stops every unfinished transfer (after SIGINT or SIGTERM).
+    /// Stops every unfinished transfer (after SIGINT, SIGTERM or SIGHUP).
     func interruptAll()
     /// A copy of the state for the display; takes the reports made since the last snapshot.
     func snapshot() -> RunSnapshot
 }
 
 /// The main loop shared by `courier get` and `courier put`: starts the transfers, redraws the progress display
-/// on every change and tick, turns SIGINT and SIGTERM into an interrupt (a second one quits at once), waits for
+/// on every change and tick, turns SIGINT, SIGTERM and SIGHUP into an interrupt (a second one quits at once), waits for
 /// the session's invalidation, prints the summary and ends with the exit status.
 struct TransferRun {
     let display: ProgressDisplay
@@ -150,12 +150,13 @@ struct TransferRun {
         return text
     }
 
-    /// Turns SIGINT and SIGTERM into ``RunEvent/interrupt`` events. A signal the parent process ignores (as a
-    /// non-interactive shell does for SIGINT in background jobs) stays ignored.
+    /// Turns SIGINT, SIGTERM and SIGHUP (the terminal closed) into ``RunEvent/interrupt`` events. A signal the parent
+    /// process ignores (as a non-interactive shell does for SIGINT in background jobs, or `nohup` for SIGHUP) stays
+    /// ignored.
     private static func forwardSignals(
         to continuation: AsyncStream<RunEvent>.Continuation
     ) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].compactMap { number in
+        [SIGINT, SIGTERM, SIGHUP].compactMap { number in
             var current = sigaction()
             sigaction(number, nil, &current)
             if unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1 {  // SIG_IGN

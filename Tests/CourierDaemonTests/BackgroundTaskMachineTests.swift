@@ -53,7 +53,7 @@ struct BackgroundTaskMachineTests {
         expected: Int64
     ) -> [BackgroundTaskAction] {
         let whole = TransferProgress(received: length, expectedToReceive: expected)
-        var leading = IPCMessage.BackgroundEvent.response(entity, progress: whole)
+        var leading = IPCMessage.BackgroundEvent.response(entity, requested: url.absoluteString, progress: whole)
         if expected < 0 {
             // The machine had not heard of these bytes: reported first.
             leading.insert(IPCMessage.BackgroundEvent(.progress, progress: whole), at: 0)
@@ -317,7 +317,7 @@ struct BackgroundTaskMachineTests {
                 == [
                     .finish(
                         [IPCMessage.BackgroundEvent(.progress, progress: sent)]
-                            + IPCMessage.BackgroundEvent.response(response, progress: sent) + [
+                            + IPCMessage.BackgroundEvent.response(response, requested: Self.url.absoluteString, progress: sent) + [
                                 IPCMessage.BackgroundEvent(.data(Data("{}".utf8)), progress: sent),
                                 .completed(nil, sent, response: response),
                             ]

@@ -95,6 +95,62 @@ struct RelaunchTests {
         #expect(Self.entries(log).map { $0["event"] as? String } == ["relaunched", "tasks", "didFinishEvents", "exit"])
     }
 
+    @Test("the user starts the app while a relaunched instance is suspended holding the session: it gets the session")
+    func suspendedInstanceIsReclaimed() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        let directories = ["--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log]
+        var environment = daemon.clientEnvironment
+        environment["COURIER_BACKGROUND_LAUNCH"] = "urlsession:com.example.probe.background"
+        let relaunched = try ChildProcess(
+            try siblingExecutable("BackgroundProbe"),
+            arguments: directories + ["--linger"],
+            environment: environment,
+            standardError: .inherit
+        )
+        defer {
+            relaunched.send(SIGKILL)
+            _ = relaunched.wait(timeout: .seconds(10))
+        }
+        #expect(Self.wait(for: "idle", in: log, timeout: 20), "\(Self.entries(log))")
+        // Idle in the background: the application suspends itself, still holding the session.
+        var stopped = false
+        for _ in 0..<200 where !stopped {
+            stopped = BackgroundWorkService.isStopped(relaunched.pid)
+            usleep(50_000)
+        }
+        #expect(stopped, "the relaunched instance did not suspend itself")
+
+        let user = try ChildProcess(
+            try siblingExecutable("BackgroundProbe"),
+            arguments: directories + ["--download", server.url("/bytes/2000?seed=3").absoluteString, "--stay"],
+            environment: daemon.clientEnvironment,
+            standardError: .inherit
+        )
+        defer {
+            user.send(SIGKILL)
+            _ = user.wait(timeout: .seconds(10))
+        }
+        #expect(user.wait(timeout: .seconds(30)) == .exited(0))
+        let completions = Self.entries(log).filter {
+            $0["event"] as? String == "completed" && $0["pid"] as? Int == Int(user.pid)
+        }
+        #expect(completions.count == 1)
+        #expect(completions.first?["error"] == nil, "\(completions)")
+        #expect(completions.first?["status"] as? Int == 200)
+        // The suspended instance was continued and terminated as iOS reclaims a suspended app.
+        #expect(relaunched.wait(timeout: .seconds(10)) == .exited(0))
+        #expect(
+            Self.entries(log).contains {
+                $0["event"] as? String == "terminated" && $0["pid"] as? Int == Int(relaunched.pid)
+            }
+        )
+        try await server.shutdown()
+    }
+
     @Test("20 downloads and uploads outlive a SIGKILLed app; the relaunched app hears each event once, files intact")
     func killedAppIsRelaunched() async throws {
         let server = try await TestServer.start()
@@ -162,6 +218,19 @@ struct RelaunchTests {
             #expect(json?["sha256"] as? String == TestServer.sha256Hex(body), "task \(task)")
         }
         #expect(entries.filter { $0["event"] as? String == "didFinishEvents" }.count >= 1)
+        // What the relaunched app printed is in its log, after the line that says why it was launched, and
+        // `courier logs` shows it.
+        let appLog = daemon.paths.appLog(of: "BackgroundProbe")
+        let logged = String(decoding: FileManager.default.contents(atPath: appLog.path) ?? Data(), as: UTF8.self)
+        #expect(logged.contains("courierd launched") && logged.contains("for urlsession:com.example.probe.background"))
+        let shown = try ChildProcess.run(
+            try siblingExecutable("courier"),
+            arguments: ["logs", "BackgroundProbe", "--lines", "1000"],
+            environment: daemon.clientEnvironment,
+            timeout: .seconds(30)
+        )
+        #expect(shown.termination == .exited(0))
+        #expect(String(decoding: shown.standardOutput, as: UTF8.self) == logged)
         #expect(daemon.stop() == .exited(0))
         try await server.shutdown()
     }

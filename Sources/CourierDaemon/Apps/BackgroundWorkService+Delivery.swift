@@ -193,7 +193,7 @@ extension BackgroundWorkService {
     }
 
     /// Whether `pid` is stopped (`T` in `/proc/<pid>/stat`).
-    static func isStopped(_ pid: pid_t) -> Bool {
+    package static func isStopped(_ pid: pid_t) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = stat.lastIndex(of: ")")
         else {

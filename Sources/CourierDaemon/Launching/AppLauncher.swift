@@ -1,4 +1,4 @@
-import Courier
+package import Courier
 import CourierConcurrency
 package import Foundation
 package import Logging
@@ -31,10 +31,13 @@ package final class AppLauncher: Sendable {
     private let logger: Logger
     /// When relaunches may begin (``reconnectionGrace`` after this launcher was made).
     private let firstLaunch: Date
+    /// Where each launched app's standard output and error go (``DaemonPaths/appLog(of:)``); nil: courierd's own.
+    private let paths: DaemonPaths?
 
-    package init(limiter: ResumeRateLimiter, logger: Logger, now: Date = Date()) {
+    package init(limiter: ResumeRateLimiter, logger: Logger, paths: DaemonPaths? = nil, now: Date = Date()) {
         state = LockedValue(State(limiter: limiter))
         self.logger = logger
+        self.paths = paths
         firstLaunch = now.addingTimeInterval(Self.reconnectionGrace)
     }
 
@@ -108,11 +111,22 @@ package final class AppLauncher: Sendable {
         }
     }
 
-    /// Starts `command` with `COURIER_BACKGROUND_LAUNCH=reason`; records the process as `app`'s last launch.
+    /// Starts `command` with `COURIER_BACKGROUND_LAUNCH=reason`, its standard output and error appended to the app's
+    /// log after a line that says when and why; records the process as `app`'s last launch.
     private func spawn(app: String, command: [String], reason: String, environment extra: [String: String] = [:]) -> pid_t? {
         var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         environment["COURIER_BACKGROUND_LAUNCH"] = reason
-        switch ProcessSpawner.spawn(command, environment: environment) {
+        let log = openLog(of: app)
+        defer {
+            if let log {
+                close(log)
+            }
+        }
+        if let log {
+            let line = "--- \(ISO8601DateFormatter().string(from: Date())) courierd launched \(command) for \(reason)\n"
+            _ = line.withCString { write(log, $0, strlen($0)) }
+        }
+        switch ProcessSpawner.spawn(command, environment: environment, standardOutput: log, standardError: log) {
         case .success(let pid):
             state.withLock { $0.launched[app] = pid }
             return pid
@@ -126,5 +140,23 @@ package final class AppLauncher: Sendable {
             )
             return nil
         }
+    }
+
+    /// `app`'s log, opened for appending (made private to the user), or nil without one.
+    private func openLog(of app: String) -> Int32? {
+        guard let paths else {
+            return nil
+        }
+        try? FileManager.default.createDirectory(
+            at: paths.appLogs,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+        let descriptor = open(paths.appLog(of: app).path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            logger.warning("cannot open the app's log", metadata: ["app": "\(app)", "errno": "\(errno)"])
+            return nil
+        }
+        return descriptor
     }
 }

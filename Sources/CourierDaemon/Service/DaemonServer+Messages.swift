@@ -70,6 +70,7 @@ extension DaemonServer {
                     )
                 }
                 logger.notice("force-quit", metadata: ["app": "\(quit.app)"])
+                reclaimSuspendedInstances(of: quit.app)
                 return .done
             }
         case .appState(let state):
@@ -126,7 +127,11 @@ extension DaemonServer {
     }
 
     func openSession(_ open: IPCMessage.OpenSession, app: String, on connection: ClientConnection) {
-        guard sessions.claim(open.identifier, for: connection.descriptor) else {
+        let claimed =
+            sessions.claim(open.identifier, for: connection.descriptor)
+            || (reclaimSuspendedHolder(of: open.identifier, for: app)
+                && sessions.claim(open.identifier, for: connection.descriptor))
+        guard claimed else {
             let error = CourierError(
                 .backgroundSessionInUse,
                 "a background session with identifier \(open.identifier) is already open"

@@ -17,7 +17,7 @@ import Glibc
 package final class DaemonServer: @unchecked Sendable {
     package static let version = CourierVersion.current
 
-    private struct State {
+    struct State {
         var stopping = false
         var connections: [Int32: ClientConnection] = [:]
     }
@@ -34,7 +34,7 @@ package final class DaemonServer: @unchecked Sendable {
     let backgroundWork: BackgroundWorkService
     private let pushEndpoint: PushEndpoint?
     let sessions = SessionRegistry()
-    private let state = LockedValue(State())
+    let state = LockedValue(State())
     /// What each `hello` is answered with: which courierd this is.
     let welcome: IPCMessage.Welcome
 
@@ -71,7 +71,7 @@ package final class DaemonServer: @unchecked Sendable {
         )
         self.settings = settings
         self.uid = uid
-        launcher = AppLauncher(limiter: relaunchLimiter, logger: logger)
+        launcher = AppLauncher(limiter: relaunchLimiter, logger: logger, paths: paths)
         self.notifier = notifier
         let backgroundWork = BackgroundWorkService(
             journal: journal,

@@ -54,6 +54,11 @@ final class SessionRegistry: Sendable {
         }
     }
 
+    /// The connection that holds `session`, if one does.
+    func holder(of session: String) -> Int32? {
+        state.withLock { $0.owners[session] }
+    }
+
     /// `connection` no longer holds `session`; returns its runner when it did.
     @discardableResult
     func release(_ session: String, by connection: Int32) -> BackgroundSessionRunner? {

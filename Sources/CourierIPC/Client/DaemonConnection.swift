@@ -219,9 +219,14 @@ package final class DaemonConnection: Sendable {
         state.withLock { $0.ended != nil }
     }
 
-    /// Ends the connection; the daemon treats it as the app going away (its sessions are released).
+    /// Ends the connection; the daemon treats it as the app going away (its sessions are released). Nothing once the
+    /// descriptor is closed: its number may belong to another file of the process by now.
     package func close() {
-        shutdown(descriptor, Int32(SHUT_RDWR))
+        writeLock.withLock { closed in
+            if !closed {
+                shutdown(descriptor, Int32(SHUT_RDWR))
+            }
+        }
     }
 
     private func read() {

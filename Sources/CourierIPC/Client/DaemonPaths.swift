@@ -25,6 +25,14 @@ package struct DaemonPaths: Sendable, Equatable {
     package var downloads: URL { stateDirectory.appendingPathComponent("downloads", isDirectory: true) }
     /// The daemon's copies of upload bodies, until their task ends.
     package var uploads: URL { stateDirectory.appendingPathComponent("uploads", isDirectory: true) }
+    /// The standard output and error of the apps courierd launches in the background, one file per app
+    /// (`courier logs APP`).
+    package var appLogs: URL { stateDirectory.appendingPathComponent("logs", isDirectory: true) }
+
+    /// The log of `app`'s background launches (its name with `/` made `_`).
+    package func appLog(of app: String) -> URL {
+        appLogs.appendingPathComponent(app.replacingOccurrences(of: "/", with: "_") + ".log")
+    }
 
     package init(runtimeDirectory: URL, stateDirectory: URL) {
         self.runtimeDirectory = runtimeDirectory

@@ -13,12 +13,14 @@ import Glibc
 package enum ProcessSpawner {
     /// Runs `arguments[0]` (looked up on `PATH` when it has no slash) with `arguments` and `environment`; returns its
     /// pid, or the `errno` of the failure.
-    /// With `standardOutput`, the child's standard output is that descriptor (this process keeps its own copy); with
-    /// `quiet`, its standard error goes to `/dev/null` (a helper whose complaints would only clutter courierd's log).
+    /// With `standardOutput` (`standardError`), the child's standard output (error) is that descriptor (this process
+    /// keeps its own copy); with `quiet`, its standard error goes to `/dev/null` (a helper whose complaints would only
+    /// clutter courierd's log).
     package static func spawn(
         _ arguments: [String],
         environment: [String: String],
         standardOutput: Int32? = nil,
+        standardError: Int32? = nil,
         quiet: Bool = false
     ) -> Result<pid_t, POSIXError> {
         guard let executable = arguments.first else {
@@ -30,7 +32,9 @@ package enum ProcessSpawner {
         if let standardOutput {
             posix_spawn_file_actions_adddup2(&actions, standardOutput, 1)
         }
-        if quiet {
+        if let standardError {
+            posix_spawn_file_actions_adddup2(&actions, standardError, 2)
+        } else if quiet {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
         courier_spawn_close_from(&actions, 3)

@@ -460,12 +460,18 @@ extension IPCMessage {
             self.progress = progress
         }
 
-        /// The events of a final exchange: where courierd's redirects led, then the response.
-        package static func response(_ response: BackgroundResponse, progress: TransferProgress) -> [BackgroundEvent] {
-            [
-                BackgroundEvent(.relocated(url: response.url), progress: progress),
-                BackgroundEvent(.response(held: false, resumeOffset: 0, head: response.head), progress: progress),
-            ]
+        /// The events of a final exchange: where courierd's redirects led (when they led away from `requested`), then
+        /// the response.
+        package static func response(
+            _ response: BackgroundResponse,
+            requested: String,
+            progress: TransferProgress
+        ) -> [BackgroundEvent] {
+            let head = BackgroundEvent(.response(held: false, resumeOffset: 0, head: response.head), progress: progress)
+            guard response.url != requested else {
+                return [head]
+            }
+            return [BackgroundEvent(.relocated(url: response.url), progress: progress), head]
         }
 
         /// The task's last event: it succeeded (`error` nil) or failed, after `response` when one arrived.

@@ -40,12 +40,19 @@ struct Options {
     var downloads: [URL] = []
     var uploads: [(URL, String)] = []
     var stay = false
+    /// Relaunched: after the replay, hand the completion back but do not terminate (the application suspends itself,
+    /// as an iOS app does, and stays suspended holding its session).
+    var linger = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
             if argument == "--stay" {
                 stay = true
+                continue
+            }
+            if argument == "--linger" {
+                linger = true
                 continue
             }
             let value = iterator.next() ?? ""
@@ -99,11 +106,13 @@ final class Recorder: SessionDownloadDelegate, SessionDataDelegate, @unchecked S
     // @unchecked Sendable: `completion` and `replayOver` are touched only on the session's serial delegate queue.
     let log: Log
     let directory: String
+    let linger: Bool
     var completion: (@Sendable () -> Void)?
     var replayOver = false
 
-    init(log: Log) {
+    init(log: Log, linger: Bool = false) {
         self.log = log
+        self.linger = linger
         directory = (log.path as NSString).deletingLastPathComponent
     }
 
@@ -143,6 +152,13 @@ final class Recorder: SessionDownloadDelegate, SessionDataDelegate, @unchecked S
         guard replayOver, left.isEmpty else {
             return
         }
+        if linger {
+            // Handing the completion back lets the application suspend itself: logged first.
+            log.write(["event": "idle", "pid": Int(getpid())])
+            completion?()
+            completion = nil
+            return
+        }
         log.write(["event": "exit", "pid": Int(getpid())])
         completion?()
         completion = nil
@@ -151,13 +167,17 @@ final class Recorder: SessionDownloadDelegate, SessionDataDelegate, @unchecked S
 }
 
 final class ProbeApplication: ApplicationDelegate {
+    func applicationWillTerminate(_ application: Application) {
+        recorder.log.write(["event": "terminated", "pid": Int(getpid())])
+    }
+
     let options: Options
     let recorder: Recorder
     var session: Session?
 
     init(options: Options) {
         self.options = options
-        recorder = Recorder(log: Log(path: options.log))
+        recorder = Recorder(log: Log(path: options.log), linger: options.linger)
     }
 
     /// Launched into the background for another reason (`COURIER_BACKGROUND_LAUNCH=fetch`): the tasks it creates

@@ -226,7 +226,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         var entity: IPCMessage.BackgroundResponse?
         if let response {
             entity = EntityResponse.reported(final: response, entity: journaled.checkpoint?.entity, length: length)
-            leading += IPCMessage.BackgroundEvent.response(entity ?? response, progress: counters)
+            leading += responseEvents(entity ?? response)
         }
         return [.finishDownload(leading: leading, completion: .complete(nil, response: entity, progress: counters))]
     }
@@ -240,7 +240,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         }
         var events = progressEvent().map { [$0] } ?? []
         if let response {
-            events += IPCMessage.BackgroundEvent.response(response, progress: counters)
+            events += responseEvents(response)
         }
         if let body, !body.isEmpty {
             events.append(IPCMessage.BackgroundEvent(.data(body.prefix(IPCMessage.BackgroundEvent.maximumBodyLength)), progress: counters))
@@ -284,7 +284,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
                 .launch,
             ]
         case .fail(let failure):
-            let events = response.map { IPCMessage.BackgroundEvent.response($0, progress: counters) } ?? []
+            let events = response.map(responseEvents) ?? []
             return finishing(events + [completed(failure, response: response)])
         }
     }
@@ -361,6 +361,11 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             sent: sent,
             expectedToSend: expectedToSend
         )
+    }
+
+    /// The events of the final exchange `response`.
+    private func responseEvents(_ response: IPCMessage.BackgroundResponse) -> [IPCMessage.BackgroundEvent] {
+        IPCMessage.BackgroundEvent.response(response, requested: journaled.spec.spec.url, progress: counters)
     }
 
     /// The task's last event, with the final exchange's timings when it made one.
