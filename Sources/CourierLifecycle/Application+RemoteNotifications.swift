@@ -97,8 +97,15 @@ extension Application {
     ) {
         self.runTimedWork(named: "remote notification", holding: task, recordsLastFetch: false, completion: completion) {
             delegate, handler in
-            let userInfo = ((try? JSONSerialization.jsonObject(with: payload)) as? [String: Any]) ?? [:]
+            let userInfo = Application.userInfo(ofPush: payload)
             delegate.application(self, didReceiveRemoteNotification: userInfo, fetchCompletionHandler: handler)
         }
+    }
+}
+
+extension Application {
+    /// A push's JSON payload as the dictionary the delegate gets (empty when it is not a JSON object).
+    static func userInfo(ofPush payload: Data) -> [String: Any] {
+        ((try? JSONSerialization.jsonObject(with: payload)) as? [String: Any]) ?? [:]
     }
 }

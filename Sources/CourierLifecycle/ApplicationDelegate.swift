@@ -89,10 +89,37 @@ public protocol ApplicationDelegate: AnyObject {
         didReceiveRemoteNotification userInfo: [String: Any],
         fetchCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
     )
+
+    // MARK: The iOS shapes
+
+    /// UIKit's shape of ``applicationDidFinishLaunching(_:options:)``, for code ported from iOS: called by its default
+    /// implementation (so implement one of the two), once, with the options as a dictionary (nil for an ordinary
+    /// launch). The return value is ignored, as UIKit ignores it for these launches.
+    func application(
+        _ application: Application,
+        didFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
+    ) -> Bool
+
+    /// UIKit's shape of ``application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`` (`userInfo` as
+    /// `[AnyHashable: Any]`), for code ported from iOS: called by that method's default implementation (so implement
+    /// one of the two), once per delivery, with the same contract.
+    func application(
+        _ application: Application,
+        didReceiveRemoteNotification userInfo: [AnyHashable: Any],
+        fetchCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
+    )
 }
 
 extension ApplicationDelegate {
-    public func applicationDidFinishLaunching(_ application: Application, options: LaunchOptions) {}
+    public func applicationDidFinishLaunching(_ application: Application, options: LaunchOptions) {
+        _ = self.application(application, didFinishLaunchingWithOptions: options.dictionary)
+    }
+    public func application(
+        _ application: Application,
+        didFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
+    ) -> Bool {
+        true
+    }
     public func applicationDidBecomeActive(_ application: Application) {}
     public func applicationWillResignActive(_ application: Application) {}
     public func applicationDidEnterBackground(_ application: Application) {}
@@ -116,6 +143,17 @@ extension ApplicationDelegate {
     public func application(
         _ application: Application,
         didReceiveRemoteNotification userInfo: [String: Any],
+        fetchCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
+    ) {
+        self.application(
+            application,
+            didReceiveRemoteNotification: userInfo as [AnyHashable: Any],
+            fetchCompletionHandler: completionHandler
+        )
+    }
+    public func application(
+        _ application: Application,
+        didReceiveRemoteNotification userInfo: [AnyHashable: Any],
         fetchCompletionHandler completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void
     ) {
         completionHandler(.noData)

@@ -31,7 +31,9 @@ package enum EntityResponse {
         guard final.status == 206 || final.status == 416 else {
             return final
         }
-        if let entity {
+        if var entity {
+            // The entity's head, the timings of the exchange that finished it.
+            entity.metrics = final.metrics
             return entity
         }
         var derived = whole(final, length: length)
@@ -54,6 +56,6 @@ package enum EntityResponse {
         if let length, length >= 0 {
             head.fieldLines.append(ResponseHead.Field(name: "Content-Length", value: String(length)))
         }
-        return IPCMessage.BackgroundResponse(url: response.url, head: head)
+        return IPCMessage.BackgroundResponse(url: response.url, head: head, metrics: response.metrics)
     }
 }

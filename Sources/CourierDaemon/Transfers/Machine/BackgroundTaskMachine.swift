@@ -223,10 +223,12 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         // The file is whole: the counters say so even where the last progress was not reported.
         received = max(received, length)
         var leading = progressEvent().map { [$0] } ?? []
-        var entity: IPCMessage.BackgroundResponse?
-        if let response {
-            entity = EntityResponse.reported(final: response, entity: journaled.checkpoint?.entity, length: length)
-            leading += responseEvents(entity ?? response)
+        // The entity's response: the last exchange's, or (when the attempt made none that arrived) the one remembered.
+        let entity =
+            response.map { EntityResponse.reported(final: $0, entity: journaled.checkpoint?.entity, length: length) }
+            ?? journaled.checkpoint?.entity
+        if let entity {
+            leading += responseEvents(entity)
         }
         return [.finishDownload(leading: leading, completion: .complete(nil, response: entity, progress: counters))]
     }
