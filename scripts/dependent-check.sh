@@ -80,9 +80,9 @@ enum Demo {
     static var arguments: [String] { CommandLine.arguments }
 }
 
+/// One line on standard output, unbuffered (a relaunched instance's goes to `courier logs`).
 func note(_ text: String) {
-    print(text)
-    fflush(stdout)
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
 final class Downloads: SessionDownloadDelegate, @unchecked Sendable {
