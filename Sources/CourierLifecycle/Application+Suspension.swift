@@ -1,3 +1,4 @@
+import CourierIPC
 import Dispatch
 
 #if canImport(Glibc)
@@ -10,11 +11,12 @@ import Musl
 /// background), anyone else brings it to the foreground.
 extension Application {
     /// Suspends the process (``ProcessControl/suspend``), and when it is continued, tells courierd's continue from the
-    /// user's at once: courierd writes a wake before it resumes a stopped process, so something received on the link
-    /// since the stop means courierd (the application stays in the background: the wake's work follows); nothing
-    /// means the user (it comes to the foreground). Without a link to courierd, SIGCONT's handler decides alone.
+    /// user's at once: courierd writes before it resumes a stopped process (a wake for a fetch or a push, a background
+    /// session's events), so something received on any connection to courierd since the stop means courierd (the
+    /// application stays in the background: the work or the delegate calls follow); nothing means the user (it comes
+    /// to the foreground). Without a connection to courierd, SIGCONT's handler decides alone.
     func suspendProcess() {
-        guard Application.isShared(self), let link = BackgroundServiceLink.existing else {
+        guard Application.isShared(self), DaemonConnections.any else {
             self.configuration.processControl.suspend()
             return
         }
@@ -23,20 +25,20 @@ extension Application {
             self.logger.info("not suspending: background work from courierd is waiting")
             return
         }
-        let mark = link.receiveMark()
+        let mark = DaemonConnections.receiveMark()
         self.configuration.processControl.suspend()
         let resumption = self.resumptions.withLock { count in
             count += 1
             return count
         }
-        // The link's reader, continued at the same moment, may be between taking the wake off the socket and counting
-        // it: a few looks, 5 ms apart, before concluding it was the user.
+        // A connection's reader, continued at the same moment, may be between taking the bytes off the socket and
+        // counting them: a few looks, 5 ms apart, before concluding it was the user.
         var byDaemon = false
         for look in 0..<10 where !byDaemon {
             if look > 0 {
                 usleep(5_000)
             }
-            byDaemon = link.hasReceived(since: mark) || self.wakesWaiting.withLock({ $0 }) > 0
+            byDaemon = DaemonConnections.hasReceived(since: mark) || self.wakesWaiting.withLock({ $0 }) > 0
         }
         guard byDaemon else {
             self.enterForeground()
@@ -58,7 +60,7 @@ extension Application {
     /// process but courierd brings the application to the foreground; courierd's continue is handled where the
     /// process resumes (``suspendProcess()``).
     func continued(by sender: pid_t) {
-        if let daemon = BackgroundServiceLink.existing?.daemonProcess, sender == daemon {
+        if let daemon = DaemonConnections.daemonProcess, sender == daemon {
             return
         }
         self.enterForeground()

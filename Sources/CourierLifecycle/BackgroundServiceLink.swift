@@ -146,29 +146,6 @@ final class BackgroundServiceLink: Sendable {
         }
     }
 
-    /// How much the link has received so far, taken before the process stops.
-    func receiveMark() -> UInt64 {
-        state.withLock { $0.connection }?.bytesReceived ?? 0
-    }
-
-    /// Whether courierd has sent anything since `mark` (read already, or waiting to be read). courierd writes a wake
-    /// before it resumes a stopped process, so right after a continue this tells courierd's continue from the user's.
-    func hasReceived(since mark: UInt64) -> Bool {
-        guard let connection = state.withLock({ $0.connection }) else {
-            return false
-        }
-        return connection.bytesReceived != mark || connection.hasUnreadBytes
-    }
-
-    /// courierd's process (the peer of the link's connection), which sends SIGCONT to resume the suspended
-    /// application for background work; nil while not connected.
-    var daemonProcess: Int32? {
-        guard let connection = state.withLock({ $0.connection }), !connection.hasEnded else {
-            return nil
-        }
-        return connection.peer?.pid
-    }
-
     /// courierd asks for background work: the application runs the handler (after leaving suspension).
     private func wake(_ wake: IPCMessage.Wake) {
         guard let application else {

@@ -1,3 +1,4 @@
+import CourierIPC
 import Dispatch
 
 #if canImport(Glibc)
@@ -38,7 +39,7 @@ enum ContinueSignal {
             }
             guard let application, !senders.isEmpty else { return }
             // A user's continue among them wins: the user wants the application in front.
-            application.continued(by: senders.first { $0 != BackgroundServiceLink.existing?.daemonProcess } ?? senders[0])
+            application.continued(by: senders.first { $0 != DaemonConnections.daemonProcess } ?? senders[0])
         }
         source.resume()
         var action = sigaction()

@@ -121,12 +121,7 @@ struct RelaunchTests {
         }
         #expect(Self.wait(for: "idle", in: log, timeout: 20), "\(Self.entries(log))")
         // Idle in the background: the application suspends itself, still holding the session.
-        var stopped = false
-        for _ in 0..<200 where !stopped {
-            stopped = BackgroundWorkService.isStopped(relaunched.pid)
-            usleep(50_000)
-        }
-        #expect(stopped, "the relaunched instance did not suspend itself")
+        #expect(Self.waitStopped(relaunched.pid), "the relaunched instance did not suspend itself")
 
         let user = try ChildProcess(
             try siblingExecutable("BackgroundProbe"),
@@ -153,6 +148,58 @@ struct RelaunchTests {
             }
         )
         try await server.shutdown()
+    }
+
+    @Test("a suspended app is continued for its session's events, hears them, and suspends itself again")
+    func suspendedAppWokenForEvents() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        // 300,000 bytes, 16 KiB every 200 ms: about 4 s, long after the app has suspended itself.
+        let url = server.url("/bytes/300000?seed=7&trickle=16384&interval=200")
+        var environment = daemon.clientEnvironment
+        environment["COURIER_BACKGROUND_LAUNCH"] = "fetch"
+        let app = try ChildProcess(
+            try siblingExecutable("BackgroundProbe"),
+            arguments: [
+                "--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log,
+                "--download", url.absoluteString,
+            ],
+            environment: environment,
+            standardError: .inherit
+        )
+        defer {
+            app.send(SIGKILL)
+            _ = app.wait(timeout: .seconds(10))
+        }
+        #expect(Self.wait(for: "journaled", in: log, timeout: 30))
+        // In the background with no background task left, the application suspends itself while courierd downloads.
+        #expect(Self.waitStopped(app.pid), "the app did not suspend itself")
+        #expect(!Self.entries(log).contains { $0["event"] as? String == "completed" }, "the download ended too soon")
+        // The download ends: courierd writes the events, then continues the app, which hears them ...
+        #expect(Self.wait(for: "completed", in: log, timeout: 30), "\(Self.entries(log))")
+        let entries = Self.entries(log)
+        let completed = entries.first { $0["event"] as? String == "completed" }
+        #expect(completed?["error"] == nil && completed?["status"] as? Int == 200, "\(entries)")
+        let copy = try #require(entries.first { $0["event"] as? String == "finished" }?["copy"] as? String)
+        #expect(FileManager.default.contents(atPath: copy) == TestServer.bytes(count: 300_000, seed: 7))
+        // ... and, its delegate calls done, suspends itself again.
+        #expect(Self.waitStopped(app.pid), "the app was not suspended again after its events")
+        try await server.shutdown()
+    }
+
+    /// Waits until `pid` is stopped (`T`), at most `timeout` seconds.
+    static func waitStopped(_ pid: pid_t, timeout: TimeInterval = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if BackgroundWorkService.isStopped(pid) {
+                return true
+            }
+            usleep(20_000)
+        }
+        return false
     }
 
     @Test("20 downloads and uploads outlive a SIGKILLed app; the relaunched app hears each event once, files intact")

@@ -478,6 +478,11 @@ final class DaemonBackend: TransferBackend {
             last = sequenced.sequence
             events += transferEvents(sequenced, binding: binding)
         }
+        // In the background (courierd continued the suspended application for these events), the application holds a
+        // background task until their delegate calls have run; then it may be suspended again.
+        let holding =
+            events.isEmpty || ApplicationPresence.isInForeground
+            ? nil : Application.shared.beginBackgroundTask(withName: "background session events")
         if !events.isEmpty {
             hooks.deliver(events)
         }
@@ -494,6 +499,9 @@ final class DaemonBackend: TransferBackend {
             }
             if finished, let session, let delegate = session.delegate {
                 delegate.urlSessionDidFinishEvents(forBackgroundURLSession: session)
+            }
+            if let holding {
+                Application.shared.endBackgroundTask(holding)
             }
         }
     }

@@ -2,6 +2,10 @@ import Courier
 import Foundation
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The conversation of `docs/ipc.md`, one message at a time, on the connection's reader thread.
 extension DaemonServer {
     /// Answers one message; returns why the connection must close, or nil to go on.
@@ -151,7 +155,14 @@ extension DaemonServer {
         // in order, before the answer: the app knows when the answer comes whether a replay (and so
         // `urlSessionDidFinishEvents`) is due. New ones follow as they happen.
         makeRunner(open).attach(owner: connection.descriptor) { events in
-            connection.send(.events(events))
+            let sent = connection.send(.events(events))
+            // A suspended instance (stopped) is continued for its session's events, as for a fetch or a push: the
+            // events are on its socket first, so it knows courierd woke it, and suspends itself once they are
+            // delivered.
+            if sent, connection.pid > 0, BackgroundWorkService.isStopped(connection.pid) {
+                kill(connection.pid, SIGCONT)
+            }
+            return sent
         }
         _ = connection.send(.reply(.init(request: open.request, result: .sessionOpened(nextTaskIdentifier: next))))
     }

@@ -91,9 +91,11 @@ package final class DaemonConnection: Sendable {
         if now != inForeground {
             connection.send(.appState(.init(inForeground: now)))
         }
+        DaemonConnections.opened(connection)
         Thread.detachNewThread {
             connection.read()
             ApplicationPresence.removeObserver(presence)
+            DaemonConnections.ended(connection)
         }
         return .success(connection)
     }
@@ -238,6 +240,7 @@ package final class DaemonConnection: Sendable {
                 break
             }
             state.withLock { $0.bytesReceived += UInt64(bytes.count) }
+            DaemonConnections.received(bytes.count)
             do throws(IPCError) {
                 for frame in try decoder.feed(bytes) {
                     deliver(try IPCMessage(frame: frame))
