@@ -476,6 +476,49 @@ if [ -x "$courierd" ]; then
     else
         fail "courier daemon stop: courierd exits 0 and removes its socket" "$(show stop)" "courierd exit $courierd_rc"
     fi
+
+    # courier daemon install (no systemd user manager here: the binary is placed and courierd started), uninstall.
+    export HOME="$work/home"
+    mkdir -p "$HOME"
+    COURIERD="$courierd" run install daemon install
+    installed="$HOME/.local/bin/courierd"
+    run status-installed daemon status --json
+    if [ -x "$installed" ] && grep -q "\"executable\" : \"$installed\"" "$work/status-installed.out"; then
+        pass "courier daemon install: courierd placed in ~/.local/bin and the installed one runs"
+    else
+        fail "courier daemon install: courierd placed in ~/.local/bin and the installed one runs" \
+            "$(show install)" "$(show status-installed)"
+    fi
+    run uninstall daemon uninstall
+    run status-uninstalled daemon status
+    if [ "$rc" -eq 3 ] && [ ! -e "$installed" ]; then
+        pass "courier daemon uninstall: courierd stopped and removed"
+    else
+        fail "courier daemon uninstall: courierd stopped and removed" "$(show uninstall)" "$(show status-uninstalled)"
+    fi
+
+    # Socket activation: systemd-socket-activate holds the socket and starts courierd at the first connection.
+    if command -v systemd-socket-activate >/dev/null; then
+        mkdir -p "$XDG_RUNTIME_DIR/courier" && chmod 700 "$XDG_RUNTIME_DIR/courier"
+        systemd-socket-activate -l "$XDG_RUNTIME_DIR/courier/courierd.sock" "$courierd" \
+            >/dev/null 2>"$work/activated.log" &
+        activator_pid=$!
+        for _ in $(seq 1 100); do
+            [ -S "$XDG_RUNTIME_DIR/courier/courierd.sock" ] && break
+            sleep 0.05
+        done
+        run status-activated daemon status
+        run stop-activated daemon stop
+        wait "$activator_pid" 2>/dev/null
+        if grep -q "is running" "$work/status-activated.out" \
+            && grep -q "activation=socket passed by systemd" "$work/activated.log" \
+            && [ -S "$XDG_RUNTIME_DIR/courier/courierd.sock" ]; then
+            pass "socket activation: courierd serves on the passed socket and leaves its file to systemd"
+        else
+            fail "socket activation: courierd serves on the passed socket and leaves its file to systemd" \
+                "$(show status-activated)" "$(cat "$work/activated.log")"
+        fi
+    fi
     unset XDG_RUNTIME_DIR XDG_STATE_HOME
 else
     fail "courierd beside courier" "no courierd at $courierd (build it with swift build --product courierd)"

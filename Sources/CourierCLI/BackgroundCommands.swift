@@ -159,11 +159,11 @@ struct Kill: ParsableCommand {
     }
 }
 
-/// `courier daemon status|stop`.
+/// `courier daemon status|stop|start|install|uninstall`.
 struct Daemon: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Ask courierd how it is, or stop it.",
-        subcommands: [Status.self, Stop.self]
+        abstract: "Ask courierd how it is, start or stop it, install it as a user service.",
+        subcommands: [Status.self, Stop.self, Start.self, Install.self, Uninstall.self]
     )
 
     struct Status: ParsableCommand {

@@ -27,6 +27,11 @@ package final class DaemonServer: @unchecked Sendable {
     let logger: Logger
     private let uid: uid_t
     private let listener: Int32
+    /// False when systemd passed the listening socket (socket activation): its file is the socket unit's, and the
+    /// socket is never shut down here (systemd keeps listening on it for the next start).
+    private let ownsSocket: Bool
+    /// Written by ``stop()`` to end the accept loop.
+    private let stopPipe: (read: Int32, write: Int32)
     private let instance: InstanceLock
     let settings: TransferSettings
     let launcher: AppLauncher
@@ -58,7 +63,21 @@ package final class DaemonServer: @unchecked Sendable {
         } catch {
             throw .cannotCreate(path: paths.journal.path, reason: "\(error)")
         }
-        listener = try UnixSocket.listen(at: paths.socket.path)
+        if let inherited = SocketActivation.inheritedListener() {
+            listener = inherited
+            ownsSocket = false
+        } else {
+            listener = try UnixSocket.listen(at: paths.socket.path)
+            ownsSocket = true
+        }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            throw .cannotCreate(path: "a pipe", reason: String(cString: strerror(errno)))
+        }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        stopPipe = (ends[0], ends[1])
         self.paths = paths
         self.logger = logger
         welcome = IPCMessage.Welcome(
@@ -90,7 +109,13 @@ package final class DaemonServer: @unchecked Sendable {
             pushEndpoint = nil
         }
         restoreSessions()
-        logger.info("listening", metadata: ["socket": "\(paths.socket.path)", "journal": "\(paths.journal.path)"])
+        logger.info(
+            "listening",
+            metadata: [
+                "socket": "\(paths.socket.path)", "journal": "\(paths.journal.path)",
+                "activation": "\(ownsSocket ? "none" : "socket passed by systemd")",
+            ]
+        )
     }
 
     /// Accepts connections until ``stop()``; each gets a reader thread of its own. Removes the socket before it
@@ -98,7 +123,7 @@ package final class DaemonServer: @unchecked Sendable {
     /// transfers. Returns false when a transfer engine was not destroyed in time or a libuv loop closed with handles
     /// still open.
     package func run() -> Bool {
-        AcceptLoop.run(on: listener) { descriptor in
+        AcceptLoop.run(on: listener, stoppedBy: stopPipe.read) { descriptor in
             let who = PeerCredentials.of(socket: descriptor)
             guard let peer = who, peer.isAdmitted(byDaemonOf: uid) else {
                 logger.warning(
@@ -125,7 +150,9 @@ package final class DaemonServer: @unchecked Sendable {
             }
             return true
         }
-        unlink(paths.socket.path)
+        if ownsSocket {
+            unlink(paths.socket.path)
+        }
         backgroundWork.stop()
         pushEndpoint?.stop()
         for runner in sessions.removeAllRunners() {
@@ -163,11 +190,17 @@ package final class DaemonServer: @unchecked Sendable {
                 connection.shutDown()
             }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
+        var byte: UInt8 = 1
+        _ = write(stopPipe.write, &byte, 1)
+        if ownsSocket {
+            shutdown(listener, Int32(SHUT_RDWR))
+        }
     }
 
     deinit {
         close(listener)
+        close(stopPipe.read)
+        close(stopPipe.write)
     }
 
     /// The runner of `configuration`'s session (made and kept the first time), told of the configuration.
