@@ -101,19 +101,27 @@ struct Tasks: ParsableCommand {
             let total = task.task?.kind == .upload ? task.countOfBytesExpectedToSend : task.countOfBytesExpectedToReceive
             let bytes = Formatting.bytes(moved) + (total >= 0 ? " / " + Formatting.bytes(total) : "")
             return [
-                row.session, "\(task.identifier)", Tasks.stateName(task.state), bytes,
+                row.session, "\(task.identifier)", Tasks.stateName(task.state, outcome: task.outcome), bytes,
                 row.bytesPerSecond.map(Formatting.rate) ?? "-", task.waitingReason ?? task.taskDescription ?? row.url ?? "",
             ]
         }
         print(DaemonClient.table(["SESSION", "TASK", "STATE", "BYTES", "RATE", "WAITING FOR / DESCRIPTION"], table))
     }
 
-    static func stateName(_ raw: Int) -> String {
+    /// A completed task says how it ended: `completed`, `cancelled` (`cancelled: force-quit` when the user force-quit
+    /// its app), or `failed: <code>`.
+    static func stateName(_ raw: Int, outcome: CourierError? = nil) -> String {
         switch SessionTask.State(rawValue: raw) {
         case .running: "running"
         case .suspended: "waiting"
         case .canceling: "canceling"
-        case .completed: "completed"
+        case .completed:
+            switch outcome {
+            case nil: "completed"
+            case let error? where error.code == .cancelled:
+                error.backgroundTaskCancelledReason == .userForceQuitApplication ? "cancelled: force-quit" : "cancelled"
+            case let error?: "failed: \(error.code)"
+            }
         case nil: "?"
         }
     }

@@ -276,6 +276,17 @@ struct BackgroundTransferTests {
             #expect(error?.message.contains("force-quit com.example.podcasts") == true)
             #expect(error?.backgroundTaskCancelledReason == .userForceQuitApplication)
         }
+        // Until the app hears of it, `listTasks` says how the task ended (`courier tasks`: cancelled, not completed).
+        let listed = try client.request { .listTasks(.init(request: $0, session: Self.identifier)) }
+        guard case .reply(let reply)? = listed, case .tasks(let snapshots) = reply.result else {
+            Issue.record("no task list: \(String(describing: listed))")
+            return
+        }
+        #expect(snapshots.first?.outcome?.code == .cancelled)
+        #expect(
+            snapshots.first?.outcome?.backgroundTaskCancelledReason
+                == (stopper == .cancel ? nil : .userForceQuitApplication)
+        )
         let unknown = try client.request { .command(.init(request: $0, session: Self.identifier, task: 42, verb: .cancel)) }
         guard case .failure? = unknown else {
             Issue.record("a command for an unknown task was answered \(String(describing: unknown))")

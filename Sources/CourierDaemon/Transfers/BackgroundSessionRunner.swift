@@ -197,6 +197,13 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     package func snapshots() throws(JournalError) -> [IPCMessage.TaskSnapshot] {
         let journaled = try journal.tasks(session: identifier)
         let machines = state.withLock { $0.machines }
+        // How each ended task ended, from its completion the app has not acknowledged yet.
+        var outcomes: [Int: CourierError] = [:]
+        for sequenced in try journal.pendingEvents(session: identifier) {
+            if let error = sequenced.event.completion?.error {
+                outcomes[sequenced.task] = error
+            }
+        }
         return journaled.map { task in
             var snapshot = IPCMessage.TaskSnapshot(
                 identifier: task.identifier,
@@ -210,6 +217,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
             snapshot.task = task.spec
             guard let machine = machines[task.identifier], task.state != .completed, machine.phase != .finished else {
                 snapshot.state = SessionTask.State.completed.rawValue
+                snapshot.outcome = outcomes[task.identifier]
                 return snapshot
             }
             snapshot.countOfBytesReceived = machine.received

@@ -279,6 +279,9 @@ extension IPCMessage {
         /// What the app asked for (an upload names the daemon's copy of its file): a relaunched app rebuilds its
         /// task objects from it.
         package var task: BackgroundTask?
+        /// How a completed task ended, while its app has not heard of it: nil (succeeded), or the error (a cancel
+        /// says `cancelled`, with the reason when the user force-quit the app).
+        package var outcome: CourierError?
 
         package init(
             identifier: Int,
