@@ -2,6 +2,7 @@
 # Proves that Courier can be required by version, as a user's package requires it:
 #   - clones this repository's committed HEAD into a temporary folder and tags it 1.0.0;
 #   - makes a scratch package that depends on it by file:// URL and `from: "1.0.0"` and uses the Courier product;
+#   - builds the README's Quick start as it is written (a target of the package);
 #   - builds it (SwiftPM refuses a package required by version whose targets use unsafe flags), checks that none
 #     of the test-only dependencies (NIO, TLS, certificates) nor courierd's parts (GRDB, CourierDaemon) was built,
 #     and runs it: a real download from a local server, compared byte for byte;
@@ -41,10 +42,20 @@ import PackageDescription
 
 let package = Package(
     name: "Dependent",
-    dependencies: [.package(url: "file://$work/Courier", from: "1.0.0")],
+    dependencies: [
+        .package(url: "file://$work/Courier", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ],
     targets: [
         .executableTarget(name: "Dependent", dependencies: [.product(name: "Courier", package: "Courier")]),
         .executableTarget(name: "BackgroundApp", dependencies: [.product(name: "Courier", package: "Courier")]),
+        .executableTarget(
+            name: "QuickStart",
+            dependencies: [
+                .product(name: "Courier", package: "Courier"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
     ]
 )
 MANIFEST
@@ -150,6 +161,15 @@ final class App: ApplicationDelegate {
 
 Application.main(delegate: App())
 SOURCE
+
+# The README's Quick start, as it is written: built (not run: it names a server of its own).
+mkdir -p "$work/Dependent/Sources/QuickStart"
+awk '/^This compiles as it is/ { armed = 1 } armed && /^```swift$/ { inside = 1; next } inside && /^```$/ { exit }
+    inside { print }' "$repo_root/README.md" >"$work/Dependent/Sources/QuickStart/main.swift"
+if ! grep -q "Session(configuration" "$work/Dependent/Sources/QuickStart/main.swift"; then
+    echo "dependent-check: the README's Quick start was not found" >&2
+    exit 1
+fi
 
 log "swift build of a package that requires Courier 1.0.0 by URL"
 swift build --package-path "$work/Dependent"
