@@ -65,10 +65,10 @@ final class Daemon {
         )
     }
 
-    /// Starts courierd and waits until its socket answers.
+    /// Starts courierd and waits until its socket answers (30 s: a journal of hundreds of tasks on a loaded machine).
     func start() throws {
         child = try launch()
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)
         while UnixSocket.connect(to: socket).map({ close($0) }) == nil {
             guard Date() < deadline else {
                 throw POSIXError(.ETIMEDOUT)
@@ -84,12 +84,12 @@ final class Daemon {
         return child?.wait(timeout: .seconds(20))
     }
 
-    /// SIGKILL: no checkpoint, no cleanup, the socket file stays.
+    /// SIGKILL: no checkpoint, no cleanup, the socket file stays (it refuses connections until the next courierd
+    /// replaces it; unlinking it here could remove the socket of a courierd a session started meanwhile).
     func kill() {
         child?.send(SIGKILL)
         _ = child?.wait(timeout: .seconds(10))
         child = nil
-        unlink(socket)
     }
 
     /// SIGKILLs the courierd that answers on the socket, whoever started it (the test, or a background session that
@@ -104,11 +104,23 @@ final class Daemon {
         if let pid, pid > 0 {
             Glibc.kill(pid, SIGKILL)
             let deadline = Date().addingTimeInterval(10)
-            while Glibc.kill(pid, 0) == 0, Date() < deadline {
+            while Glibc.kill(pid, 0) == 0, !Self.isZombie(pid), Date() < deadline {
                 usleep(10_000)
             }
         }
-        unlink(socket)
+        // The socket file stays: a courierd started meanwhile (by a session reconnecting) may have bound a new one at
+        // the same path, and a dead one only refuses connections until the next courierd replaces it.
+    }
+
+    /// Whether `pid` has died and waits to be reaped (`Z`): a courierd started by an app is its shell's child,
+    /// reparented to PID 1, which in a container may reap it late.
+    static func isZombie(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else {
+            return false
+        }
+        return stat[stat.index(after: close)...].drop { $0 == " " }.first == "Z"
     }
 
     /// Stops the daemon if it still runs, and whichever other courierd serves its socket, and removes its
