@@ -219,7 +219,8 @@ struct Daemon: ParsableCommand {
             if json {
                 print(try DaemonClient.json(report))
             } else if report.running {
-                print("courierd \(report.version ?? "(version unknown)") is running, pid \(report.pid.map(String.init) ?? "?")")
+                let version = report.version ?? "(version unknown)"
+                print("courierd \(version) is running, pid \(report.pid.map(String.init) ?? "?")")
                 print("  binary:    \(report.executable ?? "?")")
                 print("  socket:    \(report.socket)")
                 print("  runtime:   \(report.runtimeDirectory ?? "?")")

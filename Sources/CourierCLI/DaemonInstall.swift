@@ -218,7 +218,8 @@ enum UserService {
         _ = connection.request { .stopDaemon(.init(request: $0)) }
         connection.close()
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, UnixSocket.connect(to: DaemonPaths.current.socket.path).map({ Glibc.close($0) }) != nil {
+        let socket = DaemonPaths.current.socket.path
+        while Date() < deadline, UnixSocket.connect(to: socket).map({ Glibc.close($0) }) != nil {
             usleep(50_000)
         }
         print("stopped courierd")

@@ -16,8 +16,8 @@ extension Application {
     /// cancellations (at most 30 s). Then, with `exiting` (the default), the process exits with status 0 at once,
     /// without `applicationWillTerminate`, as a force-quit kills an app.
     ///
-    /// - Throws: the ``CourierError`` that kept courierd from being told (`backgroundSessionWasDisconnected`, `timedOut`, …); the
-    ///   process does not exit then.
+    /// - Throws: the ``CourierError`` that kept courierd from being told (`backgroundSessionWasDisconnected`,
+    ///   `timedOut`, …); the process does not exit then.
     public func forceQuit(exiting: Bool = true) throws(CourierError) {
         try Application.forceQuit(app: DaemonConnection.appName, paths: DaemonPaths.current)
         if exiting {

@@ -73,8 +73,8 @@ public protocol ApplicationDelegate: AnyObject {
     /// app and user) to your server; `courier push <hex of the token>` sends to it.
     func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data)
 
-    /// Registering for remote notifications failed (courierd could not be reached or started, or Courier is not
-    /// linked in): once per ``Application/registerForRemoteNotifications()`` that failed.
+    /// Registering for remote notifications failed (courierd could not be reached or started): once per
+    /// ``Application/registerForRemoteNotifications()`` that failed.
     func application(_ application: Application, didFailToRegisterForRemoteNotificationsWithError error: any Error)
 
     /// A silent push (`content-available`) arrived: once per delivery, on the callback queue — in a running

@@ -111,7 +111,10 @@ final class BackgroundServiceLink: Sendable {
     }
 
     /// Sends the registration; returns the device token courierd answered with, if it gave one.
-    private func register(_ registration: Registration, on connection: DaemonConnection) -> Result<Data?, CourierError> {
+    private func register(
+        _ registration: Registration,
+        on connection: DaemonConnection
+    ) -> Result<Data?, CourierError> {
         let answer = connection.request { number in
             .registerApp(
                 .init(

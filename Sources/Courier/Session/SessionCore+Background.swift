@@ -45,7 +45,10 @@ extension SessionCore {
         case .failure(let error):
             backendSlot.withLock { $0 = .failed(error) }
             if let logger {
-                logger.error("background session not opened", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
+                logger.error(
+                    "background session not opened",
+                    metadata: ["identifier": "\(identifier)", "error": "\(error)"]
+                )
             } else {
                 FileHandle.standardError.write(Data("background session \(identifier) not opened: \(error)\n".utf8))
             }

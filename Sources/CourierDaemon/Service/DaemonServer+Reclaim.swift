@@ -70,6 +70,7 @@ extension DaemonServer {
     /// Whether `instance`'s connection ended: served no more (its descriptor closed, maybe reused since), or its
     /// peer hung up and the reader has not noticed yet.
     private func isGone(_ instance: ClientConnection) -> Bool {
-        state.withLock { $0.connections[instance.descriptor] !== instance } || UnixSocket.peerHungUp(instance.descriptor)
+        let served = state.withLock { $0.connections[instance.descriptor] === instance }
+        return !served || UnixSocket.peerHungUp(instance.descriptor)
     }
 }

@@ -182,7 +182,11 @@ extension BackgroundSessionRunner {
             try FileManager.default.createDirectory(at: paths.downloads, withIntermediateDirectories: true)
             try DurableFile.move(location, to: destination)
             file = destination.path
-            events += [IPCMessage.BackgroundEvent(.downloaded(path: destination.path), progress: completion.progress), completion]
+            let downloaded = IPCMessage.BackgroundEvent(
+                .downloaded(path: destination.path),
+                progress: completion.progress
+            )
+            events += [downloaded, completion]
         } catch {
             var failed = completion
             failed.payload = .complete(

@@ -66,7 +66,12 @@ package final class DaemonConnection: Sendable {
         if let connected = UnixSocket.connect(to: paths.socket.path) {
             descriptor = connected
         } else if !startingDaemon {
-            return .failure(CourierError(.backgroundSessionWasDisconnected, "courierd is not running (no answer at \(paths.socket.path))"))
+            return .failure(
+                CourierError(
+                    .backgroundSessionWasDisconnected,
+                    "courierd is not running (no answer at \(paths.socket.path))"
+                )
+            )
         } else {
             switch DaemonLauncher.start(paths) {
             case .success(let connected): descriptor = connected

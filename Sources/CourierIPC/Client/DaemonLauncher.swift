@@ -62,7 +62,9 @@ package enum DaemonLauncher {
         case .success(let spawned):
             pid = spawned
         case .failure(let error):
-            return .failure(CourierError(.backgroundSessionWasDisconnected, "cannot start courierd: \(error.localizedDescription)"))
+            return .failure(
+                CourierError(.backgroundSessionWasDisconnected, "cannot start courierd: \(error.localizedDescription)")
+            )
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -74,7 +76,10 @@ package enum DaemonLauncher {
             usleep(20_000)
         }
         return .failure(
-            CourierError(.backgroundSessionWasDisconnected, "courierd did not answer within \(Int(timeout)) s (its log: \(log))")
+            CourierError(
+                .backgroundSessionWasDisconnected,
+                "courierd did not answer within \(Int(timeout)) s (its log: \(log))"
+            )
         )
     }
 }

@@ -16,8 +16,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         case running
         case finished
 
-        /// waiting → starting → running, back to waiting (a stop, a retry), and to finished from any; nothing leaves
-        /// finished.
+        /// waiting → starting → running, back to waiting (a stop, a retry), and to finished from any; nothing
+        /// leaves finished.
         func allows(_ next: Phase) -> Bool {
             switch (self, next) {
             case (.waiting, .starting), (.starting, .waiting), (.starting, .running), (.running, .waiting): true
@@ -192,7 +192,9 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         expectedToReceive = expectedTotal
         // The validator and offset of the new response: checkpointed before more bytes arrive.
         return [
-            .record(IPCMessage.BackgroundEvent(.resumed(offset: offset, expectedTotal: expectedTotal), progress: counters)),
+            .record(
+                IPCMessage.BackgroundEvent(.resumed(offset: offset, expectedTotal: expectedTotal), progress: counters)
+            ),
             checkpoint(reportingProgress: false, now: now),
         ]
     }
@@ -245,7 +247,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             events += responseEvents(response)
         }
         if let body, !body.isEmpty {
-            events.append(IPCMessage.BackgroundEvent(.data(body.prefix(IPCMessage.BackgroundEvent.maximumBodyLength)), progress: counters))
+            let kept = body.prefix(IPCMessage.BackgroundEvent.maximumBodyLength)
+            events.append(IPCMessage.BackgroundEvent(.data(kept), progress: counters))
         }
         return finishing(events + [completed(nil, response: response)])
     }
@@ -371,7 +374,10 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     }
 
     /// The task's last event, with the final exchange's timings when it made one.
-    private func completed(_ error: CourierError?, response: IPCMessage.BackgroundResponse? = nil) -> IPCMessage.BackgroundEvent {
+    private func completed(
+        _ error: CourierError?,
+        response: IPCMessage.BackgroundResponse? = nil
+    ) -> IPCMessage.BackgroundEvent {
         .complete(error, response: response, progress: counters)
     }
 
