@@ -152,7 +152,9 @@ struct Cancel: ParsableCommand {
 /// `courier kill APP`: the user's force-quit.
 struct Kill: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Force-quit an app's background transfers: its tasks are cancelled and courierd does not relaunch it.",
+        abstract:
+            "Force-quit an app: its background tasks are cancelled, its suspended instances end, and courierd does "
+            + "not relaunch it.",
         discussion: "The app is relaunched for background events again once it has been started by hand."
     )
 

@@ -231,6 +231,19 @@ struct JournalTests {
         #expect(try journal.launchCommand(of: "a") == ["/usr/bin/a", "--bg"])
         #expect(try journal.launchCommand(of: "unknown") == nil)
     }
+
+    @Test("a registration for remote notifications is kept when a later process of the app has not registered yet")
+    func remoteNotificationsKept() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        let journal = try Journal(at: place.url)
+        let token = try journal.register("a", fetchInterval: nil, remoteNotifications: true)
+        // A process launched for a push sets its fetch interval before it registers again.
+        #expect(try journal.register("a", fetchInterval: 0, remoteNotifications: false) == token)
+        let registration = try journal.app(withDeviceToken: token)
+        #expect(registration?.remoteNotifications == true)
+        #expect(registration?.fetchInterval == 0)
+    }
 }
 
 /// Writes to a journal file behind the journal's back, as another build or a damaged disk would.

@@ -14,6 +14,10 @@ extension Journal {
     }
 
     /// Records `app`'s registration; returns its device token, made at its first registration and the same ever after.
+    /// Registration for remote notifications is kept once made: a process of the app that has not called
+    /// `registerForRemoteNotifications()` yet (it sets its fetch interval first, or was launched for a push and exits
+    /// before registering) says `false`, which does not unregister the app — as an iOS app stays registered across
+    /// launches (Courier has no call to unregister).
     package func register(
         _ app: String,
         fetchInterval: Double?,
@@ -26,7 +30,8 @@ extension Journal {
                 sql: """
                     INSERT INTO app (name, deviceToken, fetchInterval, remoteNotifications) VALUES (?, ?, ?, ?)
                     ON CONFLICT(name) DO UPDATE SET deviceToken = excluded.deviceToken,
-                    fetchInterval = excluded.fetchInterval, remoteNotifications = excluded.remoteNotifications
+                    fetchInterval = excluded.fetchInterval,
+                    remoteNotifications = MAX(app.remoteNotifications, excluded.remoteNotifications)
                     """,
                 arguments: [app, token, fetchInterval, remoteNotifications]
             )

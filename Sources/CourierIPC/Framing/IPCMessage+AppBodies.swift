@@ -9,7 +9,8 @@ extension IPCMessage {
         package var request: UInt64
         /// `setMinimumBackgroundFetchInterval`: nil for never, 0 for the minimum, else seconds.
         package var fetchInterval: Double?
-        /// `registerForRemoteNotifications()` was called: the answer carries the device token.
+        /// `registerForRemoteNotifications()` was called: the answer carries the device token. False does not
+        /// unregister an app that registered before (from another process of it).
         package var remoteNotifications: Bool
 
         package init(request: UInt64, fetchInterval: Double?, remoteNotifications: Bool) {
