@@ -78,14 +78,7 @@ struct RelaunchTests {
         defer { daemon.cleanup() }
         try daemon.start()
         let log = daemon.root.appendingPathComponent("probe.log").path
-        var environment = daemon.clientEnvironment
-        environment["COURIER_BACKGROUND_LAUNCH"] = "urlsession:com.example.probe.background"
-        let app = try ChildProcess(
-            try siblingExecutable("BackgroundProbe"),
-            arguments: ["--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log],
-            environment: environment,
-            standardError: .inherit
-        )
+        let app = try Self.probe(on: daemon, log: log, launchedFor: "urlsession:com.example.probe.background")
         defer {
             app.send(SIGKILL)
             _ = app.wait(timeout: .seconds(10))
@@ -106,14 +99,11 @@ struct RelaunchTests {
         defer { daemon.cleanup() }
         try daemon.start()
         let log = daemon.root.appendingPathComponent("probe.log").path
-        let directories = ["--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log]
-        var environment = daemon.clientEnvironment
-        environment["COURIER_BACKGROUND_LAUNCH"] = "urlsession:com.example.probe.background"
-        let relaunched = try ChildProcess(
-            try siblingExecutable("BackgroundProbe"),
-            arguments: directories + ["--linger"],
-            environment: environment,
-            standardError: .inherit
+        let relaunched = try Self.probe(
+            on: daemon,
+            log: log,
+            launchedFor: "urlsession:com.example.probe.background",
+            ["--linger"]
         )
         defer {
             relaunched.send(SIGKILL)
@@ -123,11 +113,11 @@ struct RelaunchTests {
         // Idle in the background: the application suspends itself, still holding the session.
         #expect(Self.waitStopped(relaunched.pid), "the relaunched instance did not suspend itself")
 
-        let user = try ChildProcess(
-            try siblingExecutable("BackgroundProbe"),
-            arguments: directories + ["--download", server.url("/bytes/2000?seed=3").absoluteString, "--stay"],
-            environment: daemon.clientEnvironment,
-            standardError: .inherit
+        let user = try Self.probe(
+            on: daemon,
+            log: log,
+            launchedFor: nil,
+            ["--download", server.url("/bytes/2000?seed=3").absoluteString, "--stay"]
         )
         defer {
             user.send(SIGKILL)
@@ -159,17 +149,7 @@ struct RelaunchTests {
         let log = daemon.root.appendingPathComponent("probe.log").path
         // 300,000 bytes, 16 KiB every 200 ms: about 4 s, long after the app has suspended itself.
         let url = server.url("/bytes/300000?seed=7&trickle=16384&interval=200")
-        var environment = daemon.clientEnvironment
-        environment["COURIER_BACKGROUND_LAUNCH"] = "fetch"
-        let app = try ChildProcess(
-            try siblingExecutable("BackgroundProbe"),
-            arguments: [
-                "--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log,
-                "--download", url.absoluteString,
-            ],
-            environment: environment,
-            standardError: .inherit
-        )
+        let app = try Self.probe(on: daemon, log: log, launchedFor: "fetch", ["--download", url.absoluteString])
         defer {
             app.send(SIGKILL)
             _ = app.wait(timeout: .seconds(10))
@@ -188,6 +168,24 @@ struct RelaunchTests {
         // ... and, its delegate calls done, suspends itself again.
         #expect(Self.waitStopped(app.pid), "the app was not suspended again after its events")
         try await server.shutdown()
+    }
+
+    /// The BackgroundProbe on `daemon`'s directories, logging to `log`, launched into the background for `reason`
+    /// (`COURIER_BACKGROUND_LAUNCH`) or by hand (nil); its standard error is the test's.
+    static func probe(
+        on daemon: Daemon,
+        log: String,
+        launchedFor reason: String?,
+        _ arguments: [String] = []
+    ) throws -> ChildProcess {
+        var environment = daemon.clientEnvironment
+        environment["COURIER_BACKGROUND_LAUNCH"] = reason
+        return try ChildProcess(
+            try siblingExecutable("BackgroundProbe"),
+            arguments: ["--runtime", daemon.runtime.path, "--state", daemon.state.path, "--log", log] + arguments,
+            environment: environment,
+            standardError: .inherit
+        )
     }
 
     /// Waits until `pid` is stopped (`T`), at most `timeout` seconds.
