@@ -123,6 +123,14 @@ else
     fail "a hidden name (.hidden) is saved as 'hidden'" "$(show hidden)" "$(ls -A "$work/out-hidden" 2>&1)"
 fi
 
+# `courier URL` is `courier get URL`.
+run bare -o "$work/out-bare" "$base/one.bin"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-bare/one.bin"; then
+    pass "courier URL downloads as courier get URL"
+else
+    fail "courier URL downloads as courier get URL" "$(show bare)"
+fi
+
 # --- failures -------------------------------------------------------------------------------------------------
 run notfound get -o "$work/out-404" "$base/missing.bin"
 if [ "$rc" -ne 0 ] && grep -q "$base/missing.bin" "$work/notfound.err" && grep -q "404" "$work/notfound.err" \

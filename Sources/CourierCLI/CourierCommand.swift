@@ -14,6 +14,8 @@ struct CourierCommand: AsyncParsableCommand {
         subcommands: [
             Get.self, Put.self, Sessions.self, Tasks.self, Cancel.self, Kill.self, Daemon.self, Push.self, Fetch.self,
             Apps.self, Logs.self,
-        ]
+        ],
+        // `courier URL…` is `courier get URL…`, as curl and wget take URLs directly.
+        defaultSubcommand: Get.self
     )
 }
