@@ -7,16 +7,43 @@ import Glibc
 
 /// One app's (or `courier`'s) connection to courierd: its peer, what it said of itself, and frames written whole.
 ///
-/// `@unchecked Sendable`: `descriptor` and `pid` are constants; `app`, `inForeground` and `heardState` are read and
-/// written only on the connection's reader thread; sends hold `writeLock`.
-final class ClientConnection: @unchecked Sendable {
+/// `Sendable`: `descriptor` and `pid` are constants; what the app said of itself is behind a lock (written on the
+/// connection's reader thread, read there and by other connections' threads: the reclaim of a suspended instance, the
+/// wake for a session's events); sends hold `writeLock`.
+final class ClientConnection: Sendable {
+    private struct Said {
+        var app: String?
+        var inForeground = true
+        var heardState = false
+    }
+
     let descriptor: Int32
     let pid: pid_t
-    var app: String?
+    private let said = LockedValue(Said())
+
+    var app: String? {
+        get { said.withLock { $0.app } }
+        set { said.withLock { $0.app = newValue } }
+    }
+
     /// The app's last word on where it stands (hello, then `appState`).
-    var inForeground = true
+    var inForeground: Bool {
+        get { said.withLock { $0.inForeground } }
+        set { said.withLock { $0.inForeground = newValue } }
+    }
+
     /// The hello's word on the foreground was heard (later ones are changes).
-    var heardState = false
+    var heardState: Bool {
+        get { said.withLock { $0.heardState } }
+        set { said.withLock { $0.heardState = newValue } }
+    }
+
+    /// Whether this is an instance of `app` that the user cannot see: in the background and stopped (suspended by its
+    /// lifecycle). A stopped foreground process was stopped by its user (Ctrl-Z), and is left alone.
+    func isSuspendedInstance(of app: String) -> Bool {
+        let (name, inForeground) = said.withLock { ($0.app, $0.inForeground) }
+        return name == app && !inForeground && pid > 0 && BackgroundWorkService.isStopped(pid)
+    }
     /// Held while a frame is written; counts the frames. (Not `()`: TSan reports inout access to a zero-sized value
     /// as a race.)
     private let writeLock = LockedValue<UInt64>(0)

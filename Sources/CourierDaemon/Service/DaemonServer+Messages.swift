@@ -156,10 +156,10 @@ extension DaemonServer {
         // `urlSessionDidFinishEvents`) is due. New ones follow as they happen.
         makeRunner(open).attach(owner: connection.descriptor) { events in
             let sent = connection.send(.events(events))
-            // A suspended instance (stopped) is continued for its session's events, as for a fetch or a push: the
-            // events are on its socket first, so it knows courierd woke it, and suspends itself once they are
-            // delivered.
-            if sent, connection.pid > 0, BackgroundWorkService.isStopped(connection.pid) {
+            // A suspended instance (in the background, stopped) is continued for its session's events, as for a fetch
+            // or a push: the events are on its socket first, so it knows courierd woke it, and suspends itself once
+            // they are delivered. (A foreground app is not looked at: one its user stopped stays stopped.)
+            if sent, connection.isSuspendedInstance(of: app) {
                 kill(connection.pid, SIGCONT)
             }
             return sent

@@ -11,13 +11,14 @@ extension DaemonServer {
     static let reclaimGrace: TimeInterval = 2
 
     /// The session `identifier` is held by another connection: when that is an instance of `app` that is suspended
-    /// (stopped: relaunched for events it has delivered, or put in the background and idle), it is ended — SIGCONT
+    /// (in the background and stopped: relaunched for events it has delivered, or put in the background and idle), it
+    /// is ended — SIGCONT
     /// and SIGTERM, SIGKILL after ``reclaimGrace`` — so that the instance the user starts now gets the session, as
     /// launching an iOS app resumes it instead of starting a second one. Returns whether the holder is gone.
     func reclaimSuspendedHolder(of identifier: String, for app: String) -> Bool {
         guard let descriptor = sessions.holder(of: identifier),
             let holder = state.withLock({ $0.connections[descriptor] }),
-            holder.app == app, holder.pid > 0, BackgroundWorkService.isStopped(holder.pid)
+            holder.isSuspendedInstance(of: app)
         else {
             return false
         }
@@ -30,9 +31,7 @@ extension DaemonServer {
 
     /// The user force-quit `app` (`courier kill`): its suspended instances end too.
     func reclaimSuspendedInstances(of app: String) {
-        let suspended = state.withLock { state in
-            state.connections.values.filter { $0.app == app && $0.pid > 0 && BackgroundWorkService.isStopped($0.pid) }
-        }
+        let suspended = state.withLock { Array($0.connections.values) }.filter { $0.isSuspendedInstance(of: app) }
         if !suspended.isEmpty {
             logger.info("reclaiming suspended instances", metadata: ["app": "\(app)", "count": "\(suspended.count)"])
             _ = reclaim(suspended)
