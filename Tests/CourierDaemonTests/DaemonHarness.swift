@@ -104,23 +104,14 @@ final class Daemon {
         if let pid, pid > 0 {
             Glibc.kill(pid, SIGKILL)
             let deadline = Date().addingTimeInterval(10)
-            while Glibc.kill(pid, 0) == 0, !Self.isZombie(pid), Date() < deadline {
+            // A zombie is gone: a courierd started by an app is its shell's child, reparented to PID 1, which in a
+            // container may reap it late.
+            while Glibc.kill(pid, 0) == 0, ProcessState.of(pid) != "Z", Date() < deadline {
                 usleep(10_000)
             }
         }
         // The socket file stays: a courierd started meanwhile (by a session reconnecting) may have bound a new one at
         // the same path, and a dead one only refuses connections until the next courierd replaces it.
-    }
-
-    /// Whether `pid` has died and waits to be reaped (`Z`): a courierd started by an app is its shell's child,
-    /// reparented to PID 1, which in a container may reap it late.
-    static func isZombie(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else {
-            return false
-        }
-        return stat[stat.index(after: close)...].drop { $0 == " " }.first == "Z"
     }
 
     /// Stops the daemon if it still runs, and whichever other courierd serves its socket, and removes its

@@ -89,9 +89,7 @@ struct FetchAndPushTests {
     static func waitStopped(_ pid: pid_t, _ stopped: Bool = true, timeout: TimeInterval = 15) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-            let state = stat.lastIndex(of: ")").map { stat[stat.index($0, offsetBy: 2)] }
-            if (state == "T") == stopped {
+            if (ProcessState.of(pid) == "T") == stopped {
                 return true
             }
             try? await Task.sleep(for: .milliseconds(20))

@@ -111,7 +111,10 @@ struct RelaunchTests {
         }
         #expect(Self.wait(for: "idle", in: log, timeout: 20), "\(Self.entries(log))")
         // Idle in the background: the application suspends itself, still holding the session.
-        #expect(Self.waitStopped(relaunched.pid), "the relaunched instance did not suspend itself")
+        #expect(
+            await FetchAndPushTests.waitStopped(relaunched.pid, timeout: 10),
+            "the relaunched instance did not suspend itself"
+        )
 
         let user = try Self.probe(
             on: daemon,
@@ -156,7 +159,10 @@ struct RelaunchTests {
         }
         #expect(Self.wait(for: "journaled", in: log, timeout: 30))
         // In the background with no background task left, the application suspends itself while courierd downloads.
-        #expect(Self.waitStopped(app.pid), "the app did not suspend itself")
+        #expect(
+            await FetchAndPushTests.waitStopped(app.pid, timeout: 10),
+            "the app did not suspend itself"
+        )
         #expect(!Self.entries(log).contains { $0["event"] as? String == "completed" }, "the download ended too soon")
         // The download ends: courierd writes the events, then continues the app, which hears them ...
         #expect(Self.wait(for: "completed", in: log, timeout: 30), "\(Self.entries(log))")
@@ -166,7 +172,10 @@ struct RelaunchTests {
         let copy = try #require(entries.first { $0["event"] as? String == "finished" }?["copy"] as? String)
         #expect(FileManager.default.contents(atPath: copy) == TestServer.bytes(count: 300_000, seed: 7))
         // ... and, its delegate calls done, suspends itself again.
-        #expect(Self.waitStopped(app.pid), "the app was not suspended again after its events")
+        #expect(
+            await FetchAndPushTests.waitStopped(app.pid, timeout: 10),
+            "the app was not suspended again after its events"
+        )
         try await server.shutdown()
     }
 
@@ -186,18 +195,6 @@ struct RelaunchTests {
             environment: environment,
             standardError: .inherit
         )
-    }
-
-    /// Waits until `pid` is stopped (`T`), at most `timeout` seconds.
-    static func waitStopped(_ pid: pid_t, timeout: TimeInterval = 10) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if BackgroundWorkService.isStopped(pid) {
-                return true
-            }
-            usleep(20_000)
-        }
-        return false
     }
 
     @Test("20 downloads and uploads outlive a SIGKILLed app; the relaunched app hears each event once, files intact")

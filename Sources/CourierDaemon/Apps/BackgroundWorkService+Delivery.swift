@@ -77,7 +77,7 @@ extension BackgroundWorkService {
     func resumeWhileStopped(_ app: String, pid: pid_t, until number: UInt64, since start: Date = Date()) {
         let lastResort = Date().timeIntervalSince(start) > 5
         let resumed = state.withLock { state -> Bool in
-            guard state.inFlight[number] != nil, let link = state.links[app], link.pid == pid, Self.isStopped(pid),
+            guard state.inFlight[number] != nil, let link = state.links[app], link.pid == pid, ProcessState.isStopped(pid),
                 lastResort || UnixSocket.unreadByPeer(link.connection) > 0
             else {
                 return false
@@ -190,16 +190,5 @@ extension BackgroundWorkService {
             deliver(.remoteNotification(payload: due.push.payload, pushes: due.pushes), to: due.app, at: now)
         }
         rearm()
-    }
-
-    /// Whether `pid` is stopped (`T` in `/proc/<pid>/stat`).
-    package static func isStopped(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else {
-            return false
-        }
-        let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
-        return state == "T" || state == "t"
     }
 }

@@ -42,7 +42,7 @@ final class ClientConnection: Sendable {
     /// lifecycle). A stopped foreground process was stopped by its user (Ctrl-Z), and is left alone.
     func isSuspendedInstance(of app: String) -> Bool {
         let (name, inForeground) = said.withLock { ($0.app, $0.inForeground) }
-        return name == app && !inForeground && pid > 0 && BackgroundWorkService.isStopped(pid)
+        return name == app && !inForeground && pid > 0 && ProcessState.isStopped(pid)
     }
     /// Held while a frame is written; counts the frames. (Not `()`: TSan reports inout access to a zero-sized value
     /// as a race.)

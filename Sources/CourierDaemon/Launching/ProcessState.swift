@@ -1,0 +1,21 @@
+package import Foundation
+
+/// A process's state as the kernel reports it (the field after the command name in `/proc/<pid>/stat`): `R`, `S`,
+/// `T` (stopped), `Z` (dead, waiting to be reaped), …
+package enum ProcessState {
+    /// The state letter of `pid`; nil when it does not exist (or cannot be read).
+    package static func of(_ pid: pid_t) -> Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else {
+            return nil
+        }
+        return stat[stat.index(after: close)...].drop { $0 == " " }.first
+    }
+
+    /// Whether `pid` is stopped (`T`, or `t` when traced).
+    package static func isStopped(_ pid: pid_t) -> Bool {
+        let state = of(pid)
+        return state == "T" || state == "t"
+    }
+}
