@@ -31,8 +31,6 @@ package final class DaemonConnection: Sendable {
         var endHandler: EndHandler?
         /// Why the connection ended, once it did.
         var ended: CourierError?
-        /// Bytes read so far, counted as soon as each read returns.
-        var bytesReceived: UInt64 = 0
         var welcome: IPCMessage.Welcome?
     }
 
@@ -205,11 +203,6 @@ package final class DaemonConnection: Sendable {
         early.forEach(handler)
     }
 
-    /// Bytes read from courierd so far.
-    package var bytesReceived: UInt64 {
-        state.withLock { $0.bytesReceived }
-    }
-
     /// Whether courierd wrote bytes not read yet.
     package var hasUnreadBytes: Bool {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
@@ -244,7 +237,7 @@ package final class DaemonConnection: Sendable {
             if bytes.isEmpty {
                 break
             }
-            state.withLock { $0.bytesReceived += UInt64(bytes.count) }
+            // Counted as soon as the read returns (a continued process tells courierd's SIGCONT by it).
             DaemonConnections.received(bytes.count)
             do throws(IPCError) {
                 for frame in try decoder.feed(bytes) {
