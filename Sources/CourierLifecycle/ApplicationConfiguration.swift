@@ -1,5 +1,6 @@
 public import Dispatch
 public import Logging
+import CourierIPC
 
 extension Application {
     /// How an ``Application`` keeps time, where it calls back, and what suspending and exiting do.
@@ -69,7 +70,7 @@ extension Application {
 
         /// ``launchCommand``, or this executable alone.
         package var resolvedLaunchCommand: [String] {
-            launchCommand ?? [Application.executablePath]
+            launchCommand ?? [ThisExecutable.path]
         }
     }
 }

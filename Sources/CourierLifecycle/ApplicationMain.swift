@@ -1,6 +1,5 @@
 import CourierConcurrency
 import Dispatch
-import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -36,11 +35,6 @@ extension Application {
     /// ``Configuration/launchCommand`` once ``main(delegate:configuration:)`` made it, else this executable alone.
     package static var backgroundLaunchCommand: [String] {
         (self.sharedStorage.withLock { $0?.configuration } ?? Configuration()).resolvedLaunchCommand
-    }
-
-    /// This process's executable, symbolic links resolved.
-    package static var executablePath: String {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     }
 
     /// Whether `application` is ``shared`` (without creating it).

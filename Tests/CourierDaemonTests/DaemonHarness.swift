@@ -10,7 +10,7 @@ import Glibc
 
 /// An executable built beside the test bundle (courierd, BackgroundProbe).
 func siblingExecutable(_ name: String) throws -> String {
-    let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    let directory = ThisExecutable.url.deletingLastPathComponent()
     let candidate = directory.appendingPathComponent(name).path
     guard FileManager.default.isExecutableFile(atPath: candidate) else {
         throw POSIXError(.ENOENT)

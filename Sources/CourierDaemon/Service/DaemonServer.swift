@@ -83,7 +83,7 @@ package final class DaemonServer: @unchecked Sendable {
         welcome = IPCMessage.Welcome(
             daemonVersion: DaemonServer.version,
             pid: getpid(),
-            executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+            executable: ThisExecutable.path,
             runtimeDirectory: paths.runtimeDirectory.path,
             stateDirectory: paths.stateDirectory.path,
             startedAt: Date()

@@ -16,7 +16,7 @@ package enum DaemonLauncher {
         if let explicit = environment["COURIERD"], FileManager.default.isExecutableFile(atPath: explicit) {
             return explicit
         }
-        let beside = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let beside = ThisExecutable.url.deletingLastPathComponent()
             .appendingPathComponent("courierd").path
         if FileManager.default.isExecutableFile(atPath: beside) {
             return beside

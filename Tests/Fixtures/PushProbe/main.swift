@@ -173,5 +173,5 @@ let options = Options(Array(CommandLine.arguments.dropFirst()))
 var configuration = Application.Configuration()
 configuration.backgroundFetchTimeLimit = .milliseconds(Int(options.timeLimit * 1000))
 // Launched again (for a fetch or a push) with what it needs to run, none of which starts work.
-configuration.launchCommand = [Application.executablePath] + CommandLine.arguments.dropFirst()
+configuration.launchCommand = [ThisExecutable.path] + CommandLine.arguments.dropFirst()
 Application.main(delegate: ProbeDelegate(options: options), configuration: configuration)
