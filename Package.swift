@@ -109,6 +109,7 @@ let package = Package(
                 "CourierConcurrency",
                 "CourierIPC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/CourierCLI",
             swiftSettings: strictSwift

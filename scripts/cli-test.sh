@@ -85,7 +85,7 @@ fi
 
 # --- a successful get -----------------------------------------------------------------------------------------
 out="$work/out-ok"
-run ok get -o "$out" --parallel 2 "$base/one.bin" "$base/two.bin" "$base/empty.bin"
+run ok get -P "$out" --parallel 2 "$base/one.bin" "$base/two.bin" "$base/empty.bin"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/one.bin" && cmp -s "$files/two.bin" "$out/two.bin" \
     && cmp -s "$files/empty.bin" "$out/empty.bin" && grep -q "^summary: 3/3 files" "$work/ok.out"; then
     pass "get saves every URL byte for byte, exit 0, with a summary"
@@ -99,7 +99,7 @@ else
 fi
 
 # An existing file is never overwritten: the second copy gets a -1 suffix.
-run again get -o "$out" "$base/one.bin"
+run again get -P "$out" "$base/one.bin"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/one-1.bin" && cmp -s "$files/one.bin" "$out/one.bin"; then
     pass "an existing file is kept and the new one saved as one-1.bin"
 else
@@ -108,7 +108,7 @@ fi
 
 # --force replaces it.
 echo "stale" >"$out/two.bin"
-run force get --force -o "$out" "$base/two.bin"
+run force get --force -P "$out" "$base/two.bin"
 if [ "$rc" -eq 0 ] && cmp -s "$files/two.bin" "$out/two.bin" && [ ! -e "$out/two-1.bin" ]; then
     pass "--force replaces an existing file"
 else
@@ -116,7 +116,7 @@ else
 fi
 
 # A leading dot is dropped from the name.
-run hidden get -o "$work/out-hidden" "$base/.hidden"
+run hidden get -P "$work/out-hidden" "$base/.hidden"
 if [ "$rc" -eq 0 ] && cmp -s "$files/.hidden" "$work/out-hidden/hidden" && [ ! -e "$work/out-hidden/.hidden" ]; then
     pass "a hidden name (.hidden) is saved as 'hidden'"
 else
@@ -124,7 +124,7 @@ else
 fi
 
 # `courier URL` is `courier get URL`.
-run bare -o "$work/out-bare" "$base/one.bin"
+run bare -P "$work/out-bare" "$base/one.bin"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-bare/one.bin"; then
     pass "courier URL downloads as courier get URL"
 else
@@ -132,7 +132,7 @@ else
 fi
 
 # --- failures -------------------------------------------------------------------------------------------------
-run notfound get -o "$work/out-404" "$base/missing.bin"
+run notfound get -P "$work/out-404" "$base/missing.bin"
 if [ "$rc" -ne 0 ] && grep -q "$base/missing.bin" "$work/notfound.err" && grep -q "404" "$work/notfound.err" \
     && [ ! -e "$work/out-404/missing.bin" ]; then
     pass "a 404 fails (exit $rc) with a message naming the URL, and saves nothing"
@@ -140,7 +140,7 @@ else
     fail "a 404 fails with a message naming the URL, and saves nothing" "$(show notfound)"
 fi
 
-run mixed get -o "$work/out-mixed" "$base/one.bin" "$base/nope.bin"
+run mixed get -P "$work/out-mixed" "$base/one.bin" "$base/nope.bin"
 if [ "$rc" -eq 1 ] && cmp -s "$files/one.bin" "$work/out-mixed/one.bin" && grep -q "$base/nope.bin" "$work/mixed.err" \
     && ! grep -q "$base/one.bin" "$work/mixed.err"; then
     pass "one failure among good URLs: the good ones are saved, exit 1"
@@ -148,7 +148,7 @@ else
     fail "one failure among good URLs: the good ones are saved, exit 1" "$(show mixed)"
 fi
 
-run scheme get -o "$work/out-scheme" "ftp://127.0.0.1:$server_port/one.bin"
+run scheme get -P "$work/out-scheme" "ftp://127.0.0.1:$server_port/one.bin"
 if [ "$rc" -ne 0 ] && grep -q "ftp://127.0.0.1:$server_port/one.bin" "$work/scheme.err" \
     && grep -qi "unsupported" "$work/scheme.err"; then
     pass "an unsupported scheme fails (exit $rc) with a clear message"
@@ -157,7 +157,7 @@ else
 fi
 
 # Any status >= 400 fails, whatever the body; nothing is saved for it.
-run unauthorized get -o "$work/out-401" "$base/status/401"
+run unauthorized get -P "$work/out-401" "$base/status/401"
 if [ "$rc" -eq 1 ] && grep -q "^error: $base/status/401: HTTP 401 Unauthorized" "$work/unauthorized.err" \
     && [ "$(find "$work/out-401" -mindepth 1 | wc -l)" -eq 0 ]; then
     pass "a 401 with an empty body fails (exit 1) with an error line, and saves nothing"
@@ -166,7 +166,7 @@ else
         "$(ls -A "$work/out-401" 2>&1)"
 fi
 
-run notfoundbody get -o "$work/out-404-body" "$base/status/404?body=1"
+run notfoundbody get -P "$work/out-404-body" "$base/status/404?body=1"
 if [ "$rc" -eq 1 ] && grep -q "^error: $base/status/404?body=1: HTTP 404 Not Found" "$work/notfoundbody.err" \
     && [ "$(find "$work/out-404-body" -mindepth 1 | wc -l)" -eq 0 ]; then
     pass "a 404 with a body fails (exit 1) with an error line, and saves nothing"
@@ -177,7 +177,7 @@ fi
 
 # --- redirects ----------------------------------------------------------------------------------------------
 # Three 302s with Content-Length: 0 and relative Locations, then the file.
-run redirects get -o "$work/out-redirect" "$base/redirect-empty/3/one.bin"
+run redirects get -P "$work/out-redirect" "$base/redirect-empty/3/one.bin"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-redirect/one.bin" \
     && [ "$(find "$work/out-redirect" -mindepth 1 | wc -l)" -eq 1 ]; then
     pass "a chain of 3 empty-bodied relative 302s ends with the file's bytes saved"
@@ -189,7 +189,7 @@ fi
 # --- Content-Disposition --------------------------------------------------------------------------------------
 out="$work/out-cd"
 cd_report="$base/one.bin?cd=attachment%3B%20filename%3D%22report.txt%22"
-run cd get -o "$out" "$cd_report"
+run cd get -P "$out" "$cd_report"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/report.txt" && [ ! -e "$out/one.bin" ] \
     && grep -q "^saved report.txt" "$work/cd.out"; then
     pass "Content-Disposition: attachment; filename=\"report.txt\" names the file"
@@ -197,7 +197,7 @@ else
     fail "Content-Disposition: attachment; filename=\"report.txt\" names the file" "$(show cd)" "$(ls -A "$out" 2>&1)"
 fi
 
-run cdagain get -o "$out" "$cd_report"
+run cdagain get -P "$out" "$cd_report"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/report-1.txt" && cmp -s "$files/one.bin" "$out/report.txt"; then
     pass "a Content-Disposition name never replaces an existing file (report-1.txt)"
 else
@@ -207,7 +207,7 @@ fi
 
 # filename="../../x": made safe like a URL name, saved inside the output directory.
 out="$work/cd-hostile/deep/out"
-run cdhostile get -o "$out" "$base/one.bin?cd=attachment%3B%20filename%3D%22..%2F..%2Fx%22"
+run cdhostile get -P "$out" "$base/one.bin?cd=attachment%3B%20filename%3D%22..%2F..%2Fx%22"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/_.._x" && [ "$(find "$out" -mindepth 1 | wc -l)" -eq 1 ] \
     && [ ! -e "$work/cd-hostile/x" ] && [ ! -e "$work/cd-hostile/deep/x" ]; then
     pass "a hostile Content-Disposition name (../../x) is saved as _.._x inside the output directory"
@@ -218,7 +218,7 @@ fi
 
 # filename*= (RFC 5987) wins over filename=.
 out="$work/out-cd-utf8"
-run cdutf8 get -o "$out" \
+run cdutf8 get -P "$out" \
     "$base/one.bin?cd=attachment%3B%20filename%3D%22naive.txt%22%3B%20filename*%3DUTF-8''na%25C3%25AFve.txt"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/naïve.txt" && [ "$(find "$out" -mindepth 1 | wc -l)" -eq 1 ]; then
     pass "Content-Disposition filename*=UTF-8''na%C3%AFve.txt wins over filename= (naïve.txt)"
@@ -227,7 +227,7 @@ else
         "$(ls -A "$out" 2>&1)"
 fi
 
-run cdoff get --no-content-disposition -o "$work/out-cd-off" "$cd_report"
+run cdoff get --no-content-disposition -P "$work/out-cd-off" "$cd_report"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-cd-off/one.bin" && [ ! -e "$work/out-cd-off/report.txt" ]; then
     pass "--no-content-disposition keeps the URL's name"
 else
@@ -241,7 +241,7 @@ out="$work/out-continue"
 slow_url="$base/slow.bin?rate=524288"
 # Start with the default SIGINT action: a background job of a non-interactive shell inherits it ignored.
 python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
-    "$courier" get -o "$out" "$slow_url" >"$work/interrupt.out" 2>"$work/interrupt.err" </dev/null &
+    "$courier" get -P "$out" "$slow_url" >"$work/interrupt.out" 2>"$work/interrupt.err" </dev/null &
 courier_pid=$!
 sleep 1.5
 kill -INT "$courier_pid" 2>/dev/null
@@ -265,7 +265,7 @@ else
     fail "the kept resume data is Courier resume data naming slow.bin.part" "$(cat "$out/slow.bin.part.resume" 2>&1)"
 fi
 
-run continue get --continue -o "$out" "$slow_url"
+run continue get --continue -P "$out" "$slow_url"
 if [ "$rc" -eq 0 ] && cmp -s "$files/slow.bin" "$out/slow.bin" \
     && [ "$(sha256sum <"$files/slow.bin")" = "$(sha256sum <"$out/slow.bin")" ]; then
     pass "--continue completes the file (sha256 identical)"
@@ -285,9 +285,52 @@ else
     fail "after --continue only slow.bin is left" "$(ls -la "$out")"
 fi
 
+# --- curl's and wget's habits: -o FILE, -O, -i LIST, --retry ------------------------------------------------
+run ofile get -o "$work/named/one-copy.bin" "$base/one.bin"
+run ofile-again get -o "$work/named/one-copy.bin" "$base/two.bin"
+if [ "$rc" -eq 0 ] && cmp -s "$files/two.bin" "$work/named/one-copy.bin" \
+    && [ "$(ls "$work/named")" = "one-copy.bin" ]; then
+    pass "-o FILE saves the URL as FILE exactly, and replaces it the next time (as curl -o)"
+else
+    fail "-o FILE saves the URL as FILE exactly, and replaces it the next time (as curl -o)" "$(show ofile-again)" \
+        "$(ls -la "$work/named" 2>&1)"
+fi
+
+run otwo get -o "$work/named/x.bin" "$base/one.bin" "$base/two.bin"
+if [ "$rc" -eq 64 ] && grep -q -- "-P DIR" "$work/otwo.err" && [ ! -e "$work/named/x.bin" ]; then
+    pass "-o FILE with two URLs is a bad argument that points to -P DIR"
+else
+    fail "-o FILE with two URLs is a bad argument that points to -P DIR" "$(show otwo)"
+fi
+
+printf '# two files\n%s\n\n   %s  \n' "$base/one.bin" "$base/two.bin" >"$work/list.txt"
+run list get -O -i "$work/list.txt" -P "$work/out-list"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-list/one.bin" && cmp -s "$files/two.bin" "$work/out-list/two.bin"
+then
+    pass "-i FILE downloads every URL listed (comments and blank lines skipped); -O is accepted"
+else
+    fail "-i FILE downloads every URL listed (comments and blank lines skipped); -O is accepted" "$(show list)"
+fi
+
+run retry get --retry 2 -P "$work/out-retry" "$base/flaky/2/one.bin"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-retry/one.bin" \
+    && [ "$(grep -c "HTTP 503 Service Unavailable; trying again in 1.0* s" "$work/retry.err")" -eq 2 ]; then
+    pass "--retry 2 tries a 503 again twice (after the server's Retry-After) and saves the file"
+else
+    fail "--retry 2 tries a 503 again twice (after the server's Retry-After) and saves the file" "$(show retry)"
+fi
+
+run retry-out get --retry 1 -P "$work/out-retry" "$base/flaky/3/two.bin"
+if [ "$rc" -eq 1 ] && [ "$(grep -c "trying again" "$work/retry-out.err")" -eq 1 ] \
+    && grep -q "error: .*flaky/3/two.bin: HTTP 503" "$work/retry-out.err" && [ ! -e "$work/out-retry/two.bin" ]; then
+    pass "--retry 1: one more try, then the 503 fails the URL"
+else
+    fail "--retry 1: one more try, then the 503 fails the URL" "$(show retry-out)"
+fi
+
 # --- SIGHUP (the terminal closed) ----------------------------------------------------------------------------
 out="$work/out-hangup"
-"$courier" get -o "$out" "$slow_url" >"$work/hangup.out" 2>"$work/hangup.err" </dev/null &
+"$courier" get -P "$out" "$slow_url" >"$work/hangup.out" 2>"$work/hangup.err" </dev/null &
 courier_pid=$!
 sleep 1.5
 kill -HUP "$courier_pid" 2>/dev/null
@@ -301,7 +344,7 @@ else
     fail "SIGHUP keeps slow.bin.part and its resume data, and leaves no temporary folder" \
         "$(show hangup)" "$(ls -la "$out" 2>&1)"
 fi
-run hangup-continue get --continue -o "$out" "$slow_url"
+run hangup-continue get --continue -P "$out" "$slow_url"
 if [ "$rc" -eq 0 ] && cmp -s "$files/slow.bin" "$out/slow.bin" && grep -q "resuming slow.bin at" "$work/hangup-continue.out"; then
     pass "--continue after SIGHUP resumes and completes the file"
 else
@@ -475,6 +518,62 @@ if [ -x "$courierd" ]; then
     else
         fail "courier cancel: an unknown session is a clear error" "$(show cancel-unknown)"
     fi
+
+    # courier get --background: handed to courierd, which goes on after the command exits and after its own SIGKILL;
+    # courierd launches courier in the background to save the files where they were asked for.
+    run bg get --background -P "$work/out-bg" "$base/one.bin" "$base/slow.bin?rate=1500000"
+    if [ "$rc" -eq 0 ] && [ "$(grep -c "^task [0-9]*: " "$work/bg.out")" -eq 2 ] && grep -q "handed 2 of 2" "$work/bg.out"
+    then
+        pass "courier get --background hands the downloads to courierd and returns with their task numbers"
+    else
+        fail "courier get --background hands the downloads to courierd and returns with their task numbers" "$(show bg)"
+    fi
+    sleep 1.5
+    kill -9 "$courierd_pid"
+    wait "$courierd_pid" 2>/dev/null
+    "$courierd" 2>>"$work/courierd.log" &
+    courierd_pid=$!
+    for _ in $(seq 1 300); do
+        [ -f "$work/out-bg/slow.bin" ] && [ -f "$work/out-bg/one.bin" ] && break
+        sleep 0.1
+    done
+    sleep 0.5
+    "$courier" logs courier >"$work/bg-log.out" 2>&1
+    if cmp -s "$files/one.bin" "$work/out-bg/one.bin" && cmp -s "$files/slow.bin" "$work/out-bg/slow.bin" \
+        && grep -q "saved $work/out-bg/slow.bin" "$work/bg-log.out"; then
+        pass "courier get --background survives courierd's SIGKILL: both files land where asked, byte for byte"
+    else
+        fail "courier get --background survives courierd's SIGKILL: both files land where asked, byte for byte" \
+            "$(ls -la "$work/out-bg" 2>&1)" "$(tail -20 "$work/bg-log.out")"
+    fi
+    for _ in $(seq 1 50); do
+        pgrep -f "^$courier\$" >/dev/null || break
+        sleep 0.1
+    done
+    if ! pgrep -f "^$courier\$" >/dev/null && grep -q "no background transfer left; exiting" "$work/bg-log.out"; then
+        pass "the courier courierd launched exits once no background transfer is left"
+    else
+        fail "the courier courierd launched exits once no background transfer is left" "$(pgrep -af courier)"
+    fi
+    run bg-put put --background "$files/two.bin" "$base/uploads-bg/"
+    for _ in $(seq 1 200); do
+        grep -q "uploaded .*two.bin -> $base/uploads-bg/two.bin" <("$courier" logs courier 2>&1) && break
+        sleep 0.1
+    done
+    if [ "$rc" -eq 0 ] && grep -q "^task [0-9]*: .*two.bin -> $base/uploads-bg/two.bin" "$work/bg-put.out" \
+        && cmp -s "$files/two.bin" "$files/uploads-bg/two.bin"; then
+        pass "courier put --background: courierd uploads the file, and the relaunched courier logs it"
+    else
+        fail "courier put --background: courierd uploads the file, and the relaunched courier logs it" "$(show bg-put)" \
+            "$("$courier" logs courier --lines 10 2>&1)"
+    fi
+    run bg-refused get --background --force -P "$work/out-bg" "$base/one.bin"
+    if [ "$rc" -eq 64 ] && grep -q -- "--background does not take --force" "$work/bg-refused.err"; then
+        pass "--background refuses the options courierd decides itself"
+    else
+        fail "--background refuses the options courierd decides itself" "$(show bg-refused)"
+    fi
+
     run stop daemon stop
     rc_stop=$rc
     wait "$courierd_pid"

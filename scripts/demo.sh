@@ -59,9 +59,9 @@ for path in "$files"/*.bin; do
     urls+=("http://127.0.0.1:$server_port/$(basename "$path")")
 done
 
-log "courier get --parallel $parallel -o $out (${#urls[@]} URLs)"
+log "courier get --parallel $parallel -P $out (${#urls[@]} URLs)"
 status=0
-"$courier" get --parallel "$parallel" -o "$out" "${urls[@]}" || status=$?
+"$courier" get --parallel "$parallel" -P "$out" "${urls[@]}" || status=$?
 if [ "$status" -ne 0 ]; then
     log "courier get failed with exit status $status" >&2
     exit "$status"

@@ -1,11 +1,10 @@
 import ArgumentParser
 import CourierIPC
 
-/// The `courier` command-line tool: transfers with Courier sessions.
+/// The `courier` command-line tool: transfers with Courier sessions, and the steering of courierd.
 ///
-/// Each job is a subcommand (`courier get`, `courier put`); more (such as listing background sessions) come
-/// with the features they need.
-@main
+/// Each job is a subcommand (`courier get`, `courier put`, `courier tasks`, …); `main.swift` runs it, unless courierd
+/// launched the tool in the background for its session's events (``BackgroundDelivery``).
 struct CourierCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier",

@@ -39,6 +39,10 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         /// The names of every plan and of every file saved in this run: a name from `Content-Disposition`
         /// never takes one of them (so two URLs never write one file, even with `--force`).
         var claimed: Set<String>
+        /// Attempts made after a failure that may pass (`--retry`), per plan.
+        var retriesMade: [Int: Int] = [:]
+        /// Plans waiting to be tried again, with the resume data to go on from (kept on an interrupt).
+        var waitingToRetry: [Int: Data?] = [:]
         var reports: [Report] = []
         var remaining: Int
         var lastEndedAt: ContinuousClock.Instant?
@@ -53,6 +57,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
     let overwrite: Bool
     /// Whether a `Content-Disposition` file name replaces the plan's name.
     let usesContentDisposition: Bool
+    /// How many times a plan is tried again after a failure that may pass (``RetryRule``).
+    let retries: Int
     let partials: PartialDownloads
     let startedAt: ContinuousClock.Instant
     private let events: AsyncStream<RunEvent>.Continuation
@@ -63,12 +69,14 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         outputDirectory: URL,
         overwrite: Bool,
         usesContentDisposition: Bool,
+        retries: Int = 0,
         events: AsyncStream<RunEvent>.Continuation
     ) {
         self.plans = plans
         self.outputDirectory = outputDirectory
         self.overwrite = overwrite
         self.usesContentDisposition = usesContentDisposition
+        self.retries = retries
         self.partials = PartialDownloads(directory: outputDirectory)
         self.events = events
         self.startedAt = .now
@@ -112,6 +120,16 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
 
     /// Stops every unfinished transfer, keeping what can be resumed (`NAME.part` + `NAME.part.resume`).
     func interruptAll() {
+        let waiting = state.withLock { state in
+            defer { state.waitingToRetry.removeAll() }
+            return state.waitingToRetry
+        }
+        for (index, resumeData) in waiting.sorted(by: { $0.key < $1.key }) {
+            if let resumeData {
+                keep(resumeData, for: index)
+            }
+            finishInterrupted(index)
+        }
         let running: [(Int, DownloadTask)] = state.withLock { state in
             var running: [(Int, DownloadTask)] = []
             for (index, task) in state.tasks.sorted(by: { $0.key < $1.key })
@@ -244,6 +262,12 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
                 if case .success(let savedAs) = outcome {
                     FileSystem.removeIfPresent(outputDirectory.appendingPathComponent(savedAs))
                 }
+                let response = task.response as? HTTPURLResponse
+                if RetryRule.retries(status: response?.statusCode),
+                    retry(index, in: session, because: failure, after: RetryRule.retryAfter(response), from: nil)
+                {
+                    return
+                }
                 fail(index, message: failure, madeFromResumeData: fromResumeData)
                 return
             }
@@ -286,6 +310,11 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         }
 
         var message = FailureText.describe(error)
+        if let courierError, RetryRule.retries(courierError.code),
+            retry(index, in: session, because: message, after: nil, from: courierError.resumeData)
+        {
+            return
+        }
         if let resumeData = courierError?.resumeData {
             switch partials.save(resumeData: resumeData, name: plan.name) {
             case .saved(let bytes):
@@ -354,23 +383,69 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         return .success(candidate)
     }
 
-    private func resumeDataArrived(_ data: Data?, for index: Int) {
-        let name = plans[index].name
-        var report: Report?
-        if let data {
-            switch partials.save(resumeData: data, name: name) {
-            case .saved(let bytes):
-                let kept = bytes.map { " (\(Formatting.bytes($0)))" } ?? ""
-                report = .notice("kept \(FileNaming.partialName(for: name))\(kept)")
-            case .failed(let reason):
-                report = .warning("\(name): could not keep the partial download: \(reason)")
+    /// Tries plan `index` again (from `resumeData` when there is some) after the rule's delay, unless its retries are
+    /// used up. Returns whether it will.
+    private func retry(
+        _ index: Int,
+        in session: Session,
+        because reason: String,
+        after serverDelay: Duration?,
+        from resumeData: Data?
+    ) -> Bool {
+        let attempt = state.withLock { state -> Int? in
+            let made = state.retriesMade[index, default: 0]
+            guard made < retries, !state.interrupted.contains(index) else {
+                return nil
             }
+            state.retriesMade[index] = made + 1
+            state.waitingToRetry[index] = resumeData
+            return made + 1
+        }
+        guard let attempt else {
+            return false
+        }
+        let delay = serverDelay ?? RetryRule.delay(beforeAttempt: attempt)
+        let plan = plans[index]
+        state.withLock { state in
+            state.transfers[index].phase = .waiting
+            state.reports.append(
+                .warning(
+                    "\(plan.url.absoluteString): \(reason); trying again in \(Formatting.seconds(delay.inSeconds)) "
+                        + "(\(attempt) of \(retries))"
+                )
+            )
+        }
+        events.yield(.changed)
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay.inSeconds) { [self] in
+            // Still waiting: not taken by an interrupt meanwhile.
+            guard let resumeData = state.withLock({ $0.waitingToRetry.removeValue(forKey: index) }) else {
+                return
+            }
+            start(plan, in: session, fromResumeData: resumeData)
+        }
+        return true
+    }
+
+    /// Keeps `data` as plan `index`'s partial download (`NAME.part.resume`), and says so.
+    private func keep(_ data: Data, for index: Int) {
+        let name = plans[index].name
+        let report: Report
+        switch partials.save(resumeData: data, name: name) {
+        case .saved(let bytes):
+            let kept = bytes.map { " (\(Formatting.bytes($0)))" } ?? ""
+            report = .notice("kept \(FileNaming.partialName(for: name))\(kept)")
+        case .failed(let reason):
+            report = .warning("\(name): could not keep the partial download: \(reason)")
+        }
+        state.withLock { $0.reports.append(report) }
+    }
+
+    private func resumeDataArrived(_ data: Data?, for index: Int) {
+        if let data {
+            keep(data, for: index)
         }
         let done = state.withLock { state -> Bool in
             state.awaitingResumeData.remove(index)
-            if let report {
-                state.reports.append(report)
-            }
             return state.taskCompleted.contains(index) && !state.transfers[index].isFinished
         }
         if done {

@@ -123,6 +123,40 @@ enum FileSystem {
         }
     }
 
+    /// Whether `a` and `b` are one file: the same inode, or (across file systems, where a move is a copy) regular
+    /// files of the same size and bytes.
+    static func isSameFile(_ a: URL, _ b: URL) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard lstat(a.path, &first) == 0, lstat(b.path, &second) == 0,
+            first.st_mode & S_IFMT == S_IFREG, second.st_mode & S_IFMT == S_IFREG
+        else {
+            return false
+        }
+        if first.st_dev == second.st_dev && first.st_ino == second.st_ino {
+            return true
+        }
+        guard first.st_size == second.st_size, let left = FileHandle(forReadingAtPath: a.path),
+            let right = FileHandle(forReadingAtPath: b.path)
+        else {
+            return false
+        }
+        defer {
+            try? left.close()
+            try? right.close()
+        }
+        while true {
+            let chunk = (try? left.read(upToCount: 1 << 20)) ?? nil
+            let other = (try? right.read(upToCount: 1 << 20)) ?? nil
+            guard chunk == other else {
+                return false
+            }
+            if chunk?.isEmpty ?? true {
+                return true
+            }
+        }
+    }
+
     /// The process's file mode creation mask, read once (reading it means setting it, so do it early).
     static let creationMask: mode_t = {
         let mask = umask(0o022)

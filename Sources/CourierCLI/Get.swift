@@ -6,45 +6,78 @@ import Foundation
 import Glibc
 #endif
 
-/// `courier get URL... [-o DIR] [--parallel N] [--continue] [--force] [--no-content-disposition] [--quiet]`
+/// `courier get URL... [-o FILE | -P DIR] [-i FILE] [--parallel N] [--retry N] [--continue] [--force] [--background] …`
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Download URLs into a directory, showing progress.",
+        abstract: "Download URLs into a directory (or one URL into a file), showing progress.",
         discussion: """
-            Each URL is saved in the output directory under the last component of its path, made safe: \
-            no path separators, no control characters, no leading dots, and "index" when nothing is left. \
-            A name the response gives in Content-Disposition (filename*=, else filename=) is used instead, \
-            made safe by the same rules (--no-content-disposition ignores it). An existing file is never \
-            replaced: the new one is saved as NAME-1, NAME-2, ... (before the extension) unless --force is \
-            given.
+            Each URL is saved in the output directory (-P, default: the current one) under the last component of \
+            its path, made safe: no path separators, no control characters, no leading dots, and "index" when \
+            nothing is left. A name the response gives in Content-Disposition (filename*=, else filename=) is used \
+            instead, made safe by the same rules (--no-content-disposition ignores it). An existing file is never \
+            replaced: the new one is saved as NAME-1, NAME-2, ... (before the extension) unless --force is given. \
+            With -o FILE (one URL), the download is saved as FILE exactly, replacing it, as curl -o does.
 
             An HTTP status other than 2xx (such as 401 or 404, even with an empty body) fails the URL: \
-            nothing is saved for it.
+            nothing is saved for it. With --retry N, a URL that fails for a reason that may pass (a timeout, a lost \
+            or refused connection, HTTP 408, 429, 500, 502, 503 or 504) is tried again up to N times, after 1 s, \
+            2 s, 4 s, ... (or the server's Retry-After, up to 60 s), from the bytes it has when the server allows.
 
             An interrupted download (Ctrl-C, SIGTERM, SIGHUP, or a failure after which the server allows resuming) \
             is kept as NAME.part, with its Courier resume data in NAME.part.resume. Run the same command \
             again with --continue to go on from there.
 
+            With --background, the downloads are handed to courierd and the command returns at once, printing each \
+            task's number: they go on after it exits, after the terminal closes, and after courierd is killed and \
+            started again. courierd launches courier in the background when they end, and it saves each file where \
+            the command said (chosen from the URL when it was handed over; a file that appeared there meanwhile is \
+            never replaced: NAME-N). `courier tasks courier.transfers` shows them, `courier logs courier` what \
+            became of each.
+
             On a terminal, progress is one line per running transfer, redrawn in place, on standard error. \
             Otherwise it is one line per saved file and a "progress:" line every 2 seconds. A summary line \
             (files, bytes, wall time, throughput) ends the run on standard output.
 
-            Exit status: 0 when every URL was saved, 1 when any failed, 130 when interrupted, 64 for bad \
-            arguments.
+            Exit status: 0 when every URL was saved (or handed over), 1 when any failed, 130 when interrupted, 64 \
+            for bad arguments.
             """
     )
 
     @Argument(help: ArgumentHelp("The URLs to download (http or https).", valueName: "url"))
-    var urls: [String]
+    var urls: [String] = []
 
     @Option(
         name: [.short, .customLong("output")],
+        help: ArgumentHelp("Save the one URL as this file (replacing it).", valueName: "file")
+    )
+    var outputFile: String?
+
+    @Option(
+        name: [.customShort("P"), .customLong("output-dir")],
         help: ArgumentHelp("The directory to save into; created when missing.", valueName: "dir")
     )
-    var output: String = "."
+    var outputDirectory: String = "."
 
-    @Option(help: ArgumentHelp("How many transfers run at once (1-256).", valueName: "n"))
-    var parallel: Int = 4
+    @Flag(
+        name: [.customShort("O"), .customLong("remote-name")],
+        help: "Save under the URL's own name (what courier does anyway; accepted for curl's habit)."
+    )
+    var remoteName = false
+
+    @Option(
+        name: [.short, .customLong("input-file")],
+        help: ArgumentHelp(
+            "Also download the URLs listed in this file, one a line (\"-\": standard input; # starts a comment).",
+            valueName: "file"
+        )
+    )
+    var inputFile: String?
+
+    @Option(help: ArgumentHelp("How many transfers run at once (1-256; default 4).", valueName: "n"))
+    var parallel: Int?
+
+    @Option(help: ArgumentHelp("Try a URL again up to N times after a failure that may pass.", valueName: "n"))
+    var retry: Int = 0
 
     @Flag(
         name: [.customShort("c"), .customLong("continue")],
@@ -62,34 +95,108 @@ struct Get: AsyncParsableCommand {
     )
     var contentDisposition = true
 
+    @Flag(
+        name: [.short, .long],
+        help: "Hand the downloads to courierd and return: they go on after this command, and the terminal, are gone."
+    )
+    var background = false
+
     @Flag(name: [.short, .long], help: "Print errors and warnings only.")
     var quiet = false
 
     func validate() throws {
-        guard !urls.isEmpty else {
-            throw ValidationError("Give at least one URL.")
+        guard !urls.isEmpty || inputFile != nil else {
+            throw ValidationError("Give at least one URL (or -i FILE).")
         }
-        guard (1...256).contains(parallel) else {
+        if let parallel, !(1...256).contains(parallel) {
             throw ValidationError("--parallel must be between 1 and 256 (got \(parallel)).")
         }
-        for text in urls where URL(string: text) == nil {
+        guard (0...100).contains(retry) else {
+            throw ValidationError("--retry must be between 0 and 100 (got \(retry)).")
+        }
+        if outputFile != nil && (urls.count != 1 || inputFile != nil) {
+            throw ValidationError("-o FILE saves one URL; for several, give a directory with -P DIR.")
+        }
+        if background {
+            let refused = [
+                (resumePartials, "--continue (courierd resumes interrupted downloads itself)"),
+                (force, "--force (a file courierd finishes never replaces another)"),
+                (parallel != nil, "--parallel (courierd decides how many run at once)"),
+                (retry > 0, "--retry (courierd retries failed downloads itself)"),
+            ]
+            if let (_, option) = refused.first(where: { $0.0 }) {
+                throw ValidationError("--background does not take \(option).")
+            }
+        }
+        for text in urls {
+            try Self.checkURL(text)
+        }
+    }
+
+    /// Refuses a URL that does not parse.
+    static func checkURL(_ text: String) throws {
+        guard URL(string: text) != nil else {
             throw ValidationError("'\(text)' is not a valid URL.")
         }
     }
 
+    /// The URLs to fetch: the arguments, then those of `-i FILE`. A bad line of the file is a bad argument.
+    private func allURLs() throws -> [URL] {
+        var texts = urls
+        if let inputFile {
+            let data: Data?
+            if inputFile == "-" {
+                data = FileHandle.standardInput.readDataToEndOfFile()
+            } else {
+                data = FileManager.default.contents(atPath: inputFile)
+            }
+            guard let data else {
+                throw ValidationError("-i \(inputFile): cannot read it (missing, or not a readable file).")
+            }
+            for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                if text.isEmpty || text.hasPrefix("#") {
+                    continue
+                }
+                try Self.checkURL(text)
+                texts.append(text)
+            }
+        }
+        guard !texts.isEmpty else {
+            throw ValidationError("-i \(inputFile ?? "-"): no URL in it.")
+        }
+        return texts.compactMap { URL(string: $0) }
+    }
+
+    /// The directory to save into and, with `-o FILE`, the file's name in it.
+    private var destination: (directory: URL, fileName: String?) {
+        if let outputFile {
+            let file = URL(fileURLWithPath: outputFile).standardizedFileURL
+            return (file.deletingLastPathComponent(), file.lastPathComponent)
+        }
+        return (URL(fileURLWithPath: outputDirectory, isDirectory: true).standardizedFileURL, nil)
+    }
+
     func run() async throws {
         _ = FileSystem.creationMask  // Read the umask before any other thread runs.
-        let outputDirectory = URL(fileURLWithPath: output, isDirectory: true).standardizedFileURL
-        let staging = outputDirectory.appendingPathComponent(".courier-tmp-\(getpid())", isDirectory: true)
+        let urls = try allURLs()
+        let (directory, fileName) = destination
+        if background {
+            try await handToCourierd(urls, directory: directory, fileName: fileName)
+            return
+        }
+        let staging = directory.appendingPathComponent(".courier-tmp-\(getpid())", isDirectory: true)
         do {
-            try FileSystem.makeDirectory(outputDirectory)
+            try FileSystem.makeDirectory(directory)
             try FileSystem.makeDirectory(staging)
         } catch {
             throw CommandFailure(description: error.description)
         }
         defer { FileSystem.removeIfPresent(staging) }
 
-        let (plans, warnings) = makePlans(in: outputDirectory)
+        // -o FILE: that name exactly, replacing what is there, whatever the response suggests.
+        let overwrite = force || fileName != nil
+        let (plans, warnings) = makePlans(urls, in: directory, fileName: fileName, overwrite: overwrite)
         let display = ProgressDisplay(
             mode: ProgressDisplay.mode(quiet: quiet),
             items: plans.map { DisplayItem(name: $0.name, subject: $0.url.absoluteString) },
@@ -99,8 +206,8 @@ struct Get: AsyncParsableCommand {
             display.emitError("warning: \(warning)")
         }
 
-        var configuration = TransferRun.sessionConfiguration(parallel: parallel)
-        configuration.resumeDataDirectory = outputDirectory
+        var configuration = TransferRun.sessionConfiguration(parallel: parallel ?? 4)
+        configuration.resumeDataDirectory = directory
         configuration.temporaryDirectory = staging
 
         let run = TransferRun(
@@ -110,26 +217,48 @@ struct Get: AsyncParsableCommand {
         )
         let coordinator = DownloadCoordinator(
             plans: plans,
-            outputDirectory: outputDirectory,
-            overwrite: force,
-            usesContentDisposition: contentDisposition,
+            outputDirectory: directory,
+            overwrite: overwrite,
+            usesContentDisposition: contentDisposition && fileName == nil,
+            retries: retry,
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
         try await run.run(session: session, coordinator: coordinator)
     }
 
-    /// Names every URL's destination and looks for partial downloads kept by an earlier run.
-    private func makePlans(in directory: URL) -> (plans: [TransferPlan], warnings: [String]) {
-        var reserver = NameReserver(directory: directory, overwrite: force)
+    /// `--background`: each URL becomes a download task of the tool's background session, its destination path in
+    /// the task's description (``BackgroundSaver``).
+    private func handToCourierd(_ urls: [URL], directory: URL, fileName: String?) async throws {
+        let session = try await BackgroundTransfers.open(delegate: BackgroundSaver())
+        var reserver = NameReserver(directory: directory, overwrite: false)
+        var handed = 0
+        for url in urls {
+            let name = fileName ?? reserver.reserve(FileNaming.fileName(for: url))
+            let path = directory.appendingPathComponent(name).path
+            let task = session.downloadTask(with: url)
+            task.taskDescription = path
+            if BackgroundTransfers.hand(task, subject: "\(url.absoluteString) -> \(path)") {
+                handed += 1
+            }
+        }
+        try BackgroundTransfers.summarise(handed: handed, of: urls.count, noun: "downloads")
+    }
+
+    /// Names every URL's destination (`fileName` for the one URL of `-o FILE`) and looks for partial downloads kept by
+    /// an earlier run.
+    private func makePlans(
+        _ urls: [URL],
+        in directory: URL,
+        fileName: String?,
+        overwrite: Bool
+    ) -> (plans: [TransferPlan], warnings: [String]) {
+        var reserver = NameReserver(directory: directory, overwrite: overwrite)
         let partials = PartialDownloads(directory: directory)
         var plans: [TransferPlan] = []
         var warnings: [String] = []
-        for (index, text) in urls.enumerated() {
-            guard let url = URL(string: text) else {
-                continue  // Rejected by validate().
-            }
-            let name = reserver.reserve(FileNaming.fileName(for: url))
+        for (index, url) in urls.enumerated() {
+            let name = reserver.reserve(fileName ?? FileNaming.fileName(for: url))
             var resumeData: Data?
             var hasKeptPartial = false
             switch partials.lookup(name: name, url: url) {

@@ -6,7 +6,9 @@ import Foundation
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Upload files, showing progress.",
-        usage: "courier put <file> ... <url> [--method <method>] [--header <header> ...] [--parallel <n>] [--quiet]",
+        usage:
+            "courier put <file> ... <url> [--method <method>] [--header <header> ...] [--parallel <n>] [--background] "
+            + "[--quiet]",
         discussion: """
             One file and a URL ending in "/" (or with no path): the file's name is appended to the URL, \
             percent-encoded. One file and another URL: the file is sent to that URL exactly. Several files: \
@@ -20,7 +22,11 @@ struct Put: AsyncParsableCommand {
             line per uploaded file and a "progress:" line every 2 seconds, and a summary line on standard \
             output.
 
-            Exit status: 0 when every file was uploaded, 1 when any failed, 130 when interrupted (Ctrl-C \
+            With --background, the uploads are handed to courierd and the command returns at once, printing each \
+            task's number: they go on after it exits (leave the files in place until they are sent). \
+            `courier logs courier` says what became of each.
+
+            Exit status: 0 when every file was uploaded (or handed over), 1 when any failed, 130 when interrupted (Ctrl-C \
             cancels the uploads), 64 for bad arguments (including a bad URL, before anything is sent).
             """
     )
@@ -42,8 +48,14 @@ struct Put: AsyncParsableCommand {
     )
     var headers: [String] = []
 
-    @Option(help: ArgumentHelp("How many uploads run at once (1-256).", valueName: "n"))
-    var parallel: Int = 4
+    @Option(help: ArgumentHelp("How many uploads run at once (1-256; default 4).", valueName: "n"))
+    var parallel: Int?
+
+    @Flag(
+        name: [.short, .long],
+        help: "Hand the uploads to courierd and return: they go on after this command, and the terminal, are gone."
+    )
+    var background = false
 
     @Flag(name: [.short, .long], help: "Print errors and warnings only.")
     var quiet = false
@@ -55,8 +67,11 @@ struct Put: AsyncParsableCommand {
         guard operands.count >= 2 else {
             throw ValidationError("Give at least one file and then the URL to upload to.")
         }
-        guard (1...256).contains(parallel) else {
+        if let parallel, !(1...256).contains(parallel) {
             throw ValidationError("--parallel must be between 1 and 256 (got \(parallel)).")
+        }
+        if background && parallel != nil {
+            throw ValidationError("--background does not take --parallel (courierd decides how many run at once).")
         }
         guard !method.isEmpty, method.unicodeScalars.allSatisfy({ $0.isASCII && $0.properties.isAlphabetic }) else {
             throw ValidationError("--method must be letters only (got '\(method)').")
@@ -79,6 +94,10 @@ struct Put: AsyncParsableCommand {
         let base = try Self.baseURL(operands[operands.count - 1])
         let fields = try headers.map(Self.headerField)
         let plans = UploadPlan.plans(for: files, to: base, appendingNames: UploadPlan.appendsName(to: base))
+        if background {
+            try await handToCourierd(plans, headers: fields)
+            return
+        }
         let display = ProgressDisplay(
             mode: ProgressDisplay.mode(quiet: quiet),
             items: plans.map {
@@ -96,7 +115,7 @@ struct Put: AsyncParsableCommand {
             }
         }
 
-        let configuration = TransferRun.sessionConfiguration(parallel: parallel)
+        let configuration = TransferRun.sessionConfiguration(parallel: parallel ?? 4)
 
         let run = TransferRun(display: display, interruptNotice: "cancelling the uploads")
         let coordinator = UploadCoordinator(
@@ -107,6 +126,26 @@ struct Put: AsyncParsableCommand {
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
         try await run.run(session: session, coordinator: coordinator)
+    }
+
+    /// `--background`: each readable file becomes an upload task of the tool's background session, its path in the
+    /// task's description (``BackgroundSaver`` reports it when the upload ends).
+    private func handToCourierd(_ plans: [UploadPlan], headers: [(name: String, value: String)]) async throws {
+        let session = try await BackgroundTransfers.open(delegate: BackgroundSaver())
+        var handed = 0
+        for plan in plans {
+            if case .failure(let failure) = plan.size {
+                FileHandle.standardError.write(Data("error: \(plan.path): \(failure.description)\n".utf8))
+                continue
+            }
+            let request = UploadCoordinator.request(for: plan, method: method, headers: headers)
+            let task = session.uploadTask(with: request, fromFile: plan.fileURL.standardizedFileURL)
+            task.taskDescription = plan.fileURL.standardizedFileURL.path
+            if BackgroundTransfers.hand(task, subject: plan.subject) {
+                handed += 1
+            }
+        }
+        try BackgroundTransfers.summarise(handed: handed, of: plans.count, noun: "uploads")
     }
 
     /// The URL to upload to, checked: it parses, its scheme is http or https, it has a host.

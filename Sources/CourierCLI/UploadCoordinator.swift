@@ -75,11 +75,7 @@ final class UploadCoordinator: SessionTaskDelegate, TransferCoordinator {
             guard case .success = plan.size else {
                 continue
             }
-            var request = URLRequest(url: plan.url)
-            request.httpMethod = method
-            for header in headers {
-                request.addValue(header.value, forHTTPHeaderField: header.name)
-            }
+            let request = Self.request(for: plan, method: method, headers: headers)
             let task = session.uploadTask(with: request, fromFile: plan.fileURL)
             task.taskDescription = plan.path
             state.withLock { state in
@@ -89,6 +85,16 @@ final class UploadCoordinator: SessionTaskDelegate, TransferCoordinator {
             task.resume()
         }
         events.yield(.changed)
+    }
+
+    /// The request that sends `plan`'s file: `method`, with the `--header` fields.
+    static func request(for plan: UploadPlan, method: String, headers: [(name: String, value: String)]) -> URLRequest {
+        var request = URLRequest(url: plan.url)
+        request.httpMethod = method
+        for header in headers {
+            request.addValue(header.value, forHTTPHeaderField: header.name)
+        }
+        return request
     }
 
     /// Cancels every unfinished upload; they end as interrupted.

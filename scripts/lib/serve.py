@@ -16,7 +16,9 @@ be resumed. This one does what `courier get --continue`, `courier put` and the C
 - /status/CODE[/...] answers CODE to any method (a body, if sent, is read first): with an empty body
   (Content-Length: 0), or a short text body with ?body=1; a 401 carries WWW-Authenticate: Basic realm="x";
 - /redirect-empty/N/PATH (N >= 1) answers 302 with Content-Length: 0 and a relative Location: to
-  /redirect-empty/N-1/PATH, and from /redirect-empty/1/PATH to /PATH (a chain of N redirects to the file).
+  /redirect-empty/N-1/PATH, and from /redirect-empty/1/PATH to /PATH (a chain of N redirects to the file);
+- /flaky/N/PATH answers the first N requests for it with 503 and Retry-After: 1, then serves /PATH (for
+  `courier get --retry`).
 
 Usage: serve.py --root DIR --port-file FILE [--log FILE] [--port N]
 The server binds 127.0.0.1 on port N (default 0: a free port chosen by the system). The port is written to
@@ -41,6 +43,8 @@ class Handler(BaseHTTPRequestHandler):
     root = "."
     log_file = None
     log_lock = threading.Lock()
+    # /flaky/N/PATH: how many requests each such path has had.
+    flaky_counts = {}
 
     def log_message(self, format, *args):  # noqa: A002 (BaseHTTPRequestHandler's signature)
         if Handler.log_file is None:
@@ -84,7 +88,17 @@ class Handler(BaseHTTPRequestHandler):
         if parsed.path.startswith("/redirect-empty/"):
             self.send_redirect(parsed, body)
             return
-        full = self.resolve(parsed.path)
+        path = parsed.path
+        if path.startswith("/flaky/"):
+            _, _, count, rest = path.split("/", 3)
+            with Handler.log_lock:
+                seen = Handler.flaky_counts.get(path, 0)
+                Handler.flaky_counts[path] = seen + 1
+            if seen < int(count):
+                self.send_text(503, "try again\n", body, headers=[("Retry-After", "1")])
+                return
+            path = "/" + rest
+        full = self.resolve(path)
         if full is None:
             self.send_text(404, "not found\n", body)
             return
