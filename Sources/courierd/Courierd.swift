@@ -48,6 +48,9 @@ struct Courierd: ParsableCommand {
     @Option(help: "The shortest interval between background fetches of an app, in seconds (default 900; shorter for testing)")
     var fetchMinimumInterval: Double?
 
+    @Option(help: "Seconds a suspended app instance with no background work left stays before courierd ends it (0: never; default 600)")
+    var reclaimIdleAfter: Double = DaemonServer.defaultIdleReclaimDelay
+
     @Flag(help: "Show no desktop notification when a background download finishes while its app is not running (shown by default where a session bus exists)")
     var noNotifications = false
 
@@ -79,7 +82,8 @@ struct Courierd: ParsableCommand {
                 relaunchLimiter: ResumeRateLimiter(initialDelay: relaunchDelay),
                 notifier: noNotifications ? nil : DesktopNotifier(logger: logger),
                 fetchPolicy: fetchPolicy,
-                pushPort: pushPort
+                pushPort: pushPort,
+                idleReclaimDelay: reclaimIdleAfter > 0 ? reclaimIdleAfter : nil
             )
         } catch .alreadyRunning(let lockFile) {
             logger.notice("another courierd is running", metadata: ["lock": "\(lockFile)"])

@@ -63,4 +63,47 @@ struct DesktopNotificationTests {
         #expect(daemon.stop() == .exited(0))
         try await server.shutdown()
     }
+
+    @Test(
+        "three downloads finished while their app is away: one notification for the batch, once the last one ends",
+        .enabled(if: toolsPresent, "needs dbus-daemon, dbus-monitor and gdbus (scripts/test.sh installs them)")
+    )
+    func batch() async throws {
+        let server = try await TestServer.start()
+        let bus = try PrivateBus()
+        let watch = try NotificationWatch(bus)
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        let daemon = Daemon(environment: environment)
+        defer { daemon.cleanup() }
+        try daemon.start()
+        usleep(300_000)
+
+        var (client, _) = try Client.opening(BackgroundTransferTests.session, on: daemon)
+        // Ending about 0.5 s, 1 s and 2 s in.
+        for (task, size) in [(1, 40_000), (2, 80_000), (3, 160_000)] {
+            let url = server.url("/bytes/\(size)?seed=\(task)&trickle=4096&interval=50")
+            try BackgroundTransferTests.create(
+                BackgroundTransferTests.download(task, url, description: "/downloads/episode-\(task).mp3"),
+                on: &client
+            )
+        }
+        client.close()
+
+        let deadline = Date().addingTimeInterval(20)
+        var text = ""
+        while Date() < deadline, !text.contains("Downloaded 3 files") {
+            text = watch.text
+            usleep(100_000)
+        }
+        usleep(500_000)
+        text = watch.text
+        #expect(
+            text.contains("string \"Downloaded 3 files: episode-1.mp3, episode-2.mp3, episode-3.mp3\""),
+            "dbus-monitor saw: \(text)"
+        )
+        #expect(text.components(separatedBy: "member=Notify").count - 1 == 1, "dbus-monitor saw: \(text)")
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
 }

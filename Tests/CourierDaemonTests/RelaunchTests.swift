@@ -179,6 +179,31 @@ struct RelaunchTests {
         try await server.shutdown()
     }
 
+    @Test("a suspended instance is left alone while its session has work, and reclaimed once it has stayed idle")
+    func idleSuspendedInstanceIsReclaimed() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--reclaim-idle-after", "1"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        // About 4 s of download: the app is suspended, with work, for longer than the idle delay.
+        let url = server.url("/bytes/300000?seed=8&trickle=16384&interval=200")
+        let app = try Self.probe(on: daemon, log: log, launchedFor: "fetch", ["--download", url.absoluteString])
+        defer {
+            app.send(SIGKILL)
+            _ = app.wait(timeout: .seconds(10))
+        }
+        #expect(Self.wait(for: "journaled", in: log, timeout: 30))
+        #expect(await FetchAndPushTests.waitStopped(app.pid, timeout: 10), "the app did not suspend itself")
+        // Suspended with a task running: not reclaimed; it hears the end of its download.
+        #expect(Self.wait(for: "completed", in: log, timeout: 30), "\(Self.entries(log))")
+        #expect(!Self.entries(log).contains { $0["event"] as? String == "terminated" }, "reclaimed while it had work")
+        // Suspended again with nothing left: ended as iOS reclaims a suspended app (SIGTERM: it terminates).
+        #expect(app.wait(timeout: .seconds(20)) == .exited(0))
+        #expect(Self.entries(log).contains { $0["event"] as? String == "terminated" }, "\(Self.entries(log))")
+        try await server.shutdown()
+    }
+
     /// The BackgroundProbe on `daemon`'s directories, logging to `log`, launched into the background for `reason`
     /// (`COURIER_BACKGROUND_LAUNCH`) or by hand (nil); its standard error is the test's.
     static func probe(

@@ -38,11 +38,11 @@ final class ClientConnection: Sendable {
         set { said.withLock { $0.heardState = newValue } }
     }
 
-    /// Whether this is an instance of `app` that the user cannot see: in the background and stopped (suspended by its
-    /// lifecycle). A stopped foreground process was stopped by its user (Ctrl-Z), and is left alone.
-    func isSuspendedInstance(of app: String) -> Bool {
+    /// Whether this is an instance of `app` (nil: of any app) that the user cannot see: in the background and stopped
+    /// (suspended by its lifecycle). A stopped foreground process was stopped by its user (Ctrl-Z), and is left alone.
+    func isSuspendedInstance(of app: String?) -> Bool {
         let (name, inForeground) = said.withLock { ($0.app, $0.inForeground) }
-        return name == app && !inForeground && pid > 0 && ProcessState.isStopped(pid)
+        return (app == nil || name == app) && !inForeground && pid > 0 && ProcessState.isStopped(pid)
     }
     /// Held while a frame is written; counts the frames. (Not `()`: TSan reports inout access to a zero-sized value
     /// as a race.)

@@ -15,18 +15,37 @@ extension DaemonServer {
         }
     }
 
-    /// One notification per download these events finished ("Downloaded <description>"), titled with the app.
+    /// One notification per batch: the downloads these events finished are added to those of the session that
+    /// finished while its app was away, and once the session has no task left running, one notification says them
+    /// ("Downloaded <description>" for one, "Downloaded N files" with their names for several), titled with the app.
     func notifyFinishedDownloads(_ session: String, _ events: [IPCMessage.SequencedEvent]) {
         let finished = Set(events.compactMap { event -> Int? in
             if case .downloaded = event.event.payload { event.task } else { nil }
         })
-        guard let notifier, !finished.isEmpty, let tasks = try? journal.tasks(session: session) else {
+        guard let notifier, !finished.isEmpty else {
             return
         }
+        let running = (try? journal.activity(session: session).activeTasks) ?? 0
+        let batch = state.withLock { state -> Set<Int>? in
+            state.finishedWhileAway[session, default: []].formUnion(finished)
+            guard running == 0 else {
+                return nil
+            }
+            return state.finishedWhileAway.removeValue(forKey: session)
+        }
+        guard let batch, let tasks = try? journal.tasks(session: session) else {
+            return
+        }
+        let names = tasks.filter { batch.contains($0.identifier) }.sorted { $0.identifier < $1.identifier }.map {
+            $0.spec.taskDescription ?? $0.spec.request.url?.lastPathComponent ?? "a file"
+        }
         let app = (try? journal.app(ofSession: session)) ?? session
-        for task in tasks where finished.contains(task.identifier) {
-            let name = task.spec.taskDescription ?? task.spec.request.url?.lastPathComponent ?? "a file"
-            notifier.notify(summary: app, body: "Downloaded \(name)")
+        if names.count == 1 {
+            notifier.notify(summary: app, body: "Downloaded \(names[0])")
+        } else {
+            let shown = names.prefix(3).map { ($0 as NSString).lastPathComponent }.joined(separator: ", ")
+            let more = names.count > 3 ? ", …" : ""
+            notifier.notify(summary: app, body: "Downloaded \(max(names.count, batch.count)) files: \(shown)\(more)")
         }
     }
 

@@ -5,10 +5,77 @@ import Foundation
 import Glibc
 #endif
 
-/// Reclaiming a suspended instance of an app, as iOS reclaims a suspended app it needs no more.
+/// Reclaiming a suspended instance of an app, as iOS reclaims a suspended app it needs no more: when the user starts
+/// the app again, when the user force-quits it, and when it has stayed suspended with no work left.
 extension DaemonServer {
     /// How long a reclaimed instance has to end after SIGTERM before SIGKILL.
     static let reclaimGrace: TimeInterval = 2
+
+    /// How long a suspended instance with no work left stays before courierd reclaims it (`courierd
+    /// --reclaim-idle-after`): long enough for the user to come back to it, short enough that nothing lingers for
+    /// hours. Launching the app again costs little: courierd does it for the next events, fetch or push.
+    package static let defaultIdleReclaimDelay: Double = 600
+
+    /// Starts looking, every quarter of ``idleReclaimDelay`` (at most every 5 s), for suspended instances to reclaim;
+    /// nil when they are never reclaimed for being idle.
+    func startIdleReclaim() -> (any DispatchSourceTimer)? {
+        guard let delay = idleReclaimDelay else {
+            return nil
+        }
+        let interval = min(5, max(0.05, delay / 4))
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [weak self] in self?.reclaimIdleInstances(now: Date()) }
+        timer.resume()
+        return timer
+    }
+
+    /// Reclaims the instances that have been suspended (in the background and stopped) for ``idleReclaimDelay`` with
+    /// no work left: none of the sessions they hold, on any of their connections (an app has one for its lifecycle
+    /// and one per background session), has a task that has not ended or an event not acknowledged. An instance that
+    /// gets work, or comes back, starts its wait again when it is next idle.
+    func reclaimIdleInstances(now: Date) {
+        guard let delay = idleReclaimDelay else {
+            return
+        }
+        let byProcess = Dictionary(grouping: state.withLock { Array($0.connections.values) }, by: \.pid)
+        let idle = byProcess.filter { _, connections in
+            connections.allSatisfy { $0.isSuspendedInstance(of: nil) && !hasWork($0) }
+        }
+        let due = state.withLock { state -> [pid_t] in
+            state.idleSince = state.idleSince.filter { idle[$0.key] != nil }
+            var due: [pid_t] = []
+            for pid in idle.keys {
+                let since = state.idleSince[pid] ?? now
+                state.idleSince[pid] = since
+                if now.timeIntervalSince(since) >= delay {
+                    due.append(pid)
+                    state.idleSince[pid] = nil
+                }
+            }
+            return due
+        }
+        guard !due.isEmpty else {
+            return
+        }
+        for pid in due {
+            logger.info(
+                "reclaiming a suspended instance with no work left",
+                metadata: ["app": "\(idle[pid]?.first?.app ?? "-")", "pid": "\(pid)", "idleFor": "\(delay)"]
+            )
+        }
+        _ = reclaim(due.flatMap { idle[$0] ?? [] })
+    }
+
+    /// Whether a session `connection` holds has a task that has not ended or an event not acknowledged yet.
+    private func hasWork(_ connection: ClientConnection) -> Bool {
+        sessions.held(by: connection.descriptor).contains { session in
+            guard let activity = try? journal.activity(session: session) else {
+                return true  // Unknown: not reclaimed.
+            }
+            return activity.activeTasks > 0 || activity.pendingEvents > 0
+        }
+    }
 
     /// The session `identifier` is held by another connection: when that is an instance of `app` that is suspended
     /// (in the background and stopped: relaunched for events it has delivered, or put in the background and idle), it
@@ -41,14 +108,14 @@ extension DaemonServer {
     /// Ends the processes of `instances`: SIGCONT and SIGTERM (the application terminates as it would on iOS), then
     /// SIGKILL for those whose connection is still open after ``reclaimGrace``. Returns whether every one is gone.
     private func reclaim(_ instances: [ClientConnection]) -> Bool {
-        for instance in instances {
+        for instance in Dictionary(grouping: instances, by: \.pid).values.compactMap(\.first) {
             kill(instance.pid, SIGCONT)
             kill(instance.pid, SIGTERM)
         }
         if waitForHangUp(of: instances) {
             return true
         }
-        for instance in instances where !isGone(instance) {
+        for instance in Dictionary(grouping: instances.filter { !isGone($0) }, by: \.pid).values.compactMap(\.first) {
             logger.notice("a reclaimed instance did not end in time: killed", metadata: ["pid": "\(instance.pid)"])
             kill(instance.pid, SIGKILL)
         }

@@ -20,6 +20,10 @@ package final class DaemonServer: @unchecked Sendable {
     struct State {
         var stopping = false
         var connections: [Int32: ClientConnection] = [:]
+        /// Since when each suspended process has had no work (``reclaimIdleInstances(now:)``).
+        var idleSince: [pid_t: Date] = [:]
+        /// The downloads of each session that finished while its app was away, until the batch's notification.
+        var finishedWhileAway: [String: Set<Int>] = [:]
     }
 
     let paths: DaemonPaths
@@ -40,6 +44,8 @@ package final class DaemonServer: @unchecked Sendable {
     private let pushEndpoint: PushEndpoint?
     let sessions = SessionRegistry()
     let state = LockedValue(State())
+    /// How long a suspended instance with no work left stays before it is reclaimed; nil: it stays.
+    let idleReclaimDelay: TimeInterval?
     /// What each `hello` is answered with: which courierd this is.
     let welcome: IPCMessage.Welcome
 
@@ -54,6 +60,7 @@ package final class DaemonServer: @unchecked Sendable {
         fetchPolicy: FetchScheduler.Policy = FetchScheduler.Policy(),
         pushBudget: PushBudget = PushBudget(),
         pushPort: UInt16? = nil,
+        idleReclaimDelay: TimeInterval? = DaemonServer.defaultIdleReclaimDelay,
         uid: uid_t = getuid()
     ) throws(DaemonSetupError) {
         try paths.prepare(uid: uid)
@@ -89,6 +96,7 @@ package final class DaemonServer: @unchecked Sendable {
             startedAt: Date()
         )
         self.settings = settings
+        self.idleReclaimDelay = idleReclaimDelay
         self.uid = uid
         launcher = AppLauncher(limiter: relaunchLimiter, logger: logger, paths: paths)
         self.notifier = notifier
@@ -123,6 +131,8 @@ package final class DaemonServer: @unchecked Sendable {
     /// transfers. Returns false when a transfer engine was not destroyed in time or a libuv loop closed with handles
     /// still open.
     package func run() -> Bool {
+        let idleSweep = startIdleReclaim()
+        defer { idleSweep?.cancel() }
         AcceptLoop.run(on: listener, stoppedBy: stopPipe.read) { descriptor in
             let who = PeerCredentials.of(socket: descriptor)
             guard let peer = who, peer.isAdmitted(byDaemonOf: uid) else {

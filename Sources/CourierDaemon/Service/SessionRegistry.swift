@@ -93,6 +93,11 @@ final class SessionRegistry: Sendable {
         }
     }
 
+    /// The sessions `connection` holds.
+    func held(by connection: Int32) -> [String] {
+        state.withLock { state in state.owners.filter { $0.value == connection }.map(\.key) }
+    }
+
     /// Whether a connection holds `session`.
     func isHeld(_ session: String) -> Bool {
         state.withLock { $0.owners[session] != nil }

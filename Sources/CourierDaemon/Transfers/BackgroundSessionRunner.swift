@@ -102,13 +102,29 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         }
     }
 
-    /// The connection `owner` closed, or closed the session: events are only journaled until the next attach.
+    /// The connection `owner` closed, or closed the session: events are only journaled until the next attach. When
+    /// the app went without acknowledging the end of a task (it died, or quit, mid-delivery), those events are handed
+    /// to `undelivered` as if they had just happened: the app is launched again for them.
     package func detach(owner: Int32) {
-        state.withLock { state in
-            if state.sinkOwner == owner {
-                state.sink = nil
-                state.sinkOwner = nil
+        let detached = state.withLock { state -> Bool in
+            guard state.sinkOwner == owner else {
+                return false
             }
+            state.sink = nil
+            state.sinkOwner = nil
+            return true
+        }
+        guard detached else {
+            return
+        }
+        delivery.withLock { _ in
+            guard state.withLock({ $0.sink == nil }),
+                let pending = try? journal.pendingEvents(session: identifier),
+                pending.contains(where: { $0.event.completion != nil })
+            else {
+                return
+            }
+            undelivered(identifier, pending)
         }
     }
 
