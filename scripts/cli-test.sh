@@ -555,6 +555,31 @@ if [ -x "$courierd" ]; then
     else
         fail "the courier courierd launched exits once no background transfer is left" "$(pgrep -af courier)"
     fi
+    run bg-all tasks courier.transfers --all
+    run bg-live tasks courier.transfers
+    if [ "$(grep -c "^courier.transfers  [0-9]*  *completed .*$work/out-bg/" "$work/bg-all.out")" -eq 2 ] \
+        && grep -q "completed  8.0 MiB / 8.0 MiB .*$work/out-bg/slow.bin" "$work/bg-all.out" \
+        && ! grep -q "^courier.transfers" "$work/bg-live.out"; then
+        pass "courier tasks --all keeps the ended tasks with how they ended; without it they are gone"
+    else
+        fail "courier tasks --all keeps the ended tasks with how they ended; without it they are gone" \
+            "$(show bg-all)" "$(show bg-live)"
+    fi
+    # --watch in a pseudo-terminal (script(1)): progress bars redrawn in place, until nothing runs or waits.
+    if command -v script >/dev/null; then
+        run bg-watched get --background -P "$work/out-bg-watch" "$base/slow.bin?rate=3000000"
+        timeout 60 script -qefc "$courier tasks --watch courier.transfers" "$work/watch.typescript" \
+            >"$work/watch.out" 2>&1 </dev/null
+        watch_rc=$?
+        if [ "$watch_rc" -eq 0 ] && grep -q "running  *\[=*  *\] *[0-9]*%" "$work/watch.out" \
+            && grep -q $'\e\[[0-9]*F' "$work/watch.out" && grep -q "no task is running or waiting" "$work/watch.out"
+        then
+            pass "courier tasks --watch on a terminal: live progress bars, redrawn in place, until nothing is left"
+        else
+            fail "courier tasks --watch on a terminal: live progress bars, redrawn in place, until nothing is left" \
+                "exit $watch_rc" "$(tail -c 800 "$work/watch.out")"
+        fi
+    fi
     run bg-put put --background "$files/two.bin" "$base/uploads-bg/"
     for _ in $(seq 1 200); do
         grep -q "uploaded .*two.bin -> $base/uploads-bg/two.bin" <("$courier" logs courier 2>&1) && break

@@ -55,4 +55,14 @@ enum Formatting {
         }
         return text + String(repeating: " ", count: width - text.count)
     }
+
+    /// `[=====     ]`, `width` characters in all; `[-----]` when the total is unknown.
+    static func bar(_ part: Int64, of total: Int64, width: Int) -> String {
+        let inner = width - 2
+        guard total > 0 else {
+            return "[" + String(repeating: "-", count: inner) + "]"
+        }
+        let filled = Int(Double(inner) * min(Double(part) / Double(total), 1))
+        return "[" + String(repeating: "=", count: filled) + String(repeating: " ", count: inner - filled) + "]"
+    }
 }

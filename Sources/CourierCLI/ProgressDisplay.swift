@@ -189,18 +189,9 @@ final class ProgressDisplay {
         let name = transfer.name ?? items[index].name
         var line = "  " + Formatting.column(name, width: nameWidth) + "  "
         if barWidth > 0 {
-            line += bar(transfer.written, of: transfer.expected, width: barWidth) + "  "
+            line += Formatting.bar(transfer.written, of: transfer.expected, width: barWidth) + "  "
         }
         return line + tail
-    }
-
-    private func bar(_ part: Int64, of total: Int64, width: Int) -> String {
-        let inner = width - 2
-        guard total > 0 else {
-            return "[" + String(repeating: "-", count: inner) + "]"
-        }
-        let filled = Int(Double(inner) * min(Double(part) / Double(total), 1))
-        return "[" + String(repeating: "=", count: filled) + String(repeating: " ", count: inner - filled) + "]"
     }
 
     // MARK: Text

@@ -145,6 +145,48 @@ struct JournalTests {
         #expect(try journal.sessions().map(\.identifier) == [Self.session.identifier])
     }
 
+    @Test("a task whose end its app heard leaves the task table for the history, with how it ended, across reopening")
+    func history() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        let session = Self.session.identifier
+        do {
+            let journal = try Journal(at: place.url)
+            _ = try journal.openSession(Self.session, app: "app")
+            for identifier in [1, 2, 3] {
+                try journal.insertTask(Self.task(identifier, description: "episode-\(identifier)"), session: session)
+            }
+            _ = try journal.finish(
+                session: session,
+                task: 1,
+                events: [.wrote(100, of: 100), .completed(nil, TransferProgress(received: 100, expectedToReceive: 100))]
+            )
+            _ = try journal.finish(
+                session: session,
+                task: 2,
+                events: [.completed(CourierError(.cancelled, "cancelled by the user"))]
+            )
+            // Nothing is history before the app acknowledges.
+            #expect(try journal.history(session: session).isEmpty)
+            let acknowledged = try journal.acknowledge(session: session, through: 3)
+            #expect(acknowledged.tasks.sorted() == [1, 2])
+        }
+        let journal = try Journal(at: place.url)
+        let history = try journal.history(session: session)
+        #expect(history.map(\.identifier) == [1, 2])
+        #expect(history.map(\.taskDescription) == ["episode-1", "episode-2"])
+        #expect(history.allSatisfy { $0.state == SessionTask.State.completed.rawValue && $0.endedAt != nil })
+        #expect(history[0].outcome == nil)
+        // The counts of the completion, not of the last checkpoint.
+        #expect(history[0].countOfBytesReceived == 100 && history[0].countOfBytesExpectedToReceive == 100)
+        #expect(history[1].outcome?.code == .cancelled)
+        #expect(history[0].task?.request.url?.absoluteString == "http://127.0.0.1:8080/episode/1")
+        // Task 3 still runs: not history, still a task.
+        #expect(try journal.tasks(session: session).map(\.identifier) == [3])
+        try journal.removeSession(session)
+        #expect(try journal.history(session: session).isEmpty)
+    }
+
     @Test("a file that is not a database: set aside with a log line, a new journal starts")
     func corrupt() throws {
         let place = Place()
@@ -211,7 +253,7 @@ struct JournalTests {
             Issue.record("expected a newer-schema recovery, got \(String(describing: journal.recovery))")
             return
         }
-        #expect(migrations == "v1,v2,v3,v99")
+        #expect(migrations == "v1,v2,v3,v4,v99")
         #expect(journal.recovery?.movedTo?.lastPathComponent.hasPrefix("journal.sqlite.newer-") == true)
         #expect(try journal.sessions().isEmpty)
     }

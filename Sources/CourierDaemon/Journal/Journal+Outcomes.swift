@@ -62,11 +62,12 @@ extension Journal {
     }
 
     /// The app has delivered every event up to `through`: they are deleted, and so are the completed tasks that
-    /// have no event left.
+    /// have no event left (their last snapshot goes to the history, `courier tasks --all`).
     @discardableResult
     package func acknowledge(session: String, through: UInt64) throws(JournalError) -> Acknowledgement {
         let through = Int64(clamping: through)
         return try write { db in
+            let outcomes = try Journal.outcomes(session: session, through: through, in: db)
             let files = try String.fetchAll(
                 db,
                 sql: "SELECT file FROM event WHERE session = ? AND sequence <= ? AND file IS NOT NULL",
@@ -85,6 +86,7 @@ extension Journal {
                     """,
                 arguments: [session, JournaledTask.State.completed.rawValue]
             )
+            try Journal.keepHistory(of: finished, session: session, outcomes: outcomes, in: db)
             try db.execute(
                 sql: """
                     DELETE FROM task WHERE session = ? AND state = ?

@@ -158,6 +158,18 @@ package final class Journal: Sendable {
                 table.column("scheduler", .blob).notNull()
             }
         }
+        migrator.registerMigration("v4") { db in
+            try db.create(table: "history") { table in
+                // A task its app has heard the end of (Journal+History.swift): its last snapshot (JSON), kept for
+                // `courier tasks --all` for a while after the task left the task table.
+                table.column("session", .text).notNull()
+                table.column("identifier", .integer).notNull()
+                table.column("endedAt", .double).notNull()
+                table.column("snapshot", .blob).notNull()
+                table.primaryKey(["session", "identifier"])
+            }
+            try db.create(index: "history_endedAt", on: "history", columns: ["endedAt"])
+        }
         return migrator
     }
 

@@ -32,7 +32,8 @@ extension DaemonServer {
         case .listTasks(let list):
             reply(list.request, on: connection) { () throws(JournalError) in
                 if let runner = sessions.runner(list.session) {
-                    return .tasks(snapshots: try runner.snapshots())
+                    let ended = list.includesEnded == true ? try journal.history(session: list.session) : []
+                    return .tasks(snapshots: ended + (try runner.snapshots()))
                 }
                 return .tasks(snapshots: [])
             }

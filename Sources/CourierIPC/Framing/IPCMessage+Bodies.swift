@@ -233,10 +233,14 @@ extension IPCMessage {
     package struct ListTasks: Codable, Sendable, Equatable {
         package var request: UInt64
         package var session: String
+        /// Also the tasks whose apps have heard their end, from the history (oldest first, before the others); nil
+        /// (an older client) is false.
+        package var includesEnded: Bool?
 
-        package init(request: UInt64, session: String) {
+        package init(request: UInt64, session: String, includesEnded: Bool = false) {
             self.request = request
             self.session = session
+            self.includesEnded = includesEnded ? true : nil
         }
     }
 
@@ -282,6 +286,8 @@ extension IPCMessage {
         /// How a completed task ended, while its app has not heard of it: nil (succeeded), or the error (a cancel
         /// says `cancelled`, with the reason when the user force-quit the app).
         package var outcome: CourierError?
+        /// When its app heard of its end; set on the tasks of the history only (``ListTasks/includesEnded``).
+        package var endedAt: Date?
 
         package init(
             identifier: Int,

@@ -1,0 +1,113 @@
+package import Courier
+package import Foundation
+import GRDB
+
+/// What became of the tasks whose apps have heard their end: each one's last snapshot, with how it ended, kept for
+/// ``historyRetention`` (at most ``historyLimit`` per session) after the acknowledgement that removed the task, so that
+/// `courier tasks --all` can say that a download finished, or how it failed, after the app has been told.
+extension Journal {
+    /// How long an ended task stays in the history.
+    package static let historyRetention: TimeInterval = 7 * 24 * 3600
+    /// The most ended tasks a session keeps in the history (the latest).
+    package static let historyLimit = 1000
+
+    /// The ended tasks of `session` still in the history, oldest first.
+    package func history(session: String) throws(JournalError) -> [IPCMessage.TaskSnapshot] {
+        let bodies = try read { db in
+            try Data.fetchAll(
+                db,
+                sql: "SELECT snapshot FROM history WHERE session = ? ORDER BY endedAt, identifier",
+                arguments: [session]
+            )
+        }
+        var snapshots: [IPCMessage.TaskSnapshot] = []
+        for body in bodies {
+            snapshots.append(try Journal.decode(IPCMessage.TaskSnapshot.self, from: body))
+        }
+        return snapshots
+    }
+
+    /// How a task ended: its error (nil for a success) and its counts at the end.
+    struct Ending {
+        var error: CourierError?
+        var progress: TransferProgress
+    }
+
+    /// How each task whose completion is among the events up to `through` ended.
+    static func outcomes(session: String, through: Int64, in db: Database) throws -> [Int: Ending] {
+        // The events of completed tasks only: a running task's progress is not decoded at every acknowledgement.
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT event.task, event.body FROM event JOIN task
+                ON task.session = event.session AND task.identifier = event.task
+                WHERE event.session = ? AND event.sequence <= ? AND task.state = ?
+                """,
+            arguments: [session, through, JournaledTask.State.completed.rawValue]
+        )
+        var outcomes: [Int: Ending] = [:]
+        for row in rows {
+            let body: Data = row["body"]
+            let event = try Journal.decode(IPCMessage.BackgroundEvent.self, from: body)
+            if let completion = event.completion {
+                outcomes[row["task"]] = Ending(error: completion.error, progress: event.progress)
+            }
+        }
+        return outcomes
+    }
+
+    /// Records the last snapshot of each task of `tasks` (completed, about to leave the task table) with how it ended
+    /// (the counts of its completion, which the task's row, written at checkpoints, may lag), and drops what is past
+    /// the retention or the limit.
+    static func keepHistory(
+        of tasks: [Int],
+        session: String,
+        outcomes: [Int: Ending],
+        in db: Database
+    ) throws {
+        let now = Date().timeIntervalSince1970
+        for identifier in tasks {
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT * FROM task WHERE session = ? AND identifier = ?",
+                    arguments: [session, identifier]
+                )
+            else {
+                continue
+            }
+            let specBody: Data = row["spec"]
+            let spec = try Journal.decode(IPCMessage.BackgroundTask.self, from: specBody)
+            var snapshot = IPCMessage.TaskSnapshot(
+                identifier: identifier,
+                taskDescription: spec.taskDescription,
+                state: SessionTask.State.completed.rawValue,
+                countOfBytesReceived: row["bytesOnDisk"],
+                countOfBytesExpectedToReceive: row["expectedLength"],
+                countOfBytesSent: row["bytesSent"],
+                countOfBytesExpectedToSend: row["expectedToSend"]
+            )
+            snapshot.task = spec
+            if let ending = outcomes[identifier] {
+                snapshot.outcome = ending.error
+                snapshot.countOfBytesReceived = ending.progress.received
+                snapshot.countOfBytesExpectedToReceive = ending.progress.expectedToReceive
+                snapshot.countOfBytesSent = ending.progress.sent
+                snapshot.countOfBytesExpectedToSend = ending.progress.expectedToSend
+            }
+            snapshot.endedAt = Date(timeIntervalSince1970: now)
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO history (session, identifier, endedAt, snapshot) VALUES (?, ?, ?, ?)",
+                arguments: [session, identifier, now, try Journal.encode(snapshot)]
+            )
+        }
+        try db.execute(sql: "DELETE FROM history WHERE endedAt < ?", arguments: [now - historyRetention])
+        try db.execute(
+            sql: """
+                DELETE FROM history WHERE session = ? AND identifier NOT IN
+                (SELECT identifier FROM history WHERE session = ? ORDER BY endedAt DESC, identifier DESC LIMIT ?)
+                """,
+            arguments: [session, session, historyLimit]
+        )
+    }
+}
