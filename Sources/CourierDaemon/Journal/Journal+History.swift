@@ -27,14 +27,12 @@ extension Journal {
         return snapshots
     }
 
-    /// How a task ended: its error (nil for a success) and its counts at the end.
-    struct Ending {
-        var error: CourierError?
-        var progress: TransferProgress
-    }
-
-    /// How each task whose completion is among the events up to `through` ended.
-    static func outcomes(session: String, through: Int64, in db: Database) throws -> [Int: Ending] {
+    /// The completion of each task whose completion is among the events up to `through`.
+    static func outcomes(
+        session: String,
+        through: Int64,
+        in db: Database
+    ) throws -> [Int: IPCMessage.BackgroundEvent] {
         // The events of completed tasks only: a running task's progress is not decoded at every acknowledgement.
         let rows = try Row.fetchAll(
             db,
@@ -45,12 +43,12 @@ extension Journal {
                 """,
             arguments: [session, through, JournaledTask.State.completed.rawValue]
         )
-        var outcomes: [Int: Ending] = [:]
+        var outcomes: [Int: IPCMessage.BackgroundEvent] = [:]
         for row in rows {
             let body: Data = row["body"]
             let event = try Journal.decode(IPCMessage.BackgroundEvent.self, from: body)
-            if let completion = event.completion {
-                outcomes[row["task"]] = Ending(error: completion.error, progress: event.progress)
+            if event.completion != nil {
+                outcomes[row["task"]] = event
             }
         }
         return outcomes
@@ -62,7 +60,7 @@ extension Journal {
     static func keepHistory(
         of tasks: [Int],
         session: String,
-        outcomes: [Int: Ending],
+        outcomes: [Int: IPCMessage.BackgroundEvent],
         in db: Database
     ) throws {
         let now = Date().timeIntervalSince1970
@@ -88,12 +86,8 @@ extension Journal {
                 countOfBytesExpectedToSend: row["expectedToSend"]
             )
             snapshot.task = spec
-            if let ending = outcomes[identifier] {
-                snapshot.outcome = ending.error
-                snapshot.countOfBytesReceived = ending.progress.received
-                snapshot.countOfBytesExpectedToReceive = ending.progress.expectedToReceive
-                snapshot.countOfBytesSent = ending.progress.sent
-                snapshot.countOfBytesExpectedToSend = ending.progress.expectedToSend
+            if let completion = outcomes[identifier] {
+                snapshot.end(with: completion)
             }
             snapshot.endedAt = Date(timeIntervalSince1970: now)
             try db.execute(
@@ -109,5 +103,17 @@ extension Journal {
                 """,
             arguments: [session, session, historyLimit]
         )
+    }
+}
+
+extension IPCMessage.TaskSnapshot {
+    /// Says how the task ended: `completion`'s error, and its counts (which the task's row, written at checkpoints,
+    /// may lag).
+    mutating func end(with completion: IPCMessage.BackgroundEvent) {
+        outcome = completion.completion?.error
+        countOfBytesReceived = completion.progress.received
+        countOfBytesExpectedToReceive = completion.progress.expectedToReceive
+        countOfBytesSent = completion.progress.sent
+        countOfBytesExpectedToSend = completion.progress.expectedToSend
     }
 }

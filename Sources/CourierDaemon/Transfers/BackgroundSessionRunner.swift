@@ -213,12 +213,10 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     package func snapshots() throws(JournalError) -> [IPCMessage.TaskSnapshot] {
         let journaled = try journal.tasks(session: identifier)
         let machines = state.withLock { $0.machines }
-        // How each ended task ended, from its completion the app has not acknowledged yet.
-        var outcomes: [Int: CourierError] = [:]
-        for sequenced in try journal.pendingEvents(session: identifier) {
-            if let error = sequenced.event.completion?.error {
-                outcomes[sequenced.task] = error
-            }
+        // How each ended task ended, and its counts then, from its completion the app has not acknowledged yet.
+        var endings: [Int: IPCMessage.BackgroundEvent] = [:]
+        for sequenced in try journal.pendingEvents(session: identifier) where sequenced.event.completion != nil {
+            endings[sequenced.task] = sequenced.event
         }
         return journaled.map { task in
             var snapshot = IPCMessage.TaskSnapshot(
@@ -233,7 +231,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
             snapshot.task = task.spec
             guard let machine = machines[task.identifier], task.state != .completed, machine.phase != .finished else {
                 snapshot.state = SessionTask.State.completed.rawValue
-                snapshot.outcome = outcomes[task.identifier]
+                if let ending = endings[task.identifier] {
+                    snapshot.end(with: ending)
+                }
                 return snapshot
             }
             snapshot.countOfBytesReceived = machine.received
