@@ -150,6 +150,41 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
+    @Test("an app the user starts hears the events it missed, and no urlSessionDidFinishEvents (a background launch's)")
+    func replayToAppStartedByHand() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        // An earlier instance created the task and went away; it ends with nobody to hear it.
+        var (client, _) = try Client.opening(BackgroundTransferTests.session, on: daemon)
+        try BackgroundTransferTests.create(
+            BackgroundTransferTests.download(1, server.url("/bytes/3000?seed=5")),
+            on: &client
+        )
+        client.close()
+        var configuration = SessionConfiguration.background(withIdentifier: BackgroundTransferTests.identifier)
+        configuration.daemonPaths = daemon.paths
+        configuration.sessionSendsLaunchEvents = false
+        var watcher = try Client(daemon.socket)
+        try watcher.send(.hello(.init(app: "courier", pid: getpid())))
+        _ = try watcher.receive()
+        _ = try watcher.tasks(of: BackgroundTransferTests.identifier) {
+            $0.first?.state == SessionTask.State.completed.rawValue
+        }
+        watcher.close()
+
+        // Started by hand (in the foreground, as this process is): the replay comes, the batch's end is not announced.
+        let recorder = Recorder()
+        let session = Session(configuration: configuration, delegate: recorder)
+        #expect(recorder.waitForCompletions(1))
+        usleep(300_000)
+        #expect(recorder.calls.contains("completed 1"), "\(recorder.calls)")
+        #expect(!recorder.calls.contains("didFinishEvents"), "\(recorder.calls)")
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
     @Test("redirects followed by courierd: the task's current request and response name where they led")
     func redirected() async throws {
         let server = try await TestServer.start()

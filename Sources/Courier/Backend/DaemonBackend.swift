@@ -63,9 +63,10 @@ final class DaemonBackend: TransferBackend {
         /// Daemon tasks of an earlier run of the app, recreated here: their submit binds, it creates nothing.
         var adopted: Set<Int> = []
         var lastSequence: UInt64 = 0
-        /// The session was opened to hear a replay (courierd's batch marked `finished`), or by an app relaunched for
-        /// this session's events: the delegate is owed `urlSessionDidFinishEvents` once. A replay after a
-        /// reconnection owes nothing more.
+        /// The session was opened by an app relaunched for this session's events, or in the background to hear a
+        /// replay (courierd's batch marked `finished`): the delegate is owed `urlSessionDidFinishEvents` once. As on
+        /// iOS, an app the user started (in the foreground) hears the events it missed without it, and a replay after
+        /// a reconnection owes nothing more.
         var finishOwed: Bool
     }
 
@@ -92,7 +93,10 @@ final class DaemonBackend: TransferBackend {
         self.requestTimeout = requestTimeout
         commands = DispatchQueue(label: "courier.background-commands.\(opener.identifier)")
         state = LockedValue(
-            State(link: .connected(opened.connection), finishOwed: relaunched || opened.connection.holdsReplay)
+            State(
+                link: .connected(opened.connection),
+                finishOwed: relaunched || (opened.connection.holdsReplay && !ApplicationPresence.isInForeground)
+            )
         )
         watch(opened.connection)
     }
