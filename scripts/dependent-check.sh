@@ -6,12 +6,14 @@
 #   - builds it (SwiftPM refuses a package required by version whose targets use unsafe flags), checks that none
 #     of the test-only dependencies (NIO, TLS, certificates) nor courierd's parts (GRDB, CourierDaemon) was built,
 #     and runs it: a real download from a local server, compared byte for byte;
-#   - the background case: builds courierd from the dependency (`swift build --product courierd`), starts a
-#     background download from the dependent's own app and SIGKILLs the app; courierd finishes the download and
-#     relaunches the app (its executable, without the arguments that started the download), which receives the
-#     file and suspends itself; then starts the app by hand while that instance is suspended: it gets the session
-#     (courierd reclaims the suspended one) and downloads through it. courierd runs on private directories and is
-#     stopped at the end.
+#   - builds the two apps of Examples/ (BackgroundDownloader, PushDownloader) as targets of the package, as a user
+#     who copies them builds them;
+#   - the background case, with Examples/BackgroundDownloader: builds courierd from the dependency (`swift build
+#     --product courierd`), starts a background download from the app and SIGKILLs the app; courierd finishes the
+#     download and relaunches the app (its executable, without the arguments that started the download), which
+#     saves the file and suspends itself; then starts the app by hand while that instance is suspended: it gets the
+#     session (courierd reclaims the suspended one) and downloads through it. courierd runs on private directories
+#     and is stopped at the end.
 # Exit status 0 when all of that holds. Only committed work is checked (the clone has no uncommitted changes).
 set -euo pipefail
 
@@ -26,7 +28,7 @@ cleanup() {
     stop_file_server
     if [ -n "$courierd_pattern" ]; then
         pkill -TERM -f "$courierd_pattern" 2>/dev/null || true
-        pkill -KILL -f "BackgroundApp" 2>/dev/null || true
+        pkill -KILL -f "$work/Dependent/.build/.*/BackgroundDownloader" 2>/dev/null || true
     fi
     rm -rf "$work"
 }
@@ -35,7 +37,9 @@ trap cleanup EXIT
 git clone -q "$repo_root" "$work/Courier"
 git -C "$work/Courier" tag 1.0.0
 
-mkdir -p "$work/Dependent/Sources/Dependent" "$work/Dependent/Sources/BackgroundApp" "$work/files"
+mkdir -p "$work/Dependent/Sources/Dependent" "$work/files"
+cp -R "$repo_root/Examples/Sources/BackgroundDownloader" "$repo_root/Examples/Sources/PushDownloader" \
+    "$work/Dependent/Sources/"
 cat >"$work/Dependent/Package.swift" <<MANIFEST
 // swift-tools-version:6.0
 import PackageDescription
@@ -48,7 +52,8 @@ let package = Package(
     ],
     targets: [
         .executableTarget(name: "Dependent", dependencies: [.product(name: "Courier", package: "Courier")]),
-        .executableTarget(name: "BackgroundApp", dependencies: [.product(name: "Courier", package: "Courier")]),
+        .executableTarget(name: "BackgroundDownloader", dependencies: [.product(name: "Courier", package: "Courier")]),
+        .executableTarget(name: "PushDownloader", dependencies: [.product(name: "Courier", package: "Courier")]),
         .executableTarget(
             name: "QuickStart",
             dependencies: [
@@ -76,90 +81,6 @@ guard let status = (response as? HTTPURLResponse)?.statusCode, status == 200 els
 }
 try FileManager.default.moveItem(at: file, to: destination)
 session.finishTasksAndInvalidate()
-SOURCE
-
-cat >"$work/Dependent/Sources/BackgroundApp/main.swift" <<'SOURCE'
-import Courier
-import Foundation
-
-// A background downloader as a user writes one. `BackgroundApp start URL` starts a background download and waits;
-// relaunched by courierd (no arguments), it receives the file into $DEMO_OUT/received.bin; `BackgroundApp check URL`
-// downloads URL through the same background session and exits 0 when it arrived whole.
-enum Demo {
-    static let identifier = "com.example.dependent.downloads"
-    static var out: URL { URL(fileURLWithPath: ProcessInfo.processInfo.environment["DEMO_OUT"] ?? ".") }
-    static var arguments: [String] { CommandLine.arguments }
-}
-
-/// One line on standard output, unbuffered (a relaunched instance's goes to `courier logs`).
-func note(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
-}
-
-final class Downloads: SessionDownloadDelegate, @unchecked Sendable {
-    // @unchecked Sendable: `finishEvents` is read and written under `lock`.
-    private let lock = NSLock()
-    private var finishEvents: (@Sendable () -> Void)?
-    let checking: Bool
-
-    init(checking: Bool) {
-        self.checking = checking
-    }
-
-    func keep(_ handler: @escaping @Sendable () -> Void) {
-        lock.withLock { finishEvents = handler }
-    }
-
-    func urlSession(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) {
-        let name = checking ? "checked.bin" : "received.bin"
-        try? FileManager.default.removeItem(at: Demo.out.appendingPathComponent(name))
-        try? FileManager.default.copyItem(at: location, to: Demo.out.appendingPathComponent(name))
-        if !checking {
-            let pidFile = Demo.out.appendingPathComponent("relaunched.pid")
-            try? "\(getpid())".write(to: pidFile, atomically: true, encoding: .utf8)
-        }
-        note("received \(name)")
-    }
-
-    func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
-        note("completed \(error.map { "\($0)" } ?? "ok")")
-        if checking {
-            exit(error == nil ? 0 : 1)
-        }
-    }
-
-    func urlSessionDidFinishEvents(forBackgroundURLSession session: Session) {
-        note("events delivered")
-        lock.withLock { finishEvents }?()
-    }
-}
-
-final class App: ApplicationDelegate {
-    let downloads = Downloads(checking: Demo.arguments.count > 1 && Demo.arguments[1] == "check")
-    var session: Session?
-
-    func applicationDidFinishLaunching(_ application: Application, options: LaunchOptions) {
-        guard Demo.arguments.count > 2 else {
-            return
-        }
-        let session = Session(configuration: .background(withIdentifier: Demo.identifier), delegate: downloads)
-        self.session = session
-        session.downloadTask(with: URL(string: Demo.arguments[2])!).resume()
-        note("started")
-    }
-
-    func application(
-        _ application: Application,
-        handleEventsForBackgroundURLSession identifier: String,
-        completionHandler: @escaping @Sendable () -> Void
-    ) {
-        note("relaunched for \(identifier)")
-        downloads.keep(completionHandler)
-        session = Session(configuration: .background(withIdentifier: identifier), delegate: downloads)
-    }
-}
-
-Application.main(delegate: App())
 SOURCE
 
 # The README's Quick start, as it is written: built (not run: it names a server of its own).
@@ -200,56 +121,59 @@ if [ ! -x "$built/courierd" ]; then
     echo "dependent-check: no courierd beside the dependent's app after swift build --product courierd" >&2
     exit 1
 fi
-export XDG_RUNTIME_DIR="$work/xdg-run" XDG_STATE_HOME="$work/xdg-state" DEMO_OUT="$work/out"
-mkdir -p "$XDG_RUNTIME_DIR" "$DEMO_OUT" && chmod 700 "$XDG_RUNTIME_DIR"
+export XDG_RUNTIME_DIR="$work/xdg-run" XDG_STATE_HOME="$work/xdg-state"
+out="$work/out"
+mkdir -p "$XDG_RUNTIME_DIR" "$out" && chmod 700 "$XDG_RUNTIME_DIR"
 courierd_pattern="$built/courierd --runtime-directory $XDG_RUNTIME_DIR/courier"
+app_log="$XDG_STATE_HOME/courier/logs/BackgroundDownloader.log"
 head -c 3000000 /dev/urandom >"$work/files/episode.bin"
 head -c 100000 /dev/urandom >"$work/files/small.bin"
 
-log "a background download from the dependent's app, which is SIGKILLed a moment later"
-"$built/BackgroundApp" start "http://127.0.0.1:$server_port/episode.bin?rate=1000000" >"$work/app.log" 2>&1 &
+log "a background download from Examples/BackgroundDownloader, which is SIGKILLed a moment later"
+"$built/BackgroundDownloader" "http://127.0.0.1:$server_port/episode.bin?rate=1000000" --into "$out" \
+    >"$work/app.log" 2>&1 &
 app_pid=$!
 for _ in $(seq 1 300); do
-    grep -q "^started" "$work/app.log" && break
+    grep -q "^task [0-9]*: " "$work/app.log" && break
     sleep 0.1
 done
 sleep 0.5
 kill -KILL "$app_pid" 2>/dev/null || true
 wait "$app_pid" 2>/dev/null || true
-if ! grep -q "^started" "$work/app.log"; then
+if ! grep -q "^task [0-9]*: " "$work/app.log"; then
     echo "dependent-check: the app did not start its background download: $(cat "$work/app.log")" >&2
     exit 1
 fi
 
-log "courierd finishes it and relaunches the app, which receives the file"
+log "courierd finishes it and relaunches the app, which saves the file"
 for _ in $(seq 1 600); do
-    [ -s "$DEMO_OUT/relaunched.pid" ] && break
+    grep -q "^saved $out/episode.bin" "$app_log" 2>/dev/null && break
     sleep 0.1
 done
-if ! cmp -s "$work/files/episode.bin" "$DEMO_OUT/received.bin"; then
-    echo "dependent-check: the relaunched app did not receive the file whole" >&2
-    ls -la "$DEMO_OUT" >&2
+if ! cmp -s "$work/files/episode.bin" "$out/episode.bin"; then
+    echo "dependent-check: the relaunched app did not save the file whole: $(cat "$app_log" 2>&1)" >&2
+    ls -la "$out" >&2
     exit 1
 fi
-relaunched="$(cat "$DEMO_OUT/relaunched.pid")"
+relaunched="$(sed -n 's/^relaunched for .* (pid \([0-9]*\))$/\1/p' "$app_log" | tail -1)"
 stopped=""
 for _ in $(seq 1 200); do
-    if [ "$(awk '{print $3}' "/proc/$relaunched/stat" 2>/dev/null)" = "T" ]; then
+    if [ -n "$relaunched" ] && [ "$(awk '{print $3}' "/proc/$relaunched/stat" 2>/dev/null)" = "T" ]; then
         stopped=yes
         break
     fi
     sleep 0.1
 done
 if [ -z "$stopped" ]; then
-    echo "dependent-check: the relaunched app did not suspend itself after its events" >&2
+    echo "dependent-check: the relaunched app ($relaunched) did not suspend itself after its events" >&2
     exit 1
 fi
 
 log "the user starts the app while the relaunched one is suspended: it gets the session"
 check_status=0
-timeout 60 "$built/BackgroundApp" check "http://127.0.0.1:$server_port/small.bin" >"$work/check.log" 2>&1 \
-    || check_status=$?
-if [ "$check_status" -ne 0 ] || ! cmp -s "$work/files/small.bin" "$DEMO_OUT/checked.bin"; then
+timeout 60 "$built/BackgroundDownloader" "http://127.0.0.1:$server_port/small.bin" --into "$out" \
+    >"$work/check.log" 2>&1 || check_status=$?
+if [ "$check_status" -ne 0 ] || ! cmp -s "$work/files/small.bin" "$out/small.bin"; then
     echo "dependent-check: the second instance did not get the session (exit $check_status): $(cat "$work/check.log")" >&2
     exit 1
 fi

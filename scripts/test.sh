@@ -4,7 +4,8 @@
 # (unit, integration, fault-injection, process and stress tests, in parallel, as plain `swift test` runs them), the
 # session tests again over the serialised backend, then the command-line
 # tests of the built `courier` binary (scripts/cli-test.sh),
-# then a scratch package that requires Courier by version (scripts/dependent-check.sh),
+# then a scratch package that requires Courier by version (scripts/dependent-check.sh), the API reference and the
+# examples (scripts/docs.sh),
 # then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
 # committed fails; allocation counts, not times, so a loaded machine does not change them), then the comparison
 # harness once at 2 % scale (Benchmarks/run.sh: Courier's clients, the floor, URLSession and curl against nginx,
@@ -85,6 +86,14 @@ bash scripts/dependent-check.sh || dependent_status=$?
 if [ "$dependent_status" -ne 0 ]; then
     log "dependent-package check failed (exit status $dependent_status)" >&2
     status=$dependent_status
+fi
+
+# The API reference (DocC, warnings as errors) and the Examples package (about 40 s).
+docs_status=0
+bash scripts/docs.sh || docs_status=$?
+if [ "$docs_status" -ne 0 ]; then
+    log "the API reference or the examples failed to build (exit status $docs_status)" >&2
+    status=$docs_status
 fi
 
 # package-benchmark reads Thresholds/ relative to the working directory. Its plugin builds the microbenchmarks in

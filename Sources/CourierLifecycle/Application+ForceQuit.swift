@@ -7,8 +7,9 @@ import Glibc
 
 extension Application {
     /// Does what a user's force-quit from the app switcher does on iOS (docs/background-model.md #9): courierd
-    /// cancels every background task of this app — each ends with a `cancelled` ``CourierError`` whose
-    /// ``CourierError/backgroundTaskCancelledReason`` is ``BackgroundTaskCancelledReason/userForceQuitApplication``,
+    /// cancels every background task of this app — each ends with a `cancelled` ``CourierIPC/CourierError`` whose
+    /// ``CourierIPC/CourierError/backgroundTaskCancelledReason`` is
+    /// ``CourierIPC/BackgroundTaskCancelledReason/userForceQuitApplication``,
     /// delivered to the session's delegate the next time the app opens it — and does not relaunch the app for
     /// background session events until the user starts it again. `courier kill APP` does the same from outside.
     ///
@@ -16,7 +17,7 @@ extension Application {
     /// cancellations (at most 30 s). Then, with `exiting` (the default), the process exits with status 0 at once,
     /// without `applicationWillTerminate`, as a force-quit kills an app.
     ///
-    /// - Throws: the ``CourierError`` that kept courierd from being told (`backgroundSessionWasDisconnected`,
+    /// - Throws: the ``CourierIPC/CourierError`` that kept courierd from being told (`backgroundSessionWasDisconnected`,
     ///   `timedOut`, …); the process does not exit then.
     public func forceQuit(exiting: Bool = true) throws(CourierError) {
         try Application.forceQuit(app: DaemonConnection.appName, paths: DaemonPaths.current)

@@ -17,13 +17,13 @@ extension Application {
         public static let backgroundLaunchReason = LaunchOptionsKey(rawValue: "backgroundLaunchReason")
     }
 
-    /// ``setMinimumBackgroundFetchInterval(_:)``'s "as often as courierd allows", as
+    /// `setMinimumBackgroundFetchInterval(_:)`'s "as often as courierd allows", as
     /// `UIApplication.backgroundFetchIntervalMinimum`.
     public static let backgroundFetchIntervalMinimum = BackgroundFetchInterval.minimum
-    /// ``setMinimumBackgroundFetchInterval(_:)``'s "never", as `UIApplication.backgroundFetchIntervalNever`.
+    /// `setMinimumBackgroundFetchInterval(_:)`'s "never", as `UIApplication.backgroundFetchIntervalNever`.
     public static let backgroundFetchIntervalNever = BackgroundFetchInterval.never
 
-    /// ``setMinimumBackgroundFetchInterval(_:)`` with a number of seconds, as UIKit's `TimeInterval` form.
+    /// `setMinimumBackgroundFetchInterval(_:)` with a number of seconds, as UIKit's `TimeInterval` form.
     public func setMinimumBackgroundFetchInterval(_ seconds: Double) {
         self.setMinimumBackgroundFetchInterval(.seconds(seconds))
     }

@@ -1,5 +1,5 @@
 /// How often the application wants to be woken for a background fetch, at least apart
-/// (``Application/setMinimumBackgroundFetchInterval(_:)``): ``never`` (the default), ``minimum`` (as often as
+/// (`Application.setMinimumBackgroundFetchInterval(_:)`): ``never`` (the default), ``minimum`` (as often as
 /// courierd allows), or a number of seconds. Advisory: courierd fetches shortly before the times the app is usually
 /// used, never more often than this.
 public struct BackgroundFetchInterval: Sendable, Hashable, CustomStringConvertible {

@@ -25,7 +25,7 @@ public struct LaunchOptions: Sendable, Hashable {
 
     /// The push a `remote-notification` launch is for (its JSON payload), as iOS's
     /// `UIApplication.LaunchOptionsKey.remoteNotification`;
-    /// ``ApplicationDelegate/application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`` follows the launch.
+    /// `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)` follows the launch.
     public var remoteNotification: Data?
 
     /// Whether the program was launched into the background.

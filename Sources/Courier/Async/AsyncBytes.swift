@@ -1,6 +1,6 @@
 public import Foundation
 
-/// The body of a response as an asynchronous sequence of bytes, from ``Session/bytes(for:)``.
+/// The body of a response as an asynchronous sequence of bytes, from `Session.bytes(for:)`.
 ///
 /// Iteration pulls chunks from a bounded buffer: a consumer that falls behind pauses the transfer (no bytes flow
 /// until it catches up), so memory stays bounded whatever the body size. Dropping every iterator and the

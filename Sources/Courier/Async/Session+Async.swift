@@ -5,7 +5,7 @@ public import FoundationNetworking
 #endif
 
 extension Session {
-    /// Fetches `request` into memory. Throws ``CourierError``; any HTTP status is a success. Cancelling the
+    /// Fetches `request` into memory. Throws ``CourierIPC/CourierError``; any HTTP status is a success. Cancelling the
     /// calling Swift task cancels the transfer.
     public func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in

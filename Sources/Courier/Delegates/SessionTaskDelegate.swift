@@ -49,7 +49,7 @@ public protocol SessionTaskDelegate: SessionDelegate {
     func urlSession(_ session: Session, task: SessionTask, didFinishCollecting metrics: SessionTaskMetrics)
 
     /// The task ended: exactly once per task, the last call for it. `error` is nil on success (any HTTP status
-    /// is a success) or a ``CourierError``, with `resumeData` for a resumable download.
+    /// is a success) or a ``CourierIPC/CourierError``, with `resumeData` for a resumable download.
     func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?)
 }
 

@@ -103,7 +103,7 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
     public var curlCode: Int?
     /// The `errno` behind a file failure, when there is one.
     public var osError: Int32?
-    /// Resume data for ``Session/downloadTask(withResumeData:)``, when the failed download can be resumed.
+    /// Resume data for `Session.downloadTask(withResumeData:)`, when the failed download can be resumed.
     public var resumeData: Data?
     /// The URL the task was fetching when it failed.
     public var failingURL: URL?

@@ -1,0 +1,22 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Two complete apps of Courier's background model, to run and to copy (the repository README, "Background
+// transfers"). They use Courier as a user's package does, through the `Courier` product; here it is this repository
+// (`..`), where a package of your own names it by URL and version.
+let package = Package(
+    name: "CourierExamples",
+    dependencies: [
+        .package(name: "Courier", path: "..")
+    ],
+    targets: [
+        .executableTarget(
+            name: "BackgroundDownloader",
+            dependencies: [.product(name: "Courier", package: "Courier")]
+        ),
+        .executableTarget(
+            name: "PushDownloader",
+            dependencies: [.product(name: "Courier", package: "Courier")]
+        ),
+    ]
+)
