@@ -18,5 +18,11 @@ let package = Package(
             name: "PushDownloader",
             dependencies: [.product(name: "Courier", package: "Courier")]
         ),
+        // objc.io's iOS 7 sample, ported by renaming types only; Swift 5 mode, as the iOS code it stands for.
+        .executableTarget(
+            name: "ObjcIOSample",
+            dependencies: [.product(name: "Courier", package: "Courier")],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
     ]
 )

@@ -4,7 +4,8 @@
 #     (Courier, and CourierLifecycle and CourierIPC, which `import Courier` brings), built with the toolchain's `docc`
 #     with every warning an error (a broken symbol link, an unknown article) into
 #     $build/docs/Courier.doccarchive, ready for static hosting (serve that folder, open /documentation/courier);
-#   - the Examples package (Examples/: a background downloader and a push-driven app), built against this checkout.
+#   - the Examples package (Examples/: a background downloader, a push-driven app, and objc.io's iOS 7 sample ported
+#     by renaming types only), built against this checkout.
 # No package plugin is involved: swift-docc-plugin would become a dependency every user of the package resolves.
 set -euo pipefail
 
