@@ -1,4 +1,5 @@
 import Courier
+import CourierConcurrency
 import CourierTestSupport
 import Foundation
 import Testing
@@ -69,6 +70,29 @@ struct StressTests {
         }
     }
 
+    /// The microbenchmark `DeliverEventBatches256KiB`'s workload, where a heap corruption was once reported on the
+    /// engine's loop thread: many 256 KiB bodies, one after another on one kept-alive connection, handed to a data
+    /// delegate as DATA batches. `COURIER_STRESS_REPEAT` raises the count (for runs under the sanitizers).
+    @Test("256 KiB bodies one after another on a kept-alive connection, each handed to a data delegate whole")
+    func largeBodiesToDelegate() async throws {
+        try await withServer { server in
+            var configuration = testConfiguration()
+            configuration.httpMaximumConnectionsPerHost = 1
+            let delegate = BodyCountingDelegate()
+            let session = Session(configuration: configuration, delegate: delegate)
+            defer { session.invalidateAndCancel() }
+            let count = ProcessInfo.processInfo.environment["COURIER_STRESS_REPEAT"].flatMap { Int($0) } ?? 200
+            for index in 0..<count {
+                let task = session.dataTask(with: server.url("/bytes/262144?seed=\(index % 7)"))
+                let received = try await delegate.run(task)
+                #expect(received == TestServer.bytes(count: 262_144, seed: index % 7), "request \(index)")
+                if received.count != 262_144 {
+                    break
+                }
+            }
+        }
+    }
+
     @Test("100,000 created tasks are cheap: nothing runs until resume")
     func cheapTasks() async throws {
         let session = Session(configuration: testConfiguration())
@@ -84,5 +108,35 @@ struct StressTests {
         #expect(session.allTasks.isEmpty)
         let growth = residentMemory() - before
         #expect(growth < (300 << 20) * memoryBoundFactor, "100k idle tasks took \(growth >> 20) MiB")
+    }
+}
+
+/// A data delegate that gathers each task's body and lets a test await its completion.
+private final class BodyCountingDelegate: SessionDataDelegate {
+    private let state = LockedValue<(bodies: [Int: Data], waiting: [Int: CheckedContinuation<Data, any Error>])>(
+        ([:], [:])
+    )
+
+    /// Resumes `task` and returns its body once `didCompleteWithError` was called for it.
+    func run(_ task: DataTask) async throws -> Data {
+        try await withCheckedThrowingContinuation { continuation in
+            state.withLock { $0.waiting[task.taskIdentifier] = continuation }
+            task.resume()
+        }
+    }
+
+    func urlSession(_ session: Session, dataTask: DataTask, didReceive data: Data) {
+        state.withLock { $0.bodies[dataTask.taskIdentifier, default: Data()].append(data) }
+    }
+
+    func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
+        let (continuation, body) = state.withLock {
+            ($0.waiting.removeValue(forKey: task.taskIdentifier), $0.bodies.removeValue(forKey: task.taskIdentifier))
+        }
+        if let error {
+            continuation?.resume(throwing: error)
+        } else {
+            continuation?.resume(returning: body ?? Data())
+        }
     }
 }
