@@ -546,7 +546,8 @@ if [ -x "$courierd" ]; then
         fail "courier get --background survives courierd's SIGKILL: both files land where asked, byte for byte" \
             "$(ls -la "$work/out-bg" 2>&1)" "$(tail -20 "$work/bg-log.out")"
     fi
-    for _ in $(seq 1 50); do
+    # Within 30 s: a sanitized build (scripts/sanitize.sh) is slow to wind down.
+    for _ in $(seq 1 300); do
         pgrep -f "^$courier\$" >/dev/null || break
         sleep 0.1
     done

@@ -204,6 +204,36 @@ struct RelaunchTests {
         try await server.shutdown()
     }
 
+    @Test("courierd is SIGKILLed while an instance is suspended: the next courierd reclaims it instead of leaving it stopped")
+    func suspendedInstanceOutlivesCourierd() async throws {
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        let relaunched = try Self.probe(
+            on: daemon,
+            log: log,
+            launchedFor: "urlsession:com.example.probe.background",
+            ["--linger"]
+        )
+        defer {
+            relaunched.send(SIGKILL)
+            _ = relaunched.wait(timeout: .seconds(10))
+        }
+        #expect(Self.wait(for: "idle", in: log, timeout: 20), "\(Self.entries(log))")
+        #expect(await FetchAndPushTests.waitStopped(relaunched.pid, timeout: 10), "the instance did not suspend")
+        daemon.kill()
+        // Nothing continues it now; the next courierd finds it recorded, stopped, and ends it.
+        #expect(ProcessState.isStopped(relaunched.pid))
+        try daemon.start()
+        #expect(relaunched.wait(timeout: .seconds(20)) == .exited(0))
+        #expect(
+            Self.entries(log).contains {
+                $0["event"] as? String == "terminated" && $0["pid"] as? Int == Int(relaunched.pid)
+            }
+        )
+    }
+
     /// The BackgroundProbe on `daemon`'s directories, logging to `log`, launched into the background for `reason`
     /// (`COURIER_BACKGROUND_LAUNCH`) or by hand (nil); its standard error is the test's.
     static func probe(

@@ -18,4 +18,17 @@ package enum ProcessState {
         let state = of(pid)
         return state == "T" || state == "t"
     }
+
+    /// When `pid` started, in clock ticks since boot (the 22nd field of `/proc/<pid>/stat`): with the pid, it names
+    /// one process, whatever reuses the number later. Nil when it does not exist.
+    package static func startTime(_ pid: pid_t) -> UInt64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else {
+            return nil
+        }
+        // After the command: state (field 3) … starttime (field 22).
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 19 ? UInt64(fields[19]) : nil
+    }
 }

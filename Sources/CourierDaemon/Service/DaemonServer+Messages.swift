@@ -118,6 +118,12 @@ extension DaemonServer {
         let cameToForeground = state.inForeground && !connection.inForeground
         connection.inForeground = state.inForeground
         if let app = connection.app {
+            instances.note(
+                pid: connection.pid,
+                descriptor: connection.descriptor,
+                app: app,
+                inBackground: !state.inForeground
+            )
             if state.inForeground {
                 launcher.appCameToForeground(app)
             }

@@ -44,6 +44,8 @@ package final class DaemonServer: @unchecked Sendable {
     private let pushEndpoint: PushEndpoint?
     let sessions = SessionRegistry()
     let state = LockedValue(State())
+    /// The instances connected in the background, for the next courierd (``BackgroundInstanceRecords``).
+    let instances: BackgroundInstanceRecords
     /// How long a suspended instance with no work left stays before it is reclaimed; nil: it stays.
     let idleReclaimDelay: TimeInterval?
     /// What each `hello` is answered with: which courierd this is.
@@ -109,6 +111,8 @@ package final class DaemonServer: @unchecked Sendable {
             logger: logger
         )
         self.backgroundWork = backgroundWork
+        instances = BackgroundInstanceRecords(runtimeDirectory: paths.runtimeDirectory, logger: logger)
+        instances.reclaimLeftovers(grace: Self.reclaimGrace)
         if let pushPort {
             pushEndpoint = try PushEndpoint(port: pushPort, portFile: paths.runtimeDirectory.appendingPathComponent("push-port"), logger: logger) {
                 backgroundWork.push($0)
@@ -238,6 +242,10 @@ package final class DaemonServer: @unchecked Sendable {
         backgroundWork.disconnected(connection.descriptor)
         // Released before the descriptor closes: no session names a descriptor that could be reused.
         let released = sessions.releaseAll(heldBy: connection.descriptor)
+        // Kept when courierd stops: the next one reclaims the instance if it is still suspended then.
+        if !state.withLock({ $0.stopping }) {
+            instances.forget(pid: connection.pid, descriptor: connection.descriptor)
+        }
         state.withLock { state in
             state.connections[connection.descriptor] = nil
             close(connection.descriptor)
