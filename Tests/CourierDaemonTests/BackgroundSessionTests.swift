@@ -27,6 +27,28 @@ struct BackgroundSessionTests {
         private var _metrics: [Int: SessionTaskMetrics] = [:]
         private let finished = DispatchSemaphore(value: 0)
         private let replayed = DispatchSemaphore(value: 0)
+        /// How `willBeginDelayedRequest` is answered (the new request with `.useNewRequest`), and when it was asked.
+        private var _delayedAnswer: (Session.DelayedRequestDisposition, URLRequest?) = (.continueLoading, nil)
+        private var _delayedAskedAt: [Int: Date] = [:]
+        var delayedAskedAt: [Int: Date] { lock.withLock { _delayedAskedAt } }
+
+        func answerDelayedStart(_ disposition: Session.DelayedRequestDisposition, _ request: URLRequest? = nil) {
+            lock.withLock { _delayedAnswer = (disposition, request) }
+        }
+
+        func urlSession(
+            _ session: Session,
+            task: SessionTask,
+            willBeginDelayedRequest request: URLRequest,
+            completionHandler: @escaping @Sendable (Session.DelayedRequestDisposition, URLRequest?) -> Void
+        ) {
+            let answer = lock.withLock {
+                _calls.append("willBeginDelayedRequest \(task.taskIdentifier) \(request.url?.path ?? "")")
+                _delayedAskedAt[task.taskIdentifier] = Date()
+                return _delayedAnswer
+            }
+            completionHandler(answer.0, answer.1)
+        }
 
         var calls: [String] { lock.withLock { _calls } }
         var files: [Int: Data] { lock.withLock { _files } }
@@ -181,6 +203,40 @@ struct BackgroundSessionTests {
         usleep(300_000)
         #expect(recorder.calls.contains("completed 1"), "\(recorder.calls)")
         #expect(!recorder.calls.contains("didFinishEvents"), "\(recorder.calls)")
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test(
+        "earliestBeginDate: courierd holds the task until then, asks willBeginDelayedRequest, and begins with the new request",
+        arguments: [false, true]
+    )
+    func delayedStart(cancelling: Bool) async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let recorder = Recorder()
+        let replacement = server.url("/bytes/3000?seed=9")
+        recorder.answerDelayedStart(cancelling ? .cancel : .useNewRequest, URLRequest(url: replacement))
+        let session = Session(configuration: place.configuration("com.example.delayed"), delegate: recorder)
+        let task = session.downloadTask(with: server.url("/bytes/5000?seed=4"))
+        let begin = Date().addingTimeInterval(1.5)
+        task.earliestBeginDate = begin
+        task.resume()
+        #expect(recorder.waitForCompletions(1))
+        let asked = try #require(recorder.delayedAskedAt[task.taskIdentifier], "\(recorder.calls)")
+        #expect(asked >= begin, "asked \(asked.timeIntervalSince(begin)) s before the begin date")
+        #expect(recorder.calls.first == "willBeginDelayedRequest \(task.taskIdentifier) /bytes/5000")
+        // Nothing reached the server before the begin date, and the original request never did.
+        #expect(!server.requests.contains { $0.uri.hasPrefix("/bytes/5000") }, "\(server.requests.map(\.uri))")
+        if cancelling {
+            #expect(recorder.errors[task.taskIdentifier]??.code == .cancelled)
+            #expect(!server.requests.contains { $0.uri.hasPrefix("/bytes/3000") })
+        } else {
+            #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+            #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: 3000, seed: 9))
+            #expect(task.currentRequest?.url == replacement)
+        }
         session.finishTasksAndInvalidate()
         try await server.shutdown()
     }

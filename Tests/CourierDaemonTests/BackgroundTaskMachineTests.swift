@@ -101,6 +101,53 @@ struct BackgroundTaskMachineTests {
         #expect(machine.waitingReason == nil)
     }
 
+    @Test("earliestBeginDate: waits until then; asks a listening app (30 s at most), begins at once with none")
+    func delayedStart() throws {
+        var delayed = Self.task()
+        let begin = Self.start.addingTimeInterval(3600)
+        delayed.spec.spec.task?.earliestBeginDate = begin
+        var machine = BackgroundTaskMachine(adding: delayed, rules: Self.rules)
+        #expect(machine.launch(conditionsWait: nil, appListening: true, stopping: false, now: Self.start) == [
+            .wake(at: begin)
+        ])
+        #expect(machine.waitingReason?.hasPrefix("scheduled: begins no earlier than") == true)
+
+        // The date passed with the app there: it is asked, and nothing else happens until it answers.
+        let asking = machine.launch(conditionsWait: nil, appListening: true, stopping: false, now: begin)
+        #expect(asking.count == 2)
+        #expect(asking.first == .record(IPCMessage.BackgroundEvent(.delayedStart, progress: TransferProgress())))
+        #expect(asking.last == .wake(at: begin.addingTimeInterval(BackgroundTaskMachine.delayedStartAnswerTime)))
+        #expect(machine.launch(conditionsWait: nil, appListening: true, stopping: false, now: begin.addingTimeInterval(5))
+            == [.wake(at: begin.addingTimeInterval(BackgroundTaskMachine.delayedStartAnswerTime))])
+        // The answer: a new request, journaled, then the launch.
+        let other = TaskRequest(url: URL(string: "http://127.0.0.1:8080/other.mp3")!, method: "GET", headerFields: [:])
+        let answered = try machine.command(.beginDelayed, newRequest: other).get()
+        var rewritten = delayed.spec
+        rewritten.beginDelayed(with: other)
+        #expect(answered == [.rewriteTask(rewritten), .launch])
+        #expect(machine.journaled.spec.request.url == other.url && machine.journaled.spec.earliestBeginDate == nil)
+        #expect(machine.launch(conditionsWait: nil, stopping: false, now: begin).first.map {
+            if case .makeAttempt = $0 { true } else { false }
+        } == true)
+        // A second answer is refused: nothing waits for one.
+        #expect((try? machine.command(.beginDelayed).get()) == nil)
+
+        // No app holds the session: it begins as it is, asking nobody.
+        machine = BackgroundTaskMachine(adding: delayed, rules: Self.rules)
+        var unchanged = delayed.spec
+        unchanged.beginDelayed(with: nil)
+        #expect(machine.launch(conditionsWait: nil, appListening: false, stopping: false, now: begin) == [
+            .rewriteTask(unchanged), .launch,
+        ])
+        // An app that does not answer: it begins as it is after 30 s.
+        machine = BackgroundTaskMachine(adding: delayed, rules: Self.rules)
+        _ = machine.launch(conditionsWait: nil, appListening: true, stopping: false, now: begin)
+        let late = begin.addingTimeInterval(BackgroundTaskMachine.delayedStartAnswerTime)
+        #expect(machine.launch(conditionsWait: nil, appListening: true, stopping: false, now: late) == [
+            .rewriteTask(unchanged), .launch,
+        ])
+    }
+
     @Test("progress: the first bytes are checkpointed at once, then every second or MiB, with what the app missed")
     func checkpoints() {
         var machine = Self.running()

@@ -57,6 +57,23 @@ struct DownloadTaskTests {
         }
     }
 
+    @Test("earliestBeginDate has no effect outside a background session, as on iOS: the task begins at once")
+    func earliestBeginDateInProcess() async throws {
+        try await withServer { server in
+            let session = Session(configuration: testConfiguration())
+            defer { session.invalidateAndCancel() }
+            let done = AsyncStream<Data?>.makeStream()
+            let task = session.downloadTask(with: server.url("/bytes/2000?seed=1")) { file, _, _ in
+                done.continuation.yield(file.flatMap { FileManager.default.contents(atPath: $0.path) })
+            }
+            task.earliestBeginDate = Date().addingTimeInterval(3600)
+            task.resume()
+            var iterator = done.stream.makeAsyncIterator()
+            #expect(await iterator.next() == TestServer.bytes(count: 2000, seed: 1))
+            #expect(task.earliestBeginDate != nil)
+        }
+    }
+
     @Test("async download(for:) hands over a file the caller owns, in the configuration's temporary directory")
     func asyncDownload() async throws {
         try await withServer { server in

@@ -215,9 +215,20 @@ final class DaemonBackend: TransferBackend {
         command(.resume, transfer)
     }
 
-    /// Background transfers never hold a response: there is nothing to decide.
+    /// Background transfers never hold a response; the one thing courierd waits for is the answer to a delayed
+    /// task's `delayedStart`.
     func decide(_ transfer: UInt64, _ decision: TransferDecision) -> CourierError? {
-        nil
+        if case .beginDelayed(let request) = decision {
+            let task = Int(transfer)
+            commands.async { [self] in
+                _ = self.request {
+                    .command(
+                        .init(request: $0, session: self.identifier, task: task, verb: .beginDelayed, newRequest: request)
+                    )
+                }
+            }
+        }
+        return nil
     }
 
     /// Sends the command after every command made before it was answered.

@@ -8,6 +8,9 @@ enum TransferDecision: Codable, Sendable, Equatable {
     case cancel
     /// Write the rest of the body to the file at `path` (a data task that became a download).
     case toFile(path: String)
+    /// Answers ``TransferEvent/Payload/delayedStart``: begin the delayed transfer, with this request instead of the
+    /// task's when one is given (`.useNewRequest`).
+    case beginDelayed(TaskRequest?)
 }
 
 /// The seam between the task layer and what runs transfers: the in-process engine (``Engine``) or, for background

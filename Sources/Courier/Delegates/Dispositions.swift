@@ -22,4 +22,15 @@ extension Session {
         /// `urlSession(_:dataTask:didBecome:)` and the data task gets no further calls.
         case becomeDownload
     }
+
+    /// How a delegate answers `urlSession(_:task:willBeginDelayedRequest:completionHandler:)`, as
+    /// `URLSession.DelayedRequestDisposition`.
+    public enum DelayedRequestDisposition: Sendable {
+        /// Begin with the original request (the new request passed along is ignored).
+        case continueLoading
+        /// Begin with the new request passed along (its URL, method and header fields).
+        case useNewRequest
+        /// Cancel the task (`CourierError.Code.cancelled`).
+        case cancel
+    }
 }

@@ -36,6 +36,18 @@ public protocol SessionTaskDelegate: SessionDelegate {
         completionHandler: @escaping @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void
     )
 
+    /// A background task whose `earliestBeginDate` has passed is about to begin: called once, only for a task of a
+    /// background session that set `earliestBeginDate`, and only when the app holds the session then (courierd does
+    /// not launch the app for it: with no app to ask, or no answer within 30 s, the task begins as it is). Call
+    /// `completionHandler` once, from any thread: `.continueLoading`, `.useNewRequest` with the request to send
+    /// instead (fresh credentials, say), or `.cancel`. Default: `.continueLoading`.
+    func urlSession(
+        _ session: Session,
+        task: SessionTask,
+        willBeginDelayedRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (Session.DelayedRequestDisposition, URLRequest?) -> Void
+    )
+
     /// Upload progress, coalesced: zero or more times, `totalBytesSent` never decreasing within one request.
     func urlSession(
         _ session: Session,
@@ -71,6 +83,15 @@ extension SessionTaskDelegate {
         completionHandler: @escaping @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         completionHandler(.performDefaultHandling, nil)
+    }
+
+    public func urlSession(
+        _ session: Session,
+        task: SessionTask,
+        willBeginDelayedRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (Session.DelayedRequestDisposition, URLRequest?) -> Void
+    ) {
+        completionHandler(.continueLoading, nil)
     }
 
     public func urlSession(

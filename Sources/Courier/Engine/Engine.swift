@@ -185,6 +185,9 @@ extension Engine: TransferBackend {
                 return error
             }
             cr_transfer_decide(pointer, transfer, CR_DECIDE_TO_FILE, descriptor)
+        case .beginDelayed:
+            // The engine begins every transfer at once and never asks (no `delayedStart`): nothing to begin.
+            break
         }
         return nil
     }

@@ -16,6 +16,36 @@ extension SessionTask {
             askChallenge(hop: hop, challenge, work: &work)
         case .disposition(let hop, let response):
             askDisposition(hop: hop, response: response, work: &work)
+        case .delayedStart(let hop, let request):
+            askDelayedStart(hop: hop, request: request, work: &work)
+        }
+    }
+
+    // MARK: Delayed start
+
+    private func askDelayedStart(hop: Int, request: TaskRequest, work: inout DelegateWork) {
+        guard core.isTaskDelegate else {
+            send(.delayedStartAnswered(hop: hop, .begin), work: &work)
+            return
+        }
+        let once = OnceFlag()
+        work.append { [core] session in
+            guard let session, let delegate = core.taskDelegate else {
+                self.send(.delayedStartAnswered(hop: hop, .begin))
+                return
+            }
+            delegate.urlSession(session, task: self, willBeginDelayedRequest: request.urlRequest) { disposition, new in
+                guard once.claim() else {
+                    return
+                }
+                let answer: DelayedStartAnswer
+                switch disposition {
+                case .continueLoading: answer = .begin
+                case .useNewRequest: answer = new.map { .beginWith(TaskRequest($0)) } ?? .begin
+                case .cancel: answer = .cancel
+                }
+                self.send(.delayedStartAnswered(hop: hop, answer))
+            }
         }
     }
 

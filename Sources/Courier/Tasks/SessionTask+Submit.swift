@@ -158,8 +158,8 @@ extension SessionTask {
 
     /// The task as a background backend keeps it: its kind, description, priority and resume data.
     private func backgroundDetails() -> TransferSpec.TaskDetails {
-        let (description, priority, resumeSource) = storage.withLock { machine in
-            (machine.taskDescription, machine.priority, machine.resumeSource)
+        let (description, priority, resumeSource, earliestBeginDate) = storage.withLock { machine in
+            (machine.taskDescription, machine.priority, machine.resumeSource, machine.earliestBeginDate)
         }
         let kind: TransferSpec.TaskDetails.Kind =
             switch self.kind {
@@ -176,7 +176,8 @@ extension SessionTask {
             taskDescription: description,
             priority: priority,
             resumeData: resumeSource?.encoded(),
-            reportsToDelegate: reportsToDelegate
+            reportsToDelegate: reportsToDelegate,
+            earliestBeginDate: earliestBeginDate
         )
     }
 

@@ -1,5 +1,5 @@
 import CourierConcurrency
-import Foundation
+public import Foundation
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -124,6 +124,15 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public var priority: Float {
         get { storage.withLock { $0.priority } }
         set { storage.withLock { $0.priority = min(max(newValue, 0), 1) } }
+    }
+
+    /// For a task of a background session: courierd begins its transfer no sooner than this date (it is not a
+    /// promise that it begins then), and first asks the delegate with
+    /// ``SessionTaskDelegate/urlSession(_:task:willBeginDelayedRequest:completionHandler:)``. Set it before `resume()`;
+    /// nil (the default) begins at once. As on iOS, it has no effect on tasks of other sessions.
+    public var earliestBeginDate: Date? {
+        get { storage.withLock { $0.earliestBeginDate } }
+        set { storage.withLock { $0.earliestBeginDate = newValue } }
     }
 
     /// Where the task is: running, suspended, canceling or completed.

@@ -188,6 +188,12 @@ extension Journal {
         try updateTask(session: session, task: task, sql: "state = ?", arguments: [state.rawValue])
     }
 
+    /// Replaces the task's spec (its delayed start decided: no begin date, maybe the app's new request).
+    package func replaceSpec(_ spec: IPCMessage.BackgroundTask, session: String, task: Int) throws(JournalError) {
+        let body = try Journal.encode(spec)
+        try updateTask(session: session, task: task, sql: "spec = ?", arguments: [body])
+    }
+
     package func removeTask(session: String, task: Int) throws(JournalError) {
         try write { db in
             try db.execute(sql: "DELETE FROM task WHERE session = ? AND identifier = ?", arguments: [session, task])

@@ -50,7 +50,7 @@ extension DaemonServer {
                 _ = connection.send(.failure(.init(request: command.request, error: error)))
                 break
             }
-            if let error = runner.perform(command.verb, task: command.task) {
+            if let error = runner.perform(command.verb, task: command.task, newRequest: command.newRequest) {
                 _ = connection.send(.failure(.init(request: command.request, error: error)))
             } else {
                 _ = connection.send(.reply(.init(request: command.request, result: .done)))

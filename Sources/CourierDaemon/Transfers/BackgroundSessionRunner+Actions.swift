@@ -96,6 +96,15 @@ extension BackgroundSessionRunner {
             {
                 try? FileManager.default.removeItem(atPath: upload)
             }
+        case .rewriteTask(let spec):
+            do {
+                try journal.replaceSpec(spec, session: self.identifier, task: identifier)
+            } catch {
+                logger.error(
+                    "a task's new spec was not journaled",
+                    metadata: ["session": "\(self.identifier)", "task": "\(identifier)", "error": "\(error)"]
+                )
+            }
         }
     }
 

@@ -11,21 +11,24 @@ import FoundationNetworking
 extension BackgroundSessionRunner {
     /// Gives the task's machine a look at starting its next attempt, with the conditions as they are now.
     func launch(_ identifier: Int) {
-        let requirements = state.withLock { state in
+        let looked = state.withLock { state in
             state.machines[identifier].map { machine in
-                TransferRequirements(
-                    isDiscretionary: state.configuration.isDiscretionary,
-                    allowsExpensiveNetworkAccess: state.configuration.allowsExpensiveNetworkAccess,
-                    createdInBackground: machine.journaled.spec.createdInBackground == true
+                (
+                    TransferRequirements(
+                        isDiscretionary: state.configuration.isDiscretionary,
+                        allowsExpensiveNetworkAccess: state.configuration.allowsExpensiveNetworkAccess,
+                        createdInBackground: machine.journaled.spec.createdInBackground == true
+                    ),
+                    state.sink != nil
                 )
             }
         }
-        guard let requirements else {
+        guard let (requirements, appListening) = looked else {
             return
         }
         let conditionsWait = requirements.waitingReason(under: settings.conditions.read())
         drive(identifier) { machine, stopping in
-            machine.launch(conditionsWait: conditionsWait, stopping: stopping, now: Date())
+            machine.launch(conditionsWait: conditionsWait, appListening: appListening, stopping: stopping, now: Date())
         }
     }
 

@@ -178,13 +178,17 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     }
 
     /// Carries out an app's command. Returns an error for a task this session does not have running.
-    package func perform(_ verb: IPCMessage.Command.Verb, task identifier: Int) -> CourierError? {
+    package func perform(
+        _ verb: IPCMessage.Command.Verb,
+        task identifier: Int,
+        newRequest: TaskRequest? = nil
+    ) -> CourierError? {
         var refusal: CourierError? = CourierError(
             .unknown,
             "task \(identifier) of \"\(self.identifier)\" is not running"
         )
         drive(identifier) { machine, _ in
-            switch machine.command(verb) {
+            switch machine.command(verb, newRequest: newRequest) {
             case .success(let actions):
                 refusal = nil
                 return actions

@@ -160,6 +160,21 @@ extension IPCMessage {
         package var resumeData: Data? { spec.task?.resumeData }
         package var taskDescription: String? { spec.task?.taskDescription }
         package var priority: Float { spec.task?.priority ?? 0.5 }
+        package var earliestBeginDate: Date? { spec.task?.earliestBeginDate }
+
+        /// The delayed start is decided: the task begins now, with `request` (its URL, method and header fields)
+        /// instead of its own when one is given.
+        package mutating func beginDelayed(with request: TaskRequest?) {
+            spec.task?.earliestBeginDate = nil
+            guard let request else {
+                return
+            }
+            if let url = request.url {
+                spec.url = url.absoluteString
+            }
+            spec.method = request.method
+            spec.headers = request.headerFields.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+        }
 
         private enum CodingKeys: String, CodingKey {
             case identifier, spec, createdInBackground, startAfter
@@ -215,18 +230,23 @@ extension IPCMessage {
             case suspend
             case cancel
             case cancelProducingResumeData
+            /// The app's answer to a delayed task's `delayedStart`: begin, with ``newRequest`` when set.
+            case beginDelayed
         }
 
         package var request: UInt64
         package var session: String
         package var task: Int
         package var verb: Verb
+        /// `beginDelayed`'s `.useNewRequest`: the request the task begins with instead of its own.
+        package var newRequest: TaskRequest?
 
-        package init(request: UInt64, session: String, task: Int, verb: Verb) {
+        package init(request: UInt64, session: String, task: Int, verb: Verb, newRequest: TaskRequest? = nil) {
             self.request = request
             self.session = session
             self.task = task
             self.verb = verb
+            self.newRequest = newRequest
         }
     }
 

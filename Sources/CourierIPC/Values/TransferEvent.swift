@@ -56,6 +56,10 @@ package struct TransferEvent: Codable, Sendable, Equatable {
         /// The backend wrote the body to a file of its own (courierd, which keeps it until the app has seen the
         /// events): the task's download is the file at `path`. Sent right before the successful COMPLETE.
         case downloaded(path: String)
+        /// The task's `earliestBeginDate` has passed (courierd): the backend waits for
+        /// ``TransferBackend/decide(_:_:)`` with ``TransferDecision/beginDelayed(_:)``, or a cancel, before the
+        /// transfer begins; without an answer it begins as it is.
+        case delayedStart
     }
 
     package var id: TransferID

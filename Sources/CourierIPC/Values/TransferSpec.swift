@@ -45,19 +45,24 @@ package struct TransferSpec: Codable, Sendable, Equatable {
         package var resumeData: Data?
         /// The task reports to the session's delegate (it has no completion handler).
         package var reportsToDelegate: Bool
+        /// A background task's `earliestBeginDate`: courierd starts it no sooner, and first asks the app
+        /// (`willBeginDelayedRequest`) when it holds the session. Nil once that is decided.
+        package var earliestBeginDate: Date?
 
         package init(
             kind: Kind,
             taskDescription: String? = nil,
             priority: Float = 0.5,
             resumeData: Data? = nil,
-            reportsToDelegate: Bool = true
+            reportsToDelegate: Bool = true,
+            earliestBeginDate: Date? = nil
         ) {
             self.kind = kind
             self.taskDescription = taskDescription
             self.priority = priority
             self.resumeData = resumeData
             self.reportsToDelegate = reportsToDelegate
+            self.earliestBeginDate = earliestBeginDate
         }
     }
 

@@ -17,6 +17,8 @@ struct RareTaskState: Sendable {
     var redirectCount: Int?
     var authentication: TransferSpec.Authentication?
     var failedAuthentications: Int?
+    /// `earliestBeginDate` (background sessions).
+    var earliestBeginDate: Date?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

@@ -106,6 +106,9 @@ enum TaskQuestion: Codable, Sendable, Equatable {
     case challenge(hop: Int, TaskChallenge)
     /// `didReceive response`: allow, cancel or become a download.
     case disposition(hop: Int, response: TaskResponse)
+    /// `willBeginDelayedRequest`: the background task's `earliestBeginDate` passed; begin with `request`, another,
+    /// or cancel.
+    case delayedStart(hop: Int, request: TaskRequest)
 }
 
 /// An authentication challenge Courier can answer (Basic or Digest).

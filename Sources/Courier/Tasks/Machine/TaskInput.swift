@@ -33,6 +33,8 @@ enum TaskInput: Codable, Sendable, Equatable {
     case challengeAnswered(hop: Int, ChallengeAnswer)
     /// The answer to ``TaskQuestion/disposition(hop:response:)``.
     case dispositionAnswered(hop: Int, DispositionAnswer)
+    /// The answer to ``TaskQuestion/delayedStart(hop:request:)``.
+    case delayedStartAnswered(hop: Int, DelayedStartAnswer)
     /// Something the task needed to answer a held response failed (the staging file of `.becomeDownload`).
     case heldFailed(hop: Int, CourierError)
     /// The session was released without being invalidated: end as cancelled, asking no one.
@@ -46,6 +48,16 @@ enum ChallengeAnswer: Codable, Sendable, Equatable {
     /// No credential: the 401 or 407 becomes the final response.
     case withoutCredential
     /// `.cancelAuthenticationChallenge`: the task ends cancelled.
+    case cancel
+}
+
+/// How `willBeginDelayedRequest` was answered.
+enum DelayedStartAnswer: Codable, Sendable, Equatable {
+    /// `.continueLoading`.
+    case begin
+    /// `.useNewRequest`: begin with this request.
+    case beginWith(TaskRequest)
+    /// `.cancel`: the task ends cancelled.
     case cancel
 }
 

@@ -25,7 +25,7 @@ extension TaskMachine {
             // The count starts again where the backend resumed (0 for a changed entity).
             received = offset
             reportedReceived = offset
-        case .relocated, .downloaded:
+        case .relocated, .downloaded, .delayedStart:
             break
         }
         if event.progress.expectedToReceive >= 0 {
@@ -56,6 +56,12 @@ extension TaskMachine {
         case .downloaded:
             // The daemon backend put the file in the task's sink before handing this on.
             break
+        case .delayedStart:
+            guard awaiting == nil, let request = currentRequest else {
+                return
+            }
+            awaiting = .delayedStart
+            actions.append(.ask(.delayedStart(hop: hop, request: request)))
         case .complete(let completion):
             reportProgress(into: &actions)
             transferCompleted(completion, at: now, into: &actions)

@@ -265,4 +265,24 @@ extension TaskMachine {
         }
         return head.contentRangeTotal == offset
     }
+
+    // MARK: Delayed start
+
+    /// The delegate answered `willBeginDelayedRequest`: the backend begins the transfer (with the new request's URL,
+    /// method and headers when there is one), or the task ends cancelled.
+    mutating func delayedStartAnswered(_ answer: DelayedStartAnswer, hop number: Int, into actions: inout TaskActions) {
+        guard awaitedAnswer(hop: number) == .delayedStart, transfer != 0 else {
+            return
+        }
+        awaiting = nil
+        switch answer {
+        case .begin:
+            actions.append(.decide(transfer, .beginDelayed(nil)))
+        case .beginWith(let request):
+            currentRequest = request
+            actions.append(.decide(transfer, .beginDelayed(request)))
+        case .cancel:
+            cancel(into: &actions)
+        }
+    }
 }

@@ -41,6 +41,8 @@ struct TaskMachine: Sendable {
         case redirect
         case authentication(AuthenticationOffer.Scheme)
         case disposition
+        /// `willBeginDelayedRequest` (a background task's `earliestBeginDate` passed).
+        case delayedStart
     }
 
     /// What the task is and where its body goes; changes only in the successor of a data task that became a
@@ -150,6 +152,11 @@ struct TaskMachine: Sendable {
         set { rare[\.failedAuthentications] = newValue == 0 ? nil : newValue }
     }
 
+    /// `earliestBeginDate`: a background task's backend begins no sooner, then asks (``TaskQuestion/delayedStart``).
+    var earliestBeginDate: Date? {
+        get { rare[\.earliestBeginDate] }
+        set { rare[\.earliestBeginDate] = newValue }
+    }
     var resumeSourceError: CourierError? {
         get { rare[\.resumeSourceError] }
         set { rare[\.resumeSourceError] = newValue }
@@ -222,6 +229,8 @@ struct TaskMachine: Sendable {
             challengeAnswered(answer, hop: hop, at: now, into: &actions)
         case .dispositionAnswered(let hop, let answer):
             dispositionAnswered(answer, hop: hop, into: &actions)
+        case .delayedStartAnswered(let hop, let answer):
+            delayedStartAnswered(answer, hop: hop, into: &actions)
         case .heldFailed(let hop, let error):
             guard hop == self.hop, phase == .running else {
                 return
@@ -291,7 +300,7 @@ struct TaskMachine: Sendable {
         }
     }
 
-    private mutating func cancel(into actions: inout TaskActions) {
+    mutating func cancel(into actions: inout TaskActions) {
         switch phase {
         case .created:
             cancelRequested = true

@@ -33,6 +33,8 @@ package enum BackgroundTaskAction: Sendable, Equatable {
     case finishDownload(leading: [IPCMessage.BackgroundEvent], completion: IPCMessage.BackgroundEvent)
     /// Journal the task's last events in one transaction; its upload copy goes.
     case finish([IPCMessage.BackgroundEvent])
+    /// Journal the task's changed spec (its delayed start decided: no begin date, maybe a new request).
+    case rewriteTask(IPCMessage.BackgroundTask)
 
     /// A retry: the failed attempts so far, and when the next may start.
     package struct Retry: Sendable, Equatable {

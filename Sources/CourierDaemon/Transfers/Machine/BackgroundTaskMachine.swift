@@ -68,6 +68,11 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     /// The current attempt has been checkpointed once: its first bytes are journaled at once, so that a crash right
     /// after does not restart a download from zero.
     private var attemptCheckpointed = false
+    /// When the app was asked whether the delayed task begins (`delayedStart`), while it has not answered.
+    private var delayedStartAskedAt: Date?
+
+    /// How long courierd waits for the app's `willBeginDelayedRequest` answer before it begins the task as it is.
+    package static let delayedStartAnswerTime: TimeInterval = 30
     private let rules: Rules
 
     /// A task the app just created (journaled already).
@@ -89,8 +94,14 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     // MARK: Starting
 
     /// Whether the next attempt may start now: `conditionsWait` says why the machine's conditions hold it back (nil:
-    /// they allow it). Starts it, or says why not and when to look again.
-    package mutating func launch(conditionsWait: String?, stopping: Bool, now: Date) -> [BackgroundTaskAction] {
+    /// they allow it); `appListening`: the session's app holds it (a delayed task asks it before it begins). Starts
+    /// it, or says why not and when to look again.
+    package mutating func launch(
+        conditionsWait: String?,
+        appListening: Bool = false,
+        stopping: Bool,
+        now: Date
+    ) -> [BackgroundTaskAction] {
         guard !stopping, phase == .waiting else {
             return []
         }
@@ -111,6 +122,30 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             waitingReason =
                 "created in the background: waits for the app's relaunch delay until \(Self.text(startAfter))"
             return [.wake(at: startAfter)]
+        }
+        if let begin = journaled.spec.earliestBeginDate {
+            if begin > now {
+                waitingReason = "scheduled: begins no earlier than \(Self.text(begin)) (earliestBeginDate)"
+                return [.wake(at: begin)]
+            }
+            guard appListening else {
+                // No app to ask (courierd does not launch one for this): it begins as it is.
+                return beginDelayed(with: nil)
+            }
+            guard let asked = delayedStartAskedAt else {
+                delayedStartAskedAt = now
+                waitingReason = "asking the app whether it begins (willBeginDelayedRequest)"
+                return [
+                    .record(IPCMessage.BackgroundEvent(.delayedStart, progress: counters)),
+                    .wake(at: now.addingTimeInterval(Self.delayedStartAnswerTime)),
+                ]
+            }
+            let deadline = asked.addingTimeInterval(Self.delayedStartAnswerTime)
+            guard now >= deadline else {
+                return [.wake(at: deadline)]
+            }
+            // No answer in time: it begins as it is.
+            return beginDelayed(with: nil)
         }
         if let retryAt = journaled.retryAt, retryAt > now {
             waitingReason = "retrying at \(Self.text(retryAt))"
@@ -301,14 +336,32 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         sent = 0
     }
 
+    /// The delayed start is decided (the app's answer, or none to wait for): the task forgets its begin date, takes
+    /// `request` when there is one, journals that, and looks at its launch again.
+    private mutating func beginDelayed(with request: TaskRequest?) -> [BackgroundTaskAction] {
+        delayedStartAskedAt = nil
+        waitingReason = nil
+        journaled.spec.beginDelayed(with: request)
+        return [.rewriteTask(journaled.spec), .launch]
+    }
+
     // MARK: Commands
 
-    /// The app (or `courier cancel`) commands the task. Fails for a task that has finished.
-    package mutating func command(_ verb: IPCMessage.Command.Verb) -> Result<[BackgroundTaskAction], CourierError> {
+    /// The app (or `courier cancel`) commands the task; `beginDelayed` carries the app's new request, if any. Fails
+    /// for a task that has finished, and for a `beginDelayed` the task did not ask for.
+    package mutating func command(
+        _ verb: IPCMessage.Command.Verb,
+        newRequest: TaskRequest? = nil
+    ) -> Result<[BackgroundTaskAction], CourierError> {
         guard phase != .finished else {
             return .failure(CourierError(.unknown, "task \(journaled.identifier) is not running"))
         }
         switch verb {
+        case .beginDelayed:
+            guard phase == .waiting, journaled.spec.earliestBeginDate != nil, delayedStartAskedAt != nil else {
+                return .failure(CourierError(.unknown, "task \(journaled.identifier) is not waiting to begin"))
+            }
+            return .success(beginDelayed(with: newRequest))
         case .suspend:
             userSuspended = true
             return .success(
