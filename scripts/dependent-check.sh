@@ -29,8 +29,14 @@ cleanup() {
     if [ -n "$courierd_pattern" ]; then
         pkill -TERM -f "$courierd_pattern" 2>/dev/null || true
         pkill -KILL -f "$work/Dependent/.build/.*/BackgroundDownloader" 2>/dev/null || true
+        # courierd writes its journal and removes its socket as it stops: gone before its folders go.
+        for _ in $(seq 1 100); do
+            pgrep -f "$courierd_pattern" >/dev/null || break
+            sleep 0.1
+        done
+        pkill -KILL -f "$courierd_pattern" 2>/dev/null || true
     fi
-    rm -rf "$work"
+    rm -rf "$work" 2>/dev/null || { sleep 1 && rm -rf "$work"; } || true
 }
 trap cleanup EXIT
 
