@@ -71,7 +71,15 @@ struct Tasks: ParsableCommand {
             let upload = task.task?.kind == .upload
             let moved = upload ? task.countOfBytesSent : task.countOfBytesReceived
             let total = upload ? task.countOfBytesExpectedToSend : task.countOfBytesExpectedToReceive
-            var bytes = Formatting.bytes(moved) + (total >= 0 ? " / " + Formatting.bytes(total) : "")
+            // Before the server says, what the app declared (`countOfBytesClientExpectsTo…`), marked "~".
+            let details = task.task?.spec.task
+            let declared = upload ? details?.countOfBytesClientExpectsToSend : details?.countOfBytesClientExpectsToReceive
+            var bytes = Formatting.bytes(moved)
+            if total >= 0 {
+                bytes += " / " + Formatting.bytes(total)
+            } else if let declared {
+                bytes += " / ~" + Formatting.bytes(declared)
+            }
             if bars && task.state != SessionTask.State.completed.rawValue {
                 bytes = Formatting.bar(moved, of: total, width: 22) + " " + (Formatting.percent(moved, of: total) ?? "   ?")
                     + "  " + bytes

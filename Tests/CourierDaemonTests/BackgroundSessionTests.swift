@@ -222,7 +222,18 @@ struct BackgroundSessionTests {
         let task = session.downloadTask(with: server.url("/bytes/5000?seed=4"))
         let begin = Date().addingTimeInterval(1.5)
         task.earliestBeginDate = begin
+        task.countOfBytesClientExpectsToReceive = 5000
+        #expect(task.countOfBytesClientExpectsToSend == SessionTask.transferSizeUnknown)
         task.resume()
+        // courierd holds it, and lists what the app declared.
+        var watcher = try Client(place.paths.socket.path)
+        try watcher.send(.hello(.init(app: "courier", pid: getpid())))
+        _ = try watcher.receive()
+        let waiting = try watcher.tasks(of: "com.example.delayed") { $0.first?.waitingReason != nil }
+        watcher.close()
+        #expect(waiting.first?.waitingReason?.hasPrefix("scheduled: begins no earlier than") == true)
+        #expect(waiting.first?.task?.earliestBeginDate == begin)
+        #expect(waiting.first?.task?.spec.task?.countOfBytesClientExpectsToReceive == 5000)
         #expect(recorder.waitForCompletions(1))
         let asked = try #require(recorder.delayedAskedAt[task.taskIdentifier], "\(recorder.calls)")
         #expect(asked >= begin, "asked \(asked.timeIntervalSince(begin)) s before the begin date")

@@ -148,6 +148,22 @@ struct BackgroundTaskMachineTests {
         ])
     }
 
+    @Test("attempts ready together start by priority, then by the size the app declared, then oldest first")
+    func startOrder() {
+        func task(_ identifier: Int, priority: Float = 0.5, expects bytes: Int64? = nil) -> JournaledTask {
+            var journaled = Self.task()
+            journaled.spec.identifier = identifier
+            journaled.spec.spec.task?.priority = priority
+            journaled.spec.spec.task?.countOfBytesClientExpectsToReceive = bytes
+            return journaled
+        }
+        let tasks = [
+            task(1, expects: 50 << 20), task(2), task(3, expects: 10 << 10), task(4, priority: 0.9),
+            task(5, expects: 10 << 10), task(6, priority: 0.1, expects: 1),
+        ]
+        #expect(tasks.sorted(by: StartOrder.startsBefore).map(\.identifier) == [4, 3, 5, 1, 2, 6])
+    }
+
     @Test("progress: the first bytes are checkpointed at once, then every second or MiB, with what the app missed")
     func checkpoints() {
         var machine = Self.running()

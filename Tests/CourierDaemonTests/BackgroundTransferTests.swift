@@ -362,6 +362,34 @@ struct BackgroundTransferTests {
         #expect(daemon.stop() == .exited(0))
     }
 
+    @Test("on battery, a discretionary task that declares itself small runs; a large one waits; both sizes are listed")
+    func declaredSizes() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(environment: ["COURIER_POWER": "battery"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var session = Self.session
+        session.isDiscretionary = true
+        var (client, _) = try Client.opening(session, on: daemon)
+        var small = Self.download(1, server.url("/bytes/400000?trickle=16384&interval=50"))
+        small.spec.task?.countOfBytesClientExpectsToReceive = 500_000
+        var large = Self.download(2, server.url("/bytes/4000"))
+        large.spec.task?.countOfBytesClientExpectsToReceive = 200 << 20
+        try Self.create(small, on: &client)
+        try Self.create(large, on: &client)
+        let snapshots = try client.tasks(of: Self.identifier) { snapshots in
+            snapshots.contains { $0.identifier == 1 && $0.state == SessionTask.State.running.rawValue }
+                && snapshots.contains { $0.identifier == 2 && $0.waitingReason != nil }
+        }
+        let byIdentifier = Dictionary(uniqueKeysWithValues: snapshots.map { ($0.identifier, $0) })
+        #expect(byIdentifier[1]?.waitingReason == nil)
+        #expect(byIdentifier[2]?.waitingReason == "waiting for external power (discretionary)")
+        #expect(byIdentifier[2]?.task?.spec.task?.countOfBytesClientExpectsToReceive == 200 << 20)
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
     @Test("a task created while the app is in the background is discretionary; one created after it came back is not")
     func createdInBackgroundIsDiscretionary() async throws {
         let server = try await TestServer.start()

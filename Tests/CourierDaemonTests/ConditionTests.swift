@@ -158,4 +158,24 @@ struct ConditionTests {
                 == "waiting for an unmetered network (expensive network access not allowed)"
         )
     }
+
+    @Test("a discretionary task that declares itself small (countOfBytesClientExpectsTo…, 1 MiB at most) waits for nothing")
+    func declaredSizes() {
+        let both = TransferConditions(onExternalPower: false, networkIsMetered: true)
+        func discretionary(_ bytes: Int64?, expensive: Bool = true) -> TransferRequirements {
+            TransferRequirements(isDiscretionary: true, allowsExpensiveNetworkAccess: expensive, expectedBytes: bytes)
+        }
+        #expect(discretionary(64 << 10).waitingReason(under: both) == nil)
+        #expect(discretionary(TransferRequirements.smallTransfer).waitingReason(under: both) == nil)
+        #expect(
+            discretionary(TransferRequirements.smallTransfer + 1).waitingReason(under: both)
+                == "waiting for external power and an unmetered network (discretionary)"
+        )
+        #expect(discretionary(nil).waitingReason(under: both)?.hasSuffix("(discretionary)") == true)
+        // Small, but its session allows no expensive network: it still waits on a metered one.
+        #expect(
+            discretionary(1024, expensive: false).waitingReason(under: both)
+                == "waiting for an unmetered network (expensive network access not allowed)"
+        )
+    }
 }

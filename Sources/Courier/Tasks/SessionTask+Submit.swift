@@ -158,9 +158,13 @@ extension SessionTask {
 
     /// The task as a background backend keeps it: its kind, description, priority and resume data.
     private func backgroundDetails() -> TransferSpec.TaskDetails {
-        let (description, priority, resumeSource, earliestBeginDate) = storage.withLock { machine in
-            (machine.taskDescription, machine.priority, machine.resumeSource, machine.earliestBeginDate)
-        }
+        let (description, priority, resumeSource, earliestBeginDate, expectsToSend, expectsToReceive) =
+            storage.withLock { machine in
+                (
+                    machine.taskDescription, machine.priority, machine.resumeSource, machine.earliestBeginDate,
+                    machine.clientExpectsToSend, machine.clientExpectsToReceive
+                )
+            }
         let kind: TransferSpec.TaskDetails.Kind =
             switch self.kind {
             case .data: .data
@@ -177,7 +181,9 @@ extension SessionTask {
             priority: priority,
             resumeData: resumeSource?.encoded(),
             reportsToDelegate: reportsToDelegate,
-            earliestBeginDate: earliestBeginDate
+            earliestBeginDate: earliestBeginDate,
+            countOfBytesClientExpectsToSend: expectsToSend,
+            countOfBytesClientExpectsToReceive: expectsToReceive
         )
     }
 

@@ -135,6 +135,22 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         set { storage.withLock { $0.earliestBeginDate = newValue } }
     }
 
+    /// A best guess of the most bytes the task will send (request headers and body), or
+    /// ``transferSizeUnknown`` (the default). courierd schedules a background task by it: among tasks that start
+    /// together, smaller ones first; a discretionary task that declares at most 1 MiB in all does not wait for an
+    /// unmetered network or external power. `courier tasks` shows it. Set it before `resume()`.
+    public var countOfBytesClientExpectsToSend: Int64 {
+        get { storage.withLock { $0.clientExpectsToSend ?? Self.transferSizeUnknown } }
+        set { storage.withLock { $0.clientExpectsToSend = newValue >= 0 ? newValue : nil } }
+    }
+
+    /// A best guess of the most bytes the task will receive (response headers and body), or
+    /// ``transferSizeUnknown`` (the default); used as ``countOfBytesClientExpectsToSend`` is.
+    public var countOfBytesClientExpectsToReceive: Int64 {
+        get { storage.withLock { $0.clientExpectsToReceive ?? Self.transferSizeUnknown } }
+        set { storage.withLock { $0.clientExpectsToReceive = newValue >= 0 ? newValue : nil } }
+    }
+
     /// Where the task is: running, suspended, canceling or completed.
     public var state: State {
         storage.withLock { $0.publicState }

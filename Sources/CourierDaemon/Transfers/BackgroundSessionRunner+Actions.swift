@@ -57,7 +57,7 @@ extension BackgroundSessionRunner {
         let identifier = task.identifier
         switch action {
         case .makeAttempt(let journaled):
-            makeAttempt(journaled)
+            queueAttempt(journaled)
         case .runAttempt, .resumeAttempt:
             attempt?.resume()
         case .discardAttempt:

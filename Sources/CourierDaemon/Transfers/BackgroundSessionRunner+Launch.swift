@@ -17,7 +17,8 @@ extension BackgroundSessionRunner {
                     TransferRequirements(
                         isDiscretionary: state.configuration.isDiscretionary,
                         allowsExpensiveNetworkAccess: state.configuration.allowsExpensiveNetworkAccess,
-                        createdInBackground: machine.journaled.spec.createdInBackground == true
+                        createdInBackground: machine.journaled.spec.createdInBackground == true,
+                        expectedBytes: machine.journaled.spec.spec.task?.clientExpectedBytes
                     ),
                     state.sink != nil
                 )
@@ -29,6 +30,31 @@ extension BackgroundSessionRunner {
         let conditionsWait = requirements.waitingReason(under: settings.conditions.read())
         drive(identifier) { machine, stopping in
             machine.launch(conditionsWait: conditionsWait, appListening: appListening, stopping: stopping, now: Date())
+        }
+    }
+
+    /// How long attempts asked for one after another wait to be made together, in ``StartOrder``: the tasks an app
+    /// creates in a burst (one `createTask` each) or that courierd restores at its start reach the engine, which
+    /// starts each priority level's queue in order, smaller ones first.
+    static let startGathering: DispatchTimeInterval = .milliseconds(20)
+
+    /// Queues the attempt of a task whose machine asked for one; the queue is made in ``StartOrder`` a moment later.
+    func queueAttempt(_ journaled: JournaledTask) {
+        let first = state.withLock { state in
+            state.startQueue.append(journaled)
+            return state.startQueue.count == 1
+        }
+        guard first else {
+            return
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.startGathering) { [self] in
+            let queued = state.withLock { state in
+                defer { state.startQueue = [] }
+                return state.startQueue
+            }
+            for journaled in queued.sorted(by: StartOrder.startsBefore) {
+                makeAttempt(journaled)
+            }
         }
     }
 

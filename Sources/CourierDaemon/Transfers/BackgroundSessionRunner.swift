@@ -27,6 +27,8 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         var sink: EventSink?
         var sinkOwner: Int32?
         var stopping = false
+        /// Attempts the machines asked for, made together in ``StartOrder`` a moment later (``queueAttempt(_:)``).
+        var startQueue: [JournaledTask] = []
         /// Signalled when the session reports its invalidation (``stop(timeout:)`` waits for it).
         var invalidated: DispatchSemaphore?
     }

@@ -48,6 +48,16 @@ package struct TransferSpec: Codable, Sendable, Equatable {
         /// A background task's `earliestBeginDate`: courierd starts it no sooner, and first asks the app
         /// (`willBeginDelayedRequest`) when it holds the session. Nil once that is decided.
         package var earliestBeginDate: Date?
+        /// `countOfBytesClientExpectsToSend` / `…ToReceive`: the app's guess of the task's size (nil: unknown), which
+        /// courierd schedules by (smaller ones first; a small discretionary task need not wait for an unmetered network).
+        package var countOfBytesClientExpectsToSend: Int64?
+        package var countOfBytesClientExpectsToReceive: Int64?
+
+        /// What the app expects the task to move in all, when it said (either count).
+        package var clientExpectedBytes: Int64? {
+            let counts = [countOfBytesClientExpectsToSend, countOfBytesClientExpectsToReceive].compactMap { $0 }
+            return counts.isEmpty ? nil : counts.reduce(0, +)
+        }
 
         package init(
             kind: Kind,
@@ -55,7 +65,9 @@ package struct TransferSpec: Codable, Sendable, Equatable {
             priority: Float = 0.5,
             resumeData: Data? = nil,
             reportsToDelegate: Bool = true,
-            earliestBeginDate: Date? = nil
+            earliestBeginDate: Date? = nil,
+            countOfBytesClientExpectsToSend: Int64? = nil,
+            countOfBytesClientExpectsToReceive: Int64? = nil
         ) {
             self.kind = kind
             self.taskDescription = taskDescription
@@ -63,6 +75,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
             self.resumeData = resumeData
             self.reportsToDelegate = reportsToDelegate
             self.earliestBeginDate = earliestBeginDate
+            self.countOfBytesClientExpectsToSend = countOfBytesClientExpectsToSend
+            self.countOfBytesClientExpectsToReceive = countOfBytesClientExpectsToReceive
         }
     }
 

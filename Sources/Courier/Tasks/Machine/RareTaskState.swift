@@ -19,6 +19,9 @@ struct RareTaskState: Sendable {
     var failedAuthentications: Int?
     /// `earliestBeginDate` (background sessions).
     var earliestBeginDate: Date?
+    /// `countOfBytesClientExpectsToSend` / `…ToReceive`, when set.
+    var clientExpectsToSend: Int64?
+    var clientExpectsToReceive: Int64?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

@@ -157,6 +157,14 @@ struct TaskMachine: Sendable {
         get { rare[\.earliestBeginDate] }
         set { rare[\.earliestBeginDate] = newValue }
     }
+    var clientExpectsToSend: Int64? {
+        get { rare[\.clientExpectsToSend] }
+        set { rare[\.clientExpectsToSend] = newValue }
+    }
+    var clientExpectsToReceive: Int64? {
+        get { rare[\.clientExpectsToReceive] }
+        set { rare[\.clientExpectsToReceive] = newValue }
+    }
     var resumeSourceError: CourierError? {
         get { rare[\.resumeSourceError] }
         set { rare[\.resumeSourceError] = newValue }
