@@ -138,6 +138,14 @@ let package = Package(
             path: "Tests/Fixtures/BackgroundProbe",
             swiftSettings: strictSwift
         ),
+        // A client with a waitsForConnectivity session, run inside a network namespace whose link the connectivity test
+        // takes down and up.
+        .executableTarget(
+            name: "ConnectivityProbe",
+            dependencies: ["Courier"],
+            path: "Tests/Fixtures/ConnectivityProbe",
+            swiftSettings: strictSwift
+        ),
         // An app registered for background fetch and pushes, woken, resumed and launched by courierd in the fetch and
         // push end-to-end tests.
         .executableTarget(

@@ -281,8 +281,15 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
       }
     }
   }
-  if (code != CURLE_OK)
+  if (code != CURLE_OK) {
     t->curl_code = (int)code;
+    /* The errno of a failed connect (ENETUNREACH: no route, ECONNREFUSED:
+     * nobody listening), which the task layer tells apart. */
+    long os_errno = 0;
+    if (t->os_error == 0 &&
+        curl_easy_getinfo(t->easy, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK)
+      t->os_error = (int)os_errno;
+  }
   if (t->error != CR_OK && t->message == NULL) {
     const char* text = t->run->error_buffer[0]
                            ? t->run->error_buffer

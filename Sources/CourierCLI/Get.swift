@@ -6,7 +6,8 @@ import Foundation
 import Glibc
 #endif
 
-/// `courier get URL... [-o FILE | -P DIR] [-i FILE] [--parallel N] [--retry N] [--continue] [--force] [--background] …`
+/// `courier get URL... [-o FILE | -P DIR] [-i FILE] [--parallel N] [--retry N] [--continue] [--force]
+/// [--background] …`
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Download URLs into a directory (or one URL into a file), showing progress.",

@@ -26,8 +26,8 @@ struct Put: AsyncParsableCommand {
             task's number: they go on after it exits (leave the files in place until they are sent). \
             `courier logs courier` says what became of each.
 
-            Exit status: 0 when every file was uploaded (or handed over), 1 when any failed, 130 when interrupted (Ctrl-C \
-            cancels the uploads), 64 for bad arguments (including a bad URL, before anything is sent).
+            Exit status: 0 when every file was uploaded (or handed over), 1 when any failed, 130 when interrupted \
+            (Ctrl-C cancels the uploads), 64 for bad arguments (including a bad URL, before anything is sent).
             """
     )
 

@@ -29,7 +29,10 @@ struct Tasks: ParsableCommand {
     @Flag(name: [.short, .long], help: "Also list the tasks that ended, with how they ended.")
     var all = false
 
-    @Flag(name: [.short, .long], help: "Show the tasks live, with progress bars, until none is left running or waiting.")
+    @Flag(
+        name: [.short, .long],
+        help: "Show the tasks live, with progress bars, until none is left running or waiting."
+    )
     var watch = false
 
     @Flag(help: "Print JSON for scripts instead of a table.")
@@ -73,7 +76,8 @@ struct Tasks: ParsableCommand {
             let total = upload ? task.countOfBytesExpectedToSend : task.countOfBytesExpectedToReceive
             // Before the server says, what the app declared (`countOfBytesClientExpectsTo…`), marked "~".
             let details = task.task?.spec.task
-            let declared = upload ? details?.countOfBytesClientExpectsToSend : details?.countOfBytesClientExpectsToReceive
+            let declared =
+                upload ? details?.countOfBytesClientExpectsToSend : details?.countOfBytesClientExpectsToReceive
             var bytes = Formatting.bytes(moved)
             if total >= 0 {
                 bytes += " / " + Formatting.bytes(total)
@@ -81,8 +85,8 @@ struct Tasks: ParsableCommand {
                 bytes += " / ~" + Formatting.bytes(declared)
             }
             if bars && task.state != SessionTask.State.completed.rawValue {
-                bytes = Formatting.bar(moved, of: total, width: 22) + " " + (Formatting.percent(moved, of: total) ?? "   ?")
-                    + "  " + bytes
+                let percent = Formatting.percent(moved, of: total) ?? "   ?"
+                bytes = Formatting.bar(moved, of: total, width: 22) + " " + percent + "  " + bytes
             }
             return [
                 row.session, "\(task.identifier)", stateName(task.state, outcome: task.outcome), bytes,
@@ -151,13 +155,15 @@ extension Tasks {
             let earlier = Dictionary(before.map { ("\($0.0)#\($0.1.identifier)", $0.1) }, uniquingKeysWith: { $1 })
             return now.map { session, task -> Row in
                 var rate: Double?
-                if task.state == SessionTask.State.running.rawValue, let earlier = earlier["\(session)#\(task.identifier)"]
+                if task.state == SessionTask.State.running.rawValue,
+                    let earlier = earlier["\(session)#\(task.identifier)"]
                 {
                     let moved = (task.countOfBytesReceived + task.countOfBytesSent)
                         - (earlier.countOfBytesReceived + earlier.countOfBytesSent)
                     rate = Double(max(0, moved)) / interval
                 }
-                return Row(session: session, task: task, url: task.task?.request.url?.absoluteString, bytesPerSecond: rate)
+                let url = task.task?.request.url?.absoluteString
+                return Row(session: session, task: task, url: url, bytesPerSecond: rate)
             }
         }
 

@@ -1,8 +1,12 @@
 extension TestServer {
     /// How a ``TestServer`` listens: plain HTTP/1.1, or TLS with ALPN, and which certificate it presents.
     ///
-    /// The server always binds to 127.0.0.1 on a port chosen by the kernel.
+    /// The server binds to 127.0.0.1 (or ``host``) on a port chosen by the kernel.
     public struct Configuration: Sendable, Hashable {
+        /// The address to listen on: 127.0.0.1, or an address of a link the test made itself (a veth pair into a
+        /// network namespace).
+        public var host = "127.0.0.1"
+
         /// Serve HTTPS with a leaf certificate signed by a test CA made at start time.
         public var tls: Bool
 

@@ -47,7 +47,7 @@ public final class TestServer: Sendable {
     ) {
         self.configuration = configuration
         self.port = port
-        self.baseURL = URL(string: "\(configuration.tls ? "https" : "http")://127.0.0.1:\(port)")!
+        self.baseURL = URL(string: "\(configuration.tls ? "https" : "http")://\(configuration.host):\(port)")!
         self.certificateAuthority = certificateAuthority
         self.group = group
         self.serverChannel = serverChannel
@@ -89,7 +89,7 @@ public final class TestServer: Sendable {
                 ServerPipeline.initialize(channel: channel, state: state, sslContext: sslContext, http2: http2)
             }
         do {
-            let channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
+            let channel = try await bootstrap.bind(host: configuration.host, port: 0).get()
             guard let port = channel.localAddress?.port else {
                 throw TestServerError.noLocalAddress
             }

@@ -48,6 +48,10 @@ public protocol SessionTaskDelegate: SessionDelegate {
         completionHandler: @escaping @Sendable (Session.DelayedRequestDisposition, URLRequest?) -> Void
     )
 
+    /// The task found no network and waits for one (the session's `waitsForConnectivity`): called at most once per
+    /// task, before it begins again when a route returns. Default: nothing.
+    func urlSession(_ session: Session, taskIsWaitingForConnectivity task: SessionTask)
+
     /// Upload progress, coalesced: zero or more times, `totalBytesSent` never decreasing within one request.
     func urlSession(
         _ session: Session,
@@ -84,6 +88,8 @@ extension SessionTaskDelegate {
     ) {
         completionHandler(.performDefaultHandling, nil)
     }
+
+    public func urlSession(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) {}
 
     public func urlSession(
         _ session: Session,

@@ -29,7 +29,11 @@ extension CourierError.Code {
 extension CourierError {
     /// Builds the error for a failed transfer from the fields of its COMPLETE event.
     init(engineError: cr_error_t, curlCode: Int32, osError: Int32, message: String?, url: URL?) {
-        let code = CourierError.Code(engineError: engineError)
+        var code = CourierError.Code(engineError: engineError)
+        // A connect that found no route at all: no network, rather than a host that refused.
+        if code == .cannotConnectToHost && (osError == ENETUNREACH || osError == ENETDOWN) {
+            code = .notConnectedToInternet
+        }
         let text: String
         if let message, !message.isEmpty {
             text = message

@@ -98,6 +98,13 @@ public struct SessionConfiguration: Sendable {
     /// Loop threads of the session's transfer engine. Default: the number of active processors, at most 4.
     public var engineLoopCount: Int = min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 4)
 
+    /// Whether a task that finds no network waits for one instead of failing (`notConnectedToInternet`, or a host
+    /// name that cannot be resolved while the system has no route off the machine): its delegate hears
+    /// `urlSession(_:taskIsWaitingForConnectivity:)` once, and the task begins when a route returns (looked at every
+    /// 250 ms), bounded by `timeoutIntervalForResource` (then `timedOut`). Default false. A background session's
+    /// tasks always wait: courierd retries network failures itself.
+    public var waitsForConnectivity = false
+
     /// Whether to offer HTTP/2 over TLS (ALPN). Plain `http` always speaks HTTP/1.1. Default true.
     public var allowsHTTP2 = true
 

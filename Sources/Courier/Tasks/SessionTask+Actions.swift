@@ -37,6 +37,8 @@ extension SessionTask {
                 }
             case .finish(let outcome):
                 finalize(outcome, work: &work)
+            case .checkConnectivity(let hop, let url, let deadline):
+                checkConnectivity(hop: hop, url: url, deadline: deadline, work: &work)
             }
         }
     }
@@ -104,6 +106,29 @@ extension SessionTask {
                     expectedTotalBytes: expectedTotal
                 )
             }
+        case .waitingForConnectivity:
+            guard core.isTaskDelegate else {
+                return
+            }
+            work.append { [core] session in
+                guard let session, let delegate = core.taskDelegate else {
+                    return
+                }
+                delegate.urlSession(session, taskIsWaitingForConnectivity: self)
+            }
+        }
+    }
+
+    /// Looks for a route to `url`: `.available` now, or `.missing` and, once a route is back (or at `deadline`),
+    /// `.returned`.
+    private func checkConnectivity(hop: Int, url: URL?, deadline: Date?, work: inout DelegateWork) {
+        if Connectivity.isAvailable(for: url) {
+            send(.connectivity(hop: hop, .available), work: &work)
+            return
+        }
+        send(.connectivity(hop: hop, .missing), work: &work)
+        Connectivity.waitForRoute(to: url, until: deadline) { [weak self] in
+            self?.send(.connectivity(hop: hop, .returned))
         }
     }
 

@@ -78,7 +78,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         TaskMachine.Role(
             kind: kind,
             collectsBody: sink.collectsBody,
-            asksDisposition: kind != .download && sink.usesDelegateForBody && core.isDataDelegate
+            asksDisposition: kind != .download && sink.usesDelegateForBody && core.isDataDelegate,
+            waitsForConnectivity: core.configuration.waitsForConnectivity && core.configuration.identifier == nil
         )
     }
 

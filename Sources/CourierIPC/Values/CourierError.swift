@@ -30,6 +30,9 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         public static let cannotConnectToHost = Code(rawValue: -1004)
         /// The connection closed or was reset mid-exchange, or the body was shorter than announced.
         public static let networkConnectionLost = Code(rawValue: -1005)
+        /// No network reaches the host: the system has no route to it (`ENETUNREACH`, `ENETDOWN`). A session with
+        /// `waitsForConnectivity` waits for one instead of failing.
+        public static let notConnectedToInternet = Code(rawValue: -1009)
         /// More than 16 redirects, or a redirect loop.
         public static let httpTooManyRedirects = Code(rawValue: -1007)
         /// A redirect from `https` to `http` was refused.
@@ -85,6 +88,7 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         private static let names: [Int: String] = [
             -999: "cancelled", -1000: "badURL", -1001: "timedOut", -1002: "unsupportedURL",
             -1003: "cannotFindHost", -1004: "cannotConnectToHost", -1005: "networkConnectionLost",
+            -1009: "notConnectedToInternet",
             -1007: "httpTooManyRedirects", -1011: "badServerResponse",
             -1012: "userCancelledAuthentication", -1013: "userAuthenticationRequired",
             -1016: "cannotDecodeContentData", -1100: "fileDoesNotExist", -1200: "secureConnectionFailed",

@@ -19,6 +19,8 @@ struct RareTaskState: Sendable {
     var failedAuthentications: Int?
     /// `earliestBeginDate` (background sessions).
     var earliestBeginDate: Date?
+    var connectivityFailure: CourierError?
+    var toldWaitingForConnectivity: Bool?
     /// `countOfBytesClientExpectsToSend` / `…ToReceive`, when set.
     var clientExpectsToSend: Int64?
     var clientExpectsToReceive: Int64?

@@ -32,6 +32,10 @@ enum TaskAction: Codable, Sendable, Equatable {
     case forward(hop: Int, TransferEvent)
     /// Report the end (exactly once): files, resume data, metrics, then the completion.
     case finish(TaskOutcome)
+    /// Hop `hop` found no network (`waitsForConnectivity`): look for a route to `url` and answer with
+    /// ``TaskInput/connectivity(hop:_:)``: `.available` at once, or `.missing`, then `.returned` when one comes back
+    /// (or at the resource deadline, `deadline`).
+    case checkConnectivity(hop: Int, url: URL?, deadline: Date?)
 }
 
 /// One hop to submit: the request and what the task decided about it.
@@ -132,6 +136,8 @@ enum TaskDelivery: Codable, Sendable, Equatable {
     case wroteData(delta: Int64, total: Int64, expected: Int64)
     /// `didResumeAtOffset` of a download made from resume data.
     case resumed(offset: Int64, expectedTotal: Int64)
+    /// `taskIsWaitingForConnectivity`: once per task.
+    case waitingForConnectivity
 }
 
 /// How a task ended.

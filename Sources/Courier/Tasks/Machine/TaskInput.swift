@@ -35,6 +35,8 @@ enum TaskInput: Codable, Sendable, Equatable {
     case dispositionAnswered(hop: Int, DispositionAnswer)
     /// The answer to ``TaskQuestion/delayedStart(hop:request:)``.
     case delayedStartAnswered(hop: Int, DelayedStartAnswer)
+    /// What ``TaskAction/checkConnectivity(hop:url:)`` found, then (when it was missing) that it came back.
+    case connectivity(hop: Int, ConnectivityFinding)
     /// Something the task needed to answer a held response failed (the staging file of `.becomeDownload`).
     case heldFailed(hop: Int, CourierError)
     /// The session was released without being invalidated: end as cancelled, asking no one.
@@ -49,6 +51,16 @@ enum ChallengeAnswer: Codable, Sendable, Equatable {
     case withoutCredential
     /// `.cancelAuthenticationChallenge`: the task ends cancelled.
     case cancel
+}
+
+/// The network as the task's shell found it after a hop failed for lack of one.
+enum ConnectivityFinding: Codable, Sendable, Equatable {
+    /// A route is there: the failure was not the network's absence (or it came back at once).
+    case available
+    /// No route: the task waits (its delegate is told once).
+    case missing
+    /// A route came back, or the resource deadline passed while waiting.
+    case returned
 }
 
 /// How `willBeginDelayedRequest` was answered.

@@ -100,6 +100,14 @@ extension TaskMachine {
         recordMetrics(completion.metrics, hop: hop)
         transfer = 0
         bytesOnDisk = completion.bytesOnDisk
+        if role.waitsForConnectivity, forcedOutcome == nil, !cancelRequested, finalResponse == nil,
+            let error = completion.error, Self.mayBeMissingNetwork(error)
+        {
+            // Nothing arrived from the server: the hop may have found no network. The shell looks.
+            connectivityFailure = error
+            actions.append(.checkConnectivity(hop: hop, url: currentURL, deadline: resourceDeadline))
+            return
+        }
         let url = currentURL
         let outcome: TaskOutcome
         if let forcedOutcome {
@@ -166,5 +174,46 @@ extension TaskMachine {
         enter(.completed)
         awaiting = nil
         actions.append(.finish(outcome))
+    }
+
+    // MARK: Waiting for connectivity
+
+    /// A failure that no network at all explains: no route (`notConnectedToInternet`, `EHOSTUNREACH`), or a name
+    /// that could not be resolved (which is the network's absence only when the shell finds no route).
+    static func mayBeMissingNetwork(_ error: CourierError) -> Bool {
+        switch error.code {
+        case .notConnectedToInternet, .cannotFindHost: true
+        case .cannotConnectToHost: error.osError == 113  // EHOSTUNREACH
+        default: false
+        }
+    }
+
+    /// What the shell found after a hop failed for a possible lack of network.
+    mutating func connectivity(
+        _ finding: ConnectivityFinding,
+        hop number: Int,
+        at now: Date,
+        into actions: inout TaskActions
+    ) {
+        guard number == hop, phase == .running, transfer == 0, let failure = connectivityFailure else {
+            return
+        }
+        switch finding {
+        case .missing:
+            if !toldWaitingForConnectivity {
+                toldWaitingForConnectivity = true
+                actions.append(.deliver(.waitingForConnectivity))
+            }
+        case .available where failure.code == .cannotFindHost:
+            // The network is there: the name does not resolve.
+            connectivityFailure = nil
+            var error = failure
+            error.failingURL = currentURL
+            complete(.failure(error), into: &actions)
+        case .available, .returned:
+            connectivityFailure = nil
+            let request = currentRequest
+            submitHop(request, resumeOffset: requestedResumeOffset, authentication: authentication, at: now, into: &actions)
+        }
     }
 }

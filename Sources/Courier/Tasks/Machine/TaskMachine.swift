@@ -53,6 +53,8 @@ struct TaskMachine: Sendable {
         var collectsBody: Bool
         /// The final response is held until a ``SessionDataDelegate`` answers its disposition.
         var asksDisposition: Bool
+        /// `waitsForConnectivity`: a hop that finds no network waits for one (``TaskAction/checkConnectivity``).
+        var waitsForConnectivity = false
     }
 
     var role: Role
@@ -157,6 +159,15 @@ struct TaskMachine: Sendable {
         get { rare[\.earliestBeginDate] }
         set { rare[\.earliestBeginDate] = newValue }
     }
+    /// The failure of the hop that found no network, while the task looks for one.
+    var connectivityFailure: CourierError? {
+        get { rare[\.connectivityFailure] }
+        set { rare[\.connectivityFailure] = newValue }
+    }
+    var toldWaitingForConnectivity: Bool {
+        get { rare[\.toldWaitingForConnectivity] ?? false }
+        set { rare[\.toldWaitingForConnectivity] = newValue ? true : nil }
+    }
     var clientExpectsToSend: Int64? {
         get { rare[\.clientExpectsToSend] }
         set { rare[\.clientExpectsToSend] = newValue }
@@ -239,6 +250,8 @@ struct TaskMachine: Sendable {
             dispositionAnswered(answer, hop: hop, into: &actions)
         case .delayedStartAnswered(let hop, let answer):
             delayedStartAnswered(answer, hop: hop, into: &actions)
+        case .connectivity(let hop, let finding):
+            connectivity(finding, hop: hop, at: now, into: &actions)
         case .heldFailed(let hop, let error):
             guard hop == self.hop, phase == .running else {
                 return
@@ -321,6 +334,10 @@ struct TaskMachine: Sendable {
             awaiting = nil
             if transfer != 0 {
                 actions.append(cancelAction(transfer))
+            } else if connectivityFailure != nil {
+                // Waiting for a network: no transfer to end.
+                connectivityFailure = nil
+                complete(.failure(CourierError(.cancelled, "cancelled", failingURL: currentURL)), into: &actions)
             }
         case .finishing, .completed:
             break
