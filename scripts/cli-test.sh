@@ -328,6 +328,18 @@ else
     fail "--retry 1: one more try, then the 503 fails the URL" "$(show retry-out)"
 fi
 
+# The environment's proxy, as curl reads it: the file server serves a request in absolute form as its path, and
+# origin.invalid is reachable only through it (never resolved).
+rc=0
+http_proxy="$base" "$courier" get -P "$work/out-proxy" "http://origin.invalid/one.bin" \
+    >"$work/proxy.out" 2>"$work/proxy.err" </dev/null || rc=$?
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-proxy/one.bin" \
+    && grep -q '"GET http://origin.invalid/one.bin HTTP/1.1"' "$work/requests.log"; then
+    pass "http_proxy in the environment: the request goes through the proxy, in absolute form"
+else
+    fail "http_proxy in the environment: the request goes through the proxy, in absolute form" "$(show proxy)"
+fi
+
 # --- SIGHUP (the terminal closed) ----------------------------------------------------------------------------
 out="$work/out-hangup"
 "$courier" get -P "$out" "$slow_url" >"$work/hangup.out" 2>"$work/hangup.err" </dev/null &

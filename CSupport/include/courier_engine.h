@@ -126,6 +126,14 @@ typedef struct {
   cr_auth_t auth;
   const char* username;         /* with auth != CR_AUTH_NONE             */
   const char* password;
+  /* The proxy: NULL leaves libcurl's default (the http_proxy, HTTPS_PROXY,
+   * ALL_PROXY and NO_PROXY environment); "" uses none; else "host:port" or
+   * a URL. no_proxy: hosts that bypass it (curl's NO_PROXY syntax). */
+  const char* proxy;
+  const char* no_proxy;
+  cr_auth_t proxy_auth;         /* credential for a 407, as auth         */
+  const char* proxy_username;
+  const char* proxy_password;
   int64_t idle_timeout_ms;      /* no byte in either direction: fail; 0 off */
   int64_t total_timeout_ms;     /* whole transfer, queueing included; 0 off */
   int priority;                 /* higher first among queued transfers   */

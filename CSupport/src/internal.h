@@ -184,6 +184,11 @@ struct cr_transfer_s {
   char* username;
   char* password;
   cr_auth_t auth;
+  char* proxy;                /* NULL: libcurl's default (the environment)  */
+  char* no_proxy;
+  char* proxy_username;       /* with proxy_auth != CR_AUTH_NONE             */
+  char* proxy_password;
+  cr_auth_t proxy_auth;
   int priority_level;
   int64_t idle_timeout_ms;
   int64_t total_timeout_ms;

@@ -151,6 +151,23 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     if (t->username == NULL || t->password == NULL)
       goto oom;
   }
+  if (request->proxy) {
+    t->proxy = cr__strdup(request->proxy);
+    if (t->proxy == NULL)
+      goto oom;
+  }
+  if (request->no_proxy) {
+    t->no_proxy = cr__strdup(request->no_proxy);
+    if (t->no_proxy == NULL)
+      goto oom;
+  }
+  t->proxy_auth = request->proxy_auth;
+  if (request->proxy_auth != CR_AUTH_NONE) {
+    t->proxy_username = cr__strdup(request->proxy_username ? request->proxy_username : "");
+    t->proxy_password = cr__strdup(request->proxy_password ? request->proxy_password : "");
+    if (t->proxy_username == NULL || t->proxy_password == NULL)
+      goto oom;
+  }
   t->idle_timeout_ms = request->idle_timeout_ms;
   t->total_timeout_ms = request->total_timeout_ms;
   t->priority_level = request->priority > 0 ? 2 : (request->priority < 0 ? 0 : 1);
@@ -202,6 +219,10 @@ void cr__transfer_free(cr_transfer_t* t) {
   cr__transfer_release_borrowed(t);
   free(t->username);
   free(t->password);
+  free(t->proxy);
+  free(t->no_proxy);
+  free(t->proxy_username);
+  free(t->proxy_password);
   if (t->run) {
     free(t->run->header_block);
     free(t->run->memory);
@@ -681,6 +702,18 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     SET(CURLOPT_HTTPAUTH, mask);
     SET(CURLOPT_USERNAME, t->username);
     SET(CURLOPT_PASSWORD, t->password);
+  }
+  if (t->proxy)
+    SET(CURLOPT_PROXY, t->proxy);
+  if (t->no_proxy)
+    SET(CURLOPT_NOPROXY, t->no_proxy);
+  if (t->proxy_auth != CR_AUTH_NONE) {
+    long mask = t->proxy_auth == CR_AUTH_BASIC    ? CURLAUTH_BASIC
+                : t->proxy_auth == CR_AUTH_DIGEST ? CURLAUTH_DIGEST
+                                                  : CURLAUTH_ANY;
+    SET(CURLOPT_PROXYAUTH, mask);
+    SET(CURLOPT_PROXYUSERNAME, t->proxy_username);
+    SET(CURLOPT_PROXYPASSWORD, t->proxy_password);
   }
   if (t->total_timeout_ms > 0) {
     int64_t spent = (int64_t)((cr__now_us() - t->submitted_us) / 1000);

@@ -147,12 +147,13 @@ struct AuthenticationTransitionTests {
             ["Proxy-Authenticate": "Basic realm=\"proxy\"", "WWW-Authenticate": "Digest realm=\"www\", nonce=\"n\""]
         )
         #expect(d.respond(head, held: true) == [Self.challenge(.basic, realm: "proxy", head)])
+        // The credential is the proxy's (Proxy-Authorization), for this hop and the later ones; none goes to the
+        // server.
+        var plan = d.plan(hop: 2, D.request(D.url))
+        plan.proxyAuthentication = .basic(user: "p", password: "q")
         #expect(
             d.apply(.challengeAnswered(hop: 1, .credential(user: "p", password: "q")))
-                == [
-                    .cancelTransfer(101),
-                    .submit(d.plan(hop: 2, D.request(D.url), authentication: .basic(user: "p", password: "q"))),
-                ]
+                == [.cancelTransfer(101), .submit(plan)]
         )
     }
 

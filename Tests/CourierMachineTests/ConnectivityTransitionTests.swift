@@ -19,6 +19,10 @@ struct ConnectivityTransitionTests {
 
     static let noRoute = TransferCompletion(error: CourierError(.notConnectedToInternet, "no route"))
 
+    static func fails(_ action: TaskAction, with code: CourierError.Code) -> Bool {
+        if case .finish(.failure(let error)) = action { error.code == code } else { false }
+    }
+
     @Test("no network: the shell looks; missing tells the delegate once; returned submits the next hop")
     func waitsThenBegins() {
         var driver = Self.waiting()
@@ -43,7 +47,7 @@ struct ConnectivityTransitionTests {
         let unresolved = TransferCompletion(error: CourierError(.cannotFindHost, "no such host"))
         #expect(driver.complete(unresolved).count == 1)
         let ended = driver.apply(.connectivity(hop: 1, .available))
-        #expect(ended.contains { if case .finish(.failure(let error)) = $0 { error.code == .cannotFindHost } else { false } })
+        #expect(ended.contains { Self.fails($0, with: .cannotFindHost) })
 
         var plain = D.download()
         plain.start()
@@ -62,7 +66,7 @@ struct ConnectivityTransitionTests {
         _ = driver.complete(Self.noRoute)
         _ = driver.apply(.connectivity(hop: 1, .missing))
         let cancelled = driver.apply(.cancel)
-        #expect(cancelled.contains { if case .finish(.failure(let error)) = $0 { error.code == .cancelled } else { false } })
+        #expect(cancelled.contains { Self.fails($0, with: .cancelled) })
         #expect(driver.apply(.connectivity(hop: 1, .returned)) == [])
     }
 

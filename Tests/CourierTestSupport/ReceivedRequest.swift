@@ -28,7 +28,7 @@ struct ReceivedRequest {
         self.body = body
         self.bodyLength = bodyLength
         self.bodySHA256 = bodySHA256
-        let target = Self.splitTarget(head.uri)
+        let target = Self.splitTarget(Self.originForm(head.uri))
         self.pathSegments = target.path
             .split(separator: "/", omittingEmptySubsequences: false)
             .dropFirst()
@@ -38,6 +38,18 @@ struct ReceivedRequest {
     }
 
     var isHTTP2: Bool { head.version.major == 2 }
+
+    /// The request was sent to a proxy: its target is in absolute form (`http://host:port/path`).
+    var isProxied: Bool { head.uri.hasPrefix("http://") || head.uri.hasPrefix("https://") }
+
+    /// `/path?query` of a target in absolute form; any other target as it is.
+    static func originForm(_ uri: String) -> String {
+        guard let scheme = uri.range(of: "://"), uri.hasPrefix("http") else {
+            return uri
+        }
+        let rest = uri[scheme.upperBound...]
+        return rest.firstIndex(where: { $0 == "/" || $0 == "?" }).map { String(rest[$0...]) } ?? "/"
+    }
 
     var isHEAD: Bool { head.method == .HEAD }
 

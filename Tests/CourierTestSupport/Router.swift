@@ -14,7 +14,7 @@ enum Router {
     }
 
     static func bodyMode(for head: HTTPRequestHead) -> BodyMode {
-        let path = ReceivedRequest.splitTarget(head.uri).path
+        let path = ReceivedRequest.splitTarget(ReceivedRequest.originForm(head.uri)).path
         switch path {
         case "/echo": return .keep
         case "/upload": return .hash
@@ -23,7 +23,15 @@ enum Router {
     }
 
     static func respond(to request: ReceivedRequest, state: ServerState) -> ResponsePlan {
-        BodyShape.apply(request, to: route(request, state: state))
+        if request.isProxied, let credential = state.proxyCredential,
+            BasicAuthRoute.credentials(request.header("Proxy-Authorization")).map({ "\($0.user):\($0.password)" })
+                != credential
+        {
+            var plan = ResponsePlan.text(.proxyAuthenticationRequired, "proxy authentication required\n")
+            plan.headers.add(name: "Proxy-Authenticate", value: "Basic realm=\"proxy\"")
+            return plan
+        }
+        return BodyShape.apply(request, to: route(request, state: state))
     }
 
     private static func route(_ request: ReceivedRequest, state: ServerState) -> ResponsePlan {

@@ -3,6 +3,14 @@ import CourierConcurrency
 /// What a running server shares between its event loops and the test: recorded requests,
 /// connection counters and the Digest nonces it has issued. All access goes through one lock.
 final class ServerState: Sendable {
+    /// As a forward proxy (requests in absolute form): the `user:password` its `Proxy-Authorization` must carry, or
+    /// nil when it asks for none.
+    let proxyCredential: String?
+
+    init(proxyCredential: String? = nil) {
+        self.proxyCredential = proxyCredential
+    }
+
     private struct Storage {
         var requests: [RecordedRequest] = []
         var acceptedConnections = 0

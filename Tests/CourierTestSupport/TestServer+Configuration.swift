@@ -7,6 +7,11 @@ extension TestServer {
         /// network namespace).
         public var host = "127.0.0.1"
 
+        /// Requests in absolute form (`GET http://host:port/path`, as sent to a proxy) are served as the path, so
+        /// the server is its own forward proxy; with this `user:password`, one without that `Proxy-Authorization`
+        /// (Basic) gets 407 and `Proxy-Authenticate: Basic realm="proxy"`.
+        public var proxyCredential: String?
+
         /// Serve HTTPS with a leaf certificate signed by a test CA made at start time.
         public var tls: Bool
 

@@ -76,7 +76,7 @@ public final class TestServer: Sendable {
             sslContext = context
         }
 
-        let state = ServerState()
+        let state = ServerState(proxyCredential: configuration.proxyCredential)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let http2 = configuration.http2
         let bootstrap = ServerBootstrap(group: group)

@@ -95,7 +95,10 @@ struct ConnectivityTests {
     }
 
     @Test(
-        "no route to the server: the task waits, says so once, and completes when the link comes back; without waiting it fails at once",
+        """
+        no route to the server: the task waits, says so once, and completes when the link comes back; without \
+        waiting it fails at once
+        """,
         .enabled(if: canMakeNetworks, "needs root and iproute2 (a network namespace and a veth pair)")
     )
     func waitsForTheLink() async throws {
@@ -135,7 +138,8 @@ struct ConnectivityTests {
         usleep(1_000_000)
         #expect(!server.requests.contains { $0.uri.hasPrefix("/bytes/300000") }, "a request got through")
         try network.link(up: true)
-        #expect(lines.waitFor("completed", timeout: 20) == "completed 300000 \(checksum)", "\(lines.text.withLock { $0 })")
+        let completed = lines.waitFor("completed", timeout: 20)
+        #expect(completed == "completed 300000 \(checksum)", "\(lines.text.withLock { $0 })")
         #expect(patient.wait(timeout: .seconds(10)) == .exited(0))
         #expect(lines.text.withLock { $0 }.components(separatedBy: "waiting").count == 2, "told more than once")
         try await server.shutdown()

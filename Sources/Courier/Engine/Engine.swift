@@ -249,6 +249,20 @@ extension Engine {
             request.username = keep(user)
             request.password = keep(password)
         }
+        request.proxy = spec.proxy.flatMap(keep)
+        request.no_proxy = spec.noProxy.flatMap(keep)
+        switch spec.proxyAuthentication {
+        case .none:
+            request.proxy_auth = CR_AUTH_NONE
+        case .basic(let user, let password):
+            request.proxy_auth = CR_AUTH_BASIC
+            request.proxy_username = keep(user)
+            request.proxy_password = keep(password)
+        case .digest(let user, let password):
+            request.proxy_auth = CR_AUTH_DIGEST
+            request.proxy_username = keep(user)
+            request.proxy_password = keep(password)
+        }
         request.idle_timeout_ms = spec.idleTimeoutMilliseconds
         request.total_timeout_ms = spec.totalTimeoutMilliseconds
         request.priority = spec.priority

@@ -98,6 +98,22 @@ public struct SessionConfiguration: Sendable {
     /// Loop threads of the session's transfer engine. Default: the number of active processors, at most 4.
     public var engineLoopCount: Int = min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 4)
 
+    /// The proxies to use, in the keys of Foundation's `connectionProxyDictionary`: `"HTTPEnable"` (1), `"HTTPProxy"`
+    /// (host) and `"HTTPPort"` for `http` URLs, `"HTTPSEnable"`, `"HTTPSProxy"` and `"HTTPSPort"` for `https` ones (a
+    /// tunnel through `CONNECT`), and `"ExceptionsList"` (host names or domains that bypass them). nil (the default)
+    /// uses the environment's `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`, as curl reads them; an empty
+    /// dictionary uses no proxy at all. A proxy that asks for a credential (407 with `Proxy-Authenticate`, Basic or
+    /// Digest) is a challenge for the delegate, whose protection space is the proxy's (`isProxy()`); a credential
+    /// in the proxy's URL (`http://user:password@proxy:3128`, environment included) is sent from the start.
+    /// Background sessions use courierd's own environment.
+    public var connectionProxyDictionary: [AnyHashable: Any]? {
+        get { proxySettings?.dictionary }
+        set { proxySettings = newValue.map(ProxySettings.init) }
+    }
+
+    /// ``connectionProxyDictionary``, read once.
+    var proxySettings: ProxySettings?
+
     /// Whether a task that finds no network waits for one instead of failing (`notConnectedToInternet`, or a host
     /// name that cannot be resolved while the system has no route off the machine): its delegate hears
     /// `urlSession(_:taskIsWaitingForConnectivity:)` once, and the task begins when a route returns (looked at every

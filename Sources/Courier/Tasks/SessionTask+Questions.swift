@@ -80,13 +80,26 @@ extension SessionTask {
 
     private func askChallenge(hop: Int, _ challenge: TaskChallenge, work: inout DelegateWork) {
         let url = challenge.url
-        let space = URLProtectionSpace(
-            host: url.host ?? "",
-            port: RedirectPolicy.effectivePort(url),
-            protocol: url.scheme?.lowercased(),
-            realm: challenge.offer.realm,
-            authenticationMethod: challenge.offer.authenticationMethod
-        )
+        let space: URLProtectionSpace
+        if challenge.response.head.status == 407,
+            let proxy = ProxySettings.endpoint(for: url, settings: core.configuration.proxySettings)
+        {
+            space = URLProtectionSpace(
+                proxyHost: proxy.host,
+                port: proxy.port,
+                type: NSURLProtectionSpaceHTTPProxy,
+                realm: challenge.offer.realm,
+                authenticationMethod: challenge.offer.authenticationMethod
+            )
+        } else {
+            space = URLProtectionSpace(
+                host: url.host ?? "",
+                port: RedirectPolicy.effectivePort(url),
+                protocol: url.scheme?.lowercased(),
+                realm: challenge.offer.realm,
+                authenticationMethod: challenge.offer.authenticationMethod
+            )
+        }
         guard core.isTaskDelegate, let failureResponse = challenge.response.httpResponse else {
             let answer = answer(.performDefaultHandling, nil, space: space, url: url)
             send(.challengeAnswered(hop: hop, answer), work: &work)

@@ -104,6 +104,11 @@ extension SessionTask {
         // connection that can never multiplex.
         spec.http2 = configuration.allowsHTTP2 && url.scheme?.lowercased() == "https"
         spec.authentication = plan.authentication
+        spec.proxyAuthentication = plan.proxyAuthentication
+        if let proxies = configuration.proxySettings {
+            spec.proxy = proxies.proxy(for: url)
+            spec.noProxy = proxies.exceptions
+        }
         spec.priority = Int32(plan.priority * 1000)
 
         // Timeouts: idle from the configuration or a smaller request timeout; the resource deadline as a total.

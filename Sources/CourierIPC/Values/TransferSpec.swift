@@ -96,6 +96,12 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     package var decodesContent = true
     package var http2 = true
     package var authentication: Authentication = .none
+    /// The proxy: nil leaves the environment's (`http_proxy`, `https_proxy`, `no_proxy`, as curl reads them), ""
+    /// uses none, else a proxy URL; `noProxy` lists hosts that bypass it (curl's `NO_PROXY` syntax).
+    package var proxy: String?
+    package var noProxy: String?
+    /// A credential for the proxy (after a 407).
+    package var proxyAuthentication: Authentication = .none
     package var idleTimeoutMilliseconds: Int64 = 0
     package var totalTimeoutMilliseconds: Int64 = 0
     package var priority: Int32 = 0

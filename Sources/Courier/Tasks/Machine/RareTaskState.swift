@@ -19,6 +19,7 @@ struct RareTaskState: Sendable {
     var failedAuthentications: Int?
     /// `earliestBeginDate` (background sessions).
     var earliestBeginDate: Date?
+    var proxyAuthentication: TransferSpec.Authentication?
     var connectivityFailure: CourierError?
     var toldWaitingForConnectivity: Bool?
     /// `countOfBytesClientExpectsToSend` / `…ToReceive`, when set.

@@ -45,6 +45,8 @@ struct HopPlan: Codable, Sendable, Equatable {
     /// Bytes of the partial file the hop continues (`Range`), 0 for a whole body.
     var resumeOffset: Int64
     var authentication: TransferSpec.Authentication
+    /// The credential for the proxy, once a 407 was answered (it goes with every later hop).
+    var proxyAuthentication: TransferSpec.Authentication = .none
     var priority: Float
     var resourceDeadline: Date?
     /// The staging file of a download.

@@ -212,8 +212,8 @@ extension TaskMachine {
             complete(.failure(error), into: &actions)
         case .available, .returned:
             connectivityFailure = nil
-            let request = currentRequest
-            submitHop(request, resumeOffset: requestedResumeOffset, authentication: authentication, at: now, into: &actions)
+            let (request, offset) = (currentRequest, requestedResumeOffset)
+            submitHop(request, resumeOffset: offset, authentication: authentication, at: now, into: &actions)
         }
     }
 }

@@ -112,8 +112,9 @@ extension TaskMachine {
 
     /// A held 401/407: offer the challenge, unless Courier cannot answer it or a credential already failed.
     private mutating func beginAuthentication(response: TaskResponse, into actions: inout TaskActions) {
-        let headerName = response.head.status == 407 ? "Proxy-Authenticate" : "WWW-Authenticate"
-        let usedCredential = authentication != .none
+        let forProxy = response.head.status == 407
+        let headerName = forProxy ? "Proxy-Authenticate" : "WWW-Authenticate"
+        let usedCredential = (forProxy ? proxyAuthentication : authentication) != .none
         if usedCredential {
             failedAuthentications += 1
         }
@@ -163,7 +164,13 @@ extension TaskMachine {
             }
             let offset = requestedResumeOffset
             retireCurrentHop(into: &actions)
-            submitHop(request, resumeOffset: offset, authentication: credential, at: now, into: &actions)
+            if held.head.status == 407 {
+                // The proxy's: it goes with this hop and every later one; the server's stays as it was.
+                proxyAuthentication = credential
+                submitHop(request, resumeOffset: offset, authentication: authentication, at: now, into: &actions)
+            } else {
+                submitHop(request, resumeOffset: offset, authentication: credential, at: now, into: &actions)
+            }
         }
     }
 

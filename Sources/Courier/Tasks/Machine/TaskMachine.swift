@@ -159,6 +159,11 @@ struct TaskMachine: Sendable {
         get { rare[\.earliestBeginDate] }
         set { rare[\.earliestBeginDate] = newValue }
     }
+    /// The proxy's credential, once a 407 was answered.
+    var proxyAuthentication: TransferSpec.Authentication {
+        get { rare[\.proxyAuthentication] ?? .none }
+        set { rare[\.proxyAuthentication] = newValue == .none ? nil : newValue }
+    }
     /// The failure of the hop that found no network, while the task looks for one.
     var connectivityFailure: CourierError? {
         get { rare[\.connectivityFailure] }
@@ -411,6 +416,7 @@ struct TaskMachine: Sendable {
                     request: request,
                     resumeOffset: resumeOffset,
                     authentication: authentication,
+                    proxyAuthentication: proxyAuthentication,
                     priority: priority,
                     resourceDeadline: resourceDeadline,
                     staging: staging,

@@ -1,0 +1,90 @@
+import Foundation
+
+/// A session's `connectionProxyDictionary`, read: which proxy a URL goes through, and which hosts bypass it.
+struct ProxySettings: Sendable, Equatable {
+    struct Proxy: Sendable, Equatable {
+        var host: String
+        var port: Int
+    }
+
+    var http: Proxy?
+    var https: Proxy?
+    /// Hosts and domains that bypass the proxies, as curl's `NO_PROXY` takes them (comma-separated; `*.example.com`
+    /// is written `.example.com`).
+    var exceptions: String?
+    /// The dictionary it was read from, for the getter: its string keys with string, number and string-list values.
+    private var strings: [String: String] = [:]
+    private var numbers: [String: Int] = [:]
+    private var lists: [String: [String]] = [:]
+
+    var dictionary: [AnyHashable: Any] {
+        var dictionary: [AnyHashable: Any] = [:]
+        for (key, value) in strings { dictionary[key] = value }
+        for (key, value) in numbers { dictionary[key] = value }
+        for (key, value) in lists { dictionary[key] = value }
+        return dictionary
+    }
+
+    init(_ dictionary: [AnyHashable: Any]) {
+        func string(_ key: String) -> String? {
+            (dictionary[key] as? String).flatMap { $0.isEmpty ? nil : $0 }
+        }
+        func number(_ key: String) -> Int? {
+            if let value = dictionary[key] as? Int { return value }
+            if let value = dictionary[key] as? NSNumber { return value.intValue }
+            return (dictionary[key] as? String).flatMap { Int($0) }
+        }
+        func proxy(enable: String, host: String, port: String, defaultPort: Int) -> Proxy? {
+            guard number(enable) != 0, let name = string(host) else {
+                return nil
+            }
+            return Proxy(host: name, port: number(port) ?? defaultPort)
+        }
+        http = proxy(enable: "HTTPEnable", host: "HTTPProxy", port: "HTTPPort", defaultPort: 80)
+        https = proxy(enable: "HTTPSEnable", host: "HTTPSProxy", port: "HTTPSPort", defaultPort: 443)
+        let list = (dictionary["ExceptionsList"] as? [String]) ?? []
+        let hosts = list.map { $0.hasPrefix("*.") ? String($0.dropFirst()) : $0 }.filter { !$0.isEmpty }
+        exceptions = hosts.isEmpty ? nil : hosts.joined(separator: ",")
+        for case (let key as String, let value) in dictionary {
+            if let text = value as? String {
+                strings[key] = text
+            } else if let number = value as? Int {
+                numbers[key] = number
+            } else if let list = value as? [String] {
+                lists[key] = list
+            }
+        }
+    }
+
+    /// The proxy for `url`, as curl takes it: `http://host:port`, or "" for none.
+    func proxy(for url: URL) -> String {
+        let chosen = url.scheme?.lowercased() == "https" ? https : http
+        guard let chosen else {
+            return ""
+        }
+        let host = chosen.host.contains(":") && !chosen.host.hasPrefix("[") ? "[\(chosen.host)]" : chosen.host
+        return "http://\(host):\(chosen.port)"
+    }
+
+    /// The proxy a request to `url` goes through: the session's, else the environment's (`https_proxy`,
+    /// `http_proxy`, `all_proxy`, either case); nil for none.
+    static func endpoint(
+        for url: URL,
+        settings: ProxySettings?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Proxy? {
+        let https = url.scheme?.lowercased() == "https"
+        if let settings {
+            return https ? settings.https : settings.http
+        }
+        let names = (https ? ["https_proxy", "HTTPS_PROXY"] : ["http_proxy"]) + ["all_proxy", "ALL_PROXY"]
+        guard let text = names.lazy.compactMap({ environment[$0] }).first(where: { !$0.isEmpty }) else {
+            return nil
+        }
+        let withScheme = text.contains("://") ? text : "http://" + text
+        guard let proxy = URL(string: withScheme), let host = proxy.host else {
+            return nil
+        }
+        return Proxy(host: host, port: proxy.port ?? 1080)
+    }
+}

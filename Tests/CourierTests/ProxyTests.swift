@@ -1,0 +1,83 @@
+import Courier
+import CourierConcurrency
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `connectionProxyDictionary` against the test server as a forward proxy (it serves requests in absolute form as
+/// their path). The origin is a name under `.invalid`: reachable only through the proxy, never resolved.
+@Suite("Proxies", .timeLimit(.minutes(1)))
+struct ProxyTests {
+    static func proxied(through server: TestServer, exceptions: [String] = []) -> SessionConfiguration {
+        var configuration = testConfiguration()
+        configuration.connectionProxyDictionary = [
+            "HTTPEnable": 1, "HTTPProxy": "127.0.0.1", "HTTPPort": server.port, "ExceptionsList": exceptions,
+        ]
+        return configuration
+    }
+
+    @Test("an http request goes through the session's proxy, in absolute form; an excepted host goes direct")
+    func throughTheProxy() async throws {
+        try await withServer { server in
+            let session = Session(configuration: Self.proxied(through: server, exceptions: ["localhost"]))
+            defer { session.invalidateAndCancel() }
+            let (data, response) = try await session.data(from: URL(string: "http://origin.invalid/bytes/1000?seed=2")!)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(data == TestServer.bytes(count: 1000, seed: 2))
+            #expect(server.requests.last?.uri == "http://origin.invalid/bytes/1000?seed=2")
+            // localhost is excepted: straight to the server, in origin form.
+            let direct = URL(string: "http://localhost:\(server.port)/bytes/10")!
+            _ = try await session.data(from: direct)
+            #expect(server.requests.last?.uri == "/bytes/10")
+            // The dictionary reads back.
+            #expect(session.configuration.connectionProxyDictionary?["HTTPProxy"] as? String == "127.0.0.1")
+        }
+    }
+
+    @Test("a 407 is a challenge whose protection space is the proxy's; the credential goes to the proxy, and again")
+    func proxyAuthentication() async throws {
+        var server = TestServer.Configuration()
+        server.proxyCredential = "pat:secret"
+        try await withServer(server) { server in
+            let (session, delegate) = makeRecordingSession(Self.proxied(through: server))
+            defer { session.invalidateAndCancel() }
+            let spaces = LockedValue<[URLProtectionSpace]>([])
+            delegate.script {
+                $0.challenge = { challenge in
+                    spaces.withLock { $0.append(challenge.protectionSpace) }
+                    return (.useCredential, URLCredential(user: "pat", password: "secret", persistence: .none))
+                }
+            }
+            let task = session.dataTask(with: URL(string: "http://origin.invalid/bytes/500?seed=4")!)
+            task.resume()
+            #expect(try await delegate.completion(of: task) == nil)
+            #expect((task.response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(delegate.body(of: task) == TestServer.bytes(count: 500, seed: 4))
+            let space = try #require(spaces.withLock { $0.first })
+            #expect(space.isProxy() && space.host == "127.0.0.1" && space.port == server.port)
+            #expect(space.realm == "proxy" && space.authenticationMethod == NSURLAuthenticationMethodHTTPBasic)
+            let requests = server.requests.filter { $0.uri.hasPrefix("http://origin.invalid/") }
+            #expect(requests.count == 2)
+            #expect(requests.first?.header("Proxy-Authorization") == nil)
+            let sent = "Basic " + Data("pat:secret".utf8).base64EncodedString()
+            #expect(requests.last?.header("Proxy-Authorization") == sent)
+            #expect(requests.last?.header("Authorization") == nil, "the proxy's credential went to the origin")
+        }
+    }
+
+    @Test("without an answer, a 407 is the final response")
+    func proxyAuthenticationRefused() async throws {
+        var server = TestServer.Configuration()
+        server.proxyCredential = "pat:secret"
+        try await withServer(server) { server in
+            let session = Session(configuration: Self.proxied(through: server))
+            defer { session.invalidateAndCancel() }
+            let (_, response) = try await session.data(from: URL(string: "http://origin.invalid/bytes/10")!)
+            #expect((response as? HTTPURLResponse)?.statusCode == 407)
+        }
+    }
+}
