@@ -589,6 +589,11 @@ static int on_seek(void* context, curl_off_t offset, int origin) {
 
 /* ---- Easy handle setup (loop thread) ---- */
 
+/* curl's mask for a credential of `auth` (a server's or a proxy's). */
+static long auth_mask(cr_auth_t auth) {
+  return auth == CR_AUTH_BASIC ? CURLAUTH_BASIC : auth == CR_AUTH_DIGEST ? CURLAUTH_DIGEST : CURLAUTH_ANY;
+}
+
 #define SET(option, value)                                   \
   do {                                                       \
     if (curl_easy_setopt(easy, option, value) != CURLE_OK)   \
@@ -696,10 +701,7 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     SET(CURLOPT_RANGE, range);
   }
   if (t->auth != CR_AUTH_NONE) {
-    long mask = t->auth == CR_AUTH_BASIC    ? CURLAUTH_BASIC
-                : t->auth == CR_AUTH_DIGEST ? CURLAUTH_DIGEST
-                                            : CURLAUTH_ANY;
-    SET(CURLOPT_HTTPAUTH, mask);
+    SET(CURLOPT_HTTPAUTH, auth_mask(t->auth));
     SET(CURLOPT_USERNAME, t->username);
     SET(CURLOPT_PASSWORD, t->password);
   }
@@ -708,10 +710,7 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   if (t->no_proxy)
     SET(CURLOPT_NOPROXY, t->no_proxy);
   if (t->proxy_auth != CR_AUTH_NONE) {
-    long mask = t->proxy_auth == CR_AUTH_BASIC    ? CURLAUTH_BASIC
-                : t->proxy_auth == CR_AUTH_DIGEST ? CURLAUTH_DIGEST
-                                                  : CURLAUTH_ANY;
-    SET(CURLOPT_PROXYAUTH, mask);
+    SET(CURLOPT_PROXYAUTH, auth_mask(t->proxy_auth));
     SET(CURLOPT_PROXYUSERNAME, t->proxy_username);
     SET(CURLOPT_PROXYPASSWORD, t->proxy_password);
   }

@@ -188,9 +188,7 @@ struct BackgroundSessionTests {
         var configuration = SessionConfiguration.background(withIdentifier: BackgroundTransferTests.identifier)
         configuration.daemonPaths = daemon.paths
         configuration.sessionSendsLaunchEvents = false
-        var watcher = try Client(daemon.socket)
-        try watcher.send(.hello(.init(app: "courier", pid: getpid())))
-        _ = try watcher.receive()
+        var watcher = try Client.looking(at: daemon.socket)
         _ = try watcher.tasks(of: BackgroundTransferTests.identifier) {
             $0.first?.state == SessionTask.State.completed.rawValue
         }
@@ -226,9 +224,7 @@ struct BackgroundSessionTests {
         #expect(task.countOfBytesClientExpectsToSend == SessionTask.transferSizeUnknown)
         task.resume()
         // courierd holds it, and lists what the app declared.
-        var watcher = try Client(place.paths.socket.path)
-        try watcher.send(.hello(.init(app: "courier", pid: getpid())))
-        _ = try watcher.receive()
+        var watcher = try Client.looking(at: place.paths.socket.path)
         let waiting = try watcher.tasks(of: "com.example.delayed") { $0.first?.waitingReason != nil }
         watcher.close()
         #expect(waiting.first?.waitingReason?.hasPrefix("scheduled: begins no earlier than") == true)

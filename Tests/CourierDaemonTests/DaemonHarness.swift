@@ -142,6 +142,14 @@ struct Client {
         self.descriptor = descriptor
     }
 
+    /// Connects to the courierd at `socket` as the `courier` tool does, to look (list tasks, sessions): hello, welcome.
+    static func looking(at socket: String) throws -> Client {
+        var client = try Client(socket)
+        try client.send(.hello(.init(app: "courier", pid: getpid())))
+        _ = try client.receive()
+        return client
+    }
+
     /// Connects, says hello as `app` (in the foreground unless told), and opens `session`; returns the client and the
     /// open's answer.
     static func opening(

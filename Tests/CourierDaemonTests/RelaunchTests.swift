@@ -58,9 +58,7 @@ struct RelaunchTests {
             _ = app.wait(timeout: .seconds(10))
         }
         #expect(Self.wait(for: "journaled", in: log, timeout: 30))
-        var client = try Client(daemon.socket)
-        try client.send(.hello(.init(app: "courier", pid: getpid())))
-        _ = try client.receive()
+        var client = try Client.looking(at: daemon.socket)
         let snapshots = try client.tasks(of: "com.example.probe.background") { $0.first?.waitingReason != nil }
         #expect(snapshots.count == 1)
         #expect(snapshots.first?.task?.createdInBackground == true)
@@ -99,22 +97,11 @@ struct RelaunchTests {
         defer { daemon.cleanup() }
         try daemon.start()
         let log = daemon.root.appendingPathComponent("probe.log").path
-        let relaunched = try Self.probe(
-            on: daemon,
-            log: log,
-            launchedFor: "urlsession:com.example.probe.background",
-            ["--linger"]
-        )
+        let relaunched = try await Self.suspendedInstance(on: daemon, log: log)
         defer {
             relaunched.send(SIGKILL)
             _ = relaunched.wait(timeout: .seconds(10))
         }
-        #expect(Self.wait(for: "idle", in: log, timeout: 20), "\(Self.entries(log))")
-        // Idle in the background: the application suspends itself, still holding the session.
-        #expect(
-            await FetchAndPushTests.waitStopped(relaunched.pid, timeout: 10),
-            "the relaunched instance did not suspend itself"
-        )
 
         let user = try Self.probe(
             on: daemon,
@@ -210,18 +197,11 @@ struct RelaunchTests {
         defer { daemon.cleanup() }
         try daemon.start()
         let log = daemon.root.appendingPathComponent("probe.log").path
-        let relaunched = try Self.probe(
-            on: daemon,
-            log: log,
-            launchedFor: "urlsession:com.example.probe.background",
-            ["--linger"]
-        )
+        let relaunched = try await Self.suspendedInstance(on: daemon, log: log)
         defer {
             relaunched.send(SIGKILL)
             _ = relaunched.wait(timeout: .seconds(10))
         }
-        #expect(Self.wait(for: "idle", in: log, timeout: 20), "\(Self.entries(log))")
-        #expect(await FetchAndPushTests.waitStopped(relaunched.pid, timeout: 10), "the instance did not suspend")
         daemon.kill()
         // Nothing continues it now; the next courierd finds it recorded, stopped, and ends it.
         #expect(ProcessState.isStopped(relaunched.pid))
@@ -232,6 +212,23 @@ struct RelaunchTests {
                 $0["event"] as? String == "terminated" && $0["pid"] as? Int == Int(relaunched.pid)
             }
         )
+    }
+
+    /// A BackgroundProbe relaunched for its session's events with `--linger`, once it has heard them and suspended
+    /// itself, still holding the session (the caller ends it).
+    static func suspendedInstance(on daemon: Daemon, log: String) async throws -> ChildProcess {
+        let relaunched = try probe(
+            on: daemon,
+            log: log,
+            launchedFor: "urlsession:com.example.probe.background",
+            ["--linger"]
+        )
+        #expect(wait(for: "idle", in: log, timeout: 20), "\(entries(log))")
+        #expect(
+            await FetchAndPushTests.waitStopped(relaunched.pid, timeout: 10),
+            "the relaunched instance did not suspend itself"
+        )
+        return relaunched
     }
 
     /// The BackgroundProbe on `daemon`'s directories, logging to `log`, launched into the background for `reason`

@@ -237,32 +237,11 @@ extension Engine {
         }
         request.resume_offset = spec.resumeOffset
         request.flags = Engine.flags(of: spec)
-        switch spec.authentication {
-        case .none:
-            request.auth = CR_AUTH_NONE
-        case .basic(let user, let password):
-            request.auth = CR_AUTH_BASIC
-            request.username = keep(user)
-            request.password = keep(password)
-        case .digest(let user, let password):
-            request.auth = CR_AUTH_DIGEST
-            request.username = keep(user)
-            request.password = keep(password)
-        }
+        (request.auth, request.username, request.password) = Self.credential(spec.authentication, keep)
         request.proxy = spec.proxy.flatMap(keep)
         request.no_proxy = spec.noProxy.flatMap(keep)
-        switch spec.proxyAuthentication {
-        case .none:
-            request.proxy_auth = CR_AUTH_NONE
-        case .basic(let user, let password):
-            request.proxy_auth = CR_AUTH_BASIC
-            request.proxy_username = keep(user)
-            request.proxy_password = keep(password)
-        case .digest(let user, let password):
-            request.proxy_auth = CR_AUTH_DIGEST
-            request.proxy_username = keep(user)
-            request.proxy_password = keep(password)
-        }
+        (request.proxy_auth, request.proxy_username, request.proxy_password) =
+            Self.credential(spec.proxyAuthentication, keep)
         request.idle_timeout_ms = spec.idleTimeoutMilliseconds
         request.total_timeout_ms = spec.totalTimeoutMilliseconds
         request.priority = spec.priority
@@ -291,6 +270,18 @@ extension Engine {
             return transfer
         }
         return (transfer, engineError == CR_OK && transfer == 0 ? CR_ERR_INTERNAL : engineError)
+    }
+
+    /// The engine's scheme, user and password for `authentication` (the strings copied by `keep`).
+    private static func credential(
+        _ authentication: TransferSpec.Authentication,
+        _ keep: (String) -> UnsafePointer<CChar>?
+    ) -> (cr_auth_t, UnsafePointer<CChar>?, UnsafePointer<CChar>?) {
+        switch authentication {
+        case .none: (CR_AUTH_NONE, nil, nil)
+        case .basic(let user, let password): (CR_AUTH_BASIC, keep(user), keep(password))
+        case .digest(let user, let password): (CR_AUTH_DIGEST, keep(user), keep(password))
+        }
     }
 
     private static func flags(of spec: TransferSpec) -> UInt32 {
