@@ -16,18 +16,20 @@ extension DaemonServer {
     /// hours. Launching the app again costs little: courierd does it for the next events, fetch or push.
     package static let defaultIdleReclaimDelay: Double = 600
 
-    /// Starts looking, every quarter of ``idleReclaimDelay`` (at most every 5 s), for suspended instances to reclaim;
-    /// nil when they are never reclaimed for being idle.
-    func startIdleReclaim() -> (any DispatchSourceTimer)? {
+    /// Looks, every quarter of ``idleReclaimDelay`` (at most every 5 s) until courierd stops, for suspended instances
+    /// to reclaim; nothing when they are never reclaimed for being idle.
+    func scheduleIdleReclaim() {
         guard let delay = idleReclaimDelay else {
-            return nil
+            return
         }
         let interval = min(5, max(0.05, delay / 4))
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + interval, repeating: interval)
-        timer.setEventHandler { [weak self] in self?.reclaimIdleInstances(now: Date()) }
-        timer.resume()
-        return timer
+        DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [self] in
+            guard !state.withLock({ $0.stopping }) else {
+                return
+            }
+            reclaimIdleInstances(now: Date())
+            scheduleIdleReclaim()
+        }
     }
 
     /// Reclaims the instances that have been suspended (in the background and stopped) for ``idleReclaimDelay`` with

@@ -135,8 +135,7 @@ package final class DaemonServer: @unchecked Sendable {
     /// transfers. Returns false when a transfer engine was not destroyed in time or a libuv loop closed with handles
     /// still open.
     package func run() -> Bool {
-        let idleSweep = startIdleReclaim()
-        defer { idleSweep?.cancel() }
+        scheduleIdleReclaim()
         AcceptLoop.run(on: listener, stoppedBy: stopPipe.read) { descriptor in
             let who = PeerCredentials.of(socket: descriptor)
             guard let peer = who, peer.isAdmitted(byDaemonOf: uid) else {
