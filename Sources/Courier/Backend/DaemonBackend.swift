@@ -220,11 +220,10 @@ final class DaemonBackend: TransferBackend {
     func decide(_ transfer: UInt64, _ decision: TransferDecision) -> CourierError? {
         if case .beginDelayed(let request) = decision {
             let task = Int(transfer)
+            let session = identifier
             commands.async { [self] in
                 _ = self.request {
-                    .command(
-                        .init(request: $0, session: self.identifier, task: task, verb: .beginDelayed, newRequest: request)
-                    )
+                    .command(.init(request: $0, session: session, task: task, verb: .beginDelayed, newRequest: request))
                 }
             }
         }

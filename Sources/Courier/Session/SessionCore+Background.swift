@@ -135,8 +135,8 @@ extension Session {
 
 extension Session {
     /// Why this session could not be opened with courierd (`backgroundSessionInUse`,
-    /// `backgroundSessionWasDisconnected`, …), as its tasks would fail at `resume()`; nil when it was opened, and for a
-    /// session that is not a background one. For the `courier` tool, which waits while another instance of itself
+    /// `backgroundSessionWasDisconnected`, …), as its tasks would fail at `resume()`; nil when it was opened, and
+    /// for a session that is not a background one. For the `courier` tool, which waits while another instance of itself
     /// holds its session.
     package var backgroundOpeningFailure: CourierError? {
         guard configuration.identifier != nil else {
