@@ -121,6 +121,14 @@ final class Daemon {
         try? FileManager.default.removeItem(at: state)
         _ = stop()
         killServing()
+        // The apps courierd launched on these directories (their command lines name them): one that suspended itself
+        // would stay stopped once its courierd is gone.
+        _ = try? ChildProcess.run(
+            "/usr/bin/pkill",
+            arguments: ["-KILL", "-f", root.path],
+            environment: ProcessInfo.processInfo.environment,
+            timeout: .seconds(10)
+        )
         try? FileManager.default.removeItem(at: root)
     }
 }
