@@ -296,6 +296,13 @@ else
         "$(ls -la "$work/named" 2>&1)"
 fi
 
+run coffset get -C 100 -P "$work/out-c" "$base/one.bin"
+if [ "$rc" -eq 64 ] && grep -q -- '-C takes only "-"' "$work/coffset.err"; then
+    pass "-C takes curl's \"-\" only"
+else
+    fail "-C takes curl's \"-\" only" "$(show coffset)"
+fi
+
 run otwo get -o "$work/named/x.bin" "$base/one.bin" "$base/two.bin"
 if [ "$rc" -eq 64 ] && grep -q -- "-P DIR" "$work/otwo.err" && [ ! -e "$work/named/x.bin" ]; then
     pass "-o FILE with two URLs is a bad argument that points to -P DIR"
@@ -356,11 +363,11 @@ else
     fail "SIGHUP keeps slow.bin.part and its resume data, and leaves no temporary folder" \
         "$(show hangup)" "$(ls -la "$out" 2>&1)"
 fi
-run hangup-continue get --continue -P "$out" "$slow_url"
+run hangup-continue get -C - -P "$out" "$slow_url"
 if [ "$rc" -eq 0 ] && cmp -s "$files/slow.bin" "$out/slow.bin" && grep -q "resuming slow.bin at" "$work/hangup-continue.out"; then
-    pass "--continue after SIGHUP resumes and completes the file"
+    pass "-C - (curl's --continue) after SIGHUP resumes and completes the file"
 else
-    fail "--continue after SIGHUP resumes and completes the file" "$(show hangup-continue)"
+    fail "-C - (curl's --continue) after SIGHUP resumes and completes the file" "$(show hangup-continue)"
 fi
 
 # --- put --------------------------------------------------------------------------------------------------------

@@ -86,6 +86,12 @@ struct Get: AsyncParsableCommand {
     )
     var resumePartials = false
 
+    @Option(
+        name: .customShort("C"),
+        help: ArgumentHelp("With \"-\": --continue, as curl's -C - (no other offset is taken).", valueName: "-")
+    )
+    var continueAt: String?
+
     @Flag(name: [.short, .long], help: "Replace existing files instead of saving under a -N name.")
     var force = false
 
@@ -109,6 +115,9 @@ struct Get: AsyncParsableCommand {
         guard !urls.isEmpty || inputFile != nil else {
             throw ValidationError("Give at least one URL (or -i FILE).")
         }
+        if let continueAt, continueAt != "-" {
+            throw ValidationError("-C takes only \"-\" (continue where the kept partial download stops).")
+        }
         if let parallel, !(1...256).contains(parallel) {
             throw ValidationError("--parallel must be between 1 and 256 (got \(parallel)).")
         }
@@ -120,7 +129,7 @@ struct Get: AsyncParsableCommand {
         }
         if background {
             let refused = [
-                (resumePartials, "--continue (courierd resumes interrupted downloads itself)"),
+                (continues, "--continue (courierd resumes interrupted downloads itself)"),
                 (force, "--force (a file courierd finishes never replaces another)"),
                 (parallel != nil, "--parallel (courierd decides how many run at once)"),
                 (retry > 0, "--retry (courierd retries failed downloads itself)"),
@@ -132,6 +141,11 @@ struct Get: AsyncParsableCommand {
         for text in urls {
             try Self.checkURL(text)
         }
+    }
+
+    /// `--continue`, or curl's `-C -`.
+    private var continues: Bool {
+        resumePartials || continueAt == "-"
     }
 
     /// Refuses a URL that does not parse.
@@ -267,7 +281,7 @@ struct Get: AsyncParsableCommand {
                 break
             case .resumable(let data, _):
                 hasKeptPartial = true
-                if resumePartials {
+                if continues {
                     resumeData = data
                 } else {
                     warnings.append(
@@ -276,7 +290,7 @@ struct Get: AsyncParsableCommand {
                     )
                 }
             case .unusable(let reason):
-                if resumePartials {
+                if continues {
                     warnings.append("\(name): not resuming: \(reason); downloading it again")
                 }
             }
