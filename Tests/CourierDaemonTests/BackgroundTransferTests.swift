@@ -271,7 +271,7 @@ struct BackgroundTransferTests {
             Issue.record("no completion")
             return
         }
-        #expect(error?.code == .cancelled)
+        #expect(error?.code == .cancelled, "\(events.map(\.event.payload))")
         if stopper == .cancel {
             #expect(error?.backgroundTaskCancelledReason == nil)
         } else {

@@ -219,7 +219,9 @@ extension DaemonServer {
             _ = connection.send(.failure(.init(request: create.request, error: CourierError(code, "\(error)"))))
             return
         }
-        _ = connection.send(.reply(.init(request: create.request, result: .taskCreated)))
+        // The runner has the task before the app hears it exists: a command another connection sends once it does
+        // (`courier kill`, `courier cancel`, the app's force-quit) finds it. Its first events may precede the answer
+        // (the app binds the task before it asks).
         runner.add(
             JournaledTask(
                 session: create.session,
@@ -230,6 +232,7 @@ extension DaemonServer {
                 createdAt: now
             )
         )
+        _ = connection.send(.reply(.init(request: create.request, result: .taskCreated)))
     }
 
     func sessionSummaries() throws(JournalError) -> [IPCMessage.SessionSummary] {
