@@ -17,23 +17,16 @@ enum Connectivity {
         guard let host = url?.host?.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), !host.isEmpty else {
             return hasRouteOffMachine()
         }
-        var ipv4 = in_addr()
-        if inet_pton(AF_INET, host, &ipv4) == 1 {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(9).bigEndian)
-            address.sin_addr = ipv4
-            return routes(family: AF_INET, to: &address, length: MemoryLayout<sockaddr_in>.size)
+        // An address (IPv4 or IPv6) parses without a lookup (AI_NUMERICHOST); a name does not.
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, "9", &hints, &found) == 0, let address = found else {
+            return hasRouteOffMachine()
         }
-        var ipv6 = in6_addr()
-        if inet_pton(AF_INET6, host, &ipv6) == 1 {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = in_port_t(UInt16(9).bigEndian)
-            address.sin6_addr = ipv6
-            return routes(family: AF_INET6, to: &address, length: MemoryLayout<sockaddr_in6>.size)
-        }
-        return hasRouteOffMachine()
+        defer { freeaddrinfo(found) }
+        return routes(to: address.pointee)
     }
 
     /// Calls `ready` once, on a global queue, when ``isAvailable(for:)`` becomes true, or at `deadline`.
@@ -48,15 +41,13 @@ enum Connectivity {
     }
 
     /// Whether the kernel has a route for a datagram to `address` (connect on a UDP socket sends nothing).
-    private static func routes<Address>(family: Int32, to address: inout Address, length: Int) -> Bool {
-        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    private static func routes(to address: addrinfo) -> Bool {
+        let descriptor = socket(address.ai_family, address.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
             return true  // Cannot tell: do not hold the task back.
         }
         defer { close(descriptor) }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(length)) }
-        }
+        let result = connect(descriptor, address.ai_addr, address.ai_addrlen)
         return result == 0 || (errno != ENETUNREACH && errno != EHOSTUNREACH && errno != ENETDOWN)
     }
 

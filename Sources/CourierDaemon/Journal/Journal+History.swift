@@ -74,21 +74,8 @@ extension Journal {
             else {
                 continue
             }
-            let specBody: Data = row["spec"]
-            let spec = try Journal.decode(IPCMessage.BackgroundTask.self, from: specBody)
-            var snapshot = IPCMessage.TaskSnapshot(
-                identifier: identifier,
-                taskDescription: spec.taskDescription,
-                state: SessionTask.State.completed.rawValue,
-                countOfBytesReceived: row["bytesOnDisk"],
-                countOfBytesExpectedToReceive: row["expectedLength"],
-                countOfBytesSent: row["bytesSent"],
-                countOfBytesExpectedToSend: row["expectedToSend"]
-            )
-            snapshot.task = spec
-            if let completion = outcomes[identifier] {
-                snapshot.end(with: completion)
-            }
+            var snapshot = IPCMessage.TaskSnapshot(journaled: try Journal.task(row, session: session))
+            snapshot.end(with: outcomes[identifier])
             snapshot.endedAt = Date(timeIntervalSince1970: now)
             try db.execute(
                 sql: "INSERT OR REPLACE INTO history (session, identifier, endedAt, snapshot) VALUES (?, ?, ?, ?)",
@@ -107,9 +94,27 @@ extension Journal {
 }
 
 extension IPCMessage.TaskSnapshot {
-    /// Says how the task ended: `completion`'s error, and its counts (which the task's row, written at checkpoints,
-    /// may lag).
-    mutating func end(with completion: IPCMessage.BackgroundEvent) {
+    /// A journaled task as its row says: its spec, the counts of its last checkpoint, waiting.
+    init(journaled task: JournaledTask) {
+        self.init(
+            identifier: task.identifier,
+            taskDescription: task.spec.taskDescription,
+            state: SessionTask.State.suspended.rawValue,
+            countOfBytesReceived: task.bytesOnDisk,
+            countOfBytesExpectedToReceive: task.expectedLength,
+            countOfBytesSent: task.bytesSent,
+            countOfBytesExpectedToSend: task.expectedToSend
+        )
+        self.task = task.spec
+    }
+
+    /// The task ended: completed, with `completion`'s error and counts when it is known (the task's row, written at
+    /// checkpoints, may lag).
+    mutating func end(with completion: IPCMessage.BackgroundEvent?) {
+        state = SessionTask.State.completed.rawValue
+        guard let completion else {
+            return
+        }
         outcome = completion.completion?.error
         countOfBytesReceived = completion.progress.received
         countOfBytesExpectedToReceive = completion.progress.expectedToReceive

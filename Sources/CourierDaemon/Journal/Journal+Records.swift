@@ -207,36 +207,39 @@ extension Journal {
         }
         var tasks: [JournaledTask] = []
         for row in rows {
-            let spec: Data = row["spec"]
-            let stateName: String = row["state"]
-            guard let state = JournaledTask.State(rawValue: stateName) else {
-                throw JournalError.unreadable("task state \"\(stateName)\"")
-            }
-            let checkpointed: Double? = row["checkpointedAt"]
-            let checkpoint: Data? = row["checkpoint"]
-            let retryAt: Double? = row["retryAt"]
-            let createdAt: Double = row["createdAt"]
-            tasks.append(
-                JournaledTask(
-                    session: session,
-                    spec: try Journal.decode(IPCMessage.BackgroundTask.self, from: spec),
-                    state: state,
-                    bytesOnDisk: row["bytesOnDisk"],
-                    expectedLength: row["expectedLength"],
-                    validator: row["validator"],
-                    checkpointedAt: checkpointed.map(Date.init(timeIntervalSince1970:)),
-                    checkpoint: try checkpoint.map { data throws(JournalError) in
-                        try Journal.decode(TransferCheckpoint.self, from: data)
-                    },
-                    bytesSent: row["bytesSent"],
-                    expectedToSend: row["expectedToSend"],
-                    attempts: row["attempts"],
-                    retryAt: retryAt.map(Date.init(timeIntervalSince1970:)),
-                    createdAt: Date(timeIntervalSince1970: createdAt)
-                )
-            )
+            tasks.append(try Journal.task(row, session: session))
         }
         return tasks
+    }
+
+    /// The task a row of the task table holds.
+    static func task(_ row: Row, session: String) throws(JournalError) -> JournaledTask {
+        let spec: Data = row["spec"]
+        let stateName: String = row["state"]
+        guard let state = JournaledTask.State(rawValue: stateName) else {
+            throw JournalError.unreadable("task state \"\(stateName)\"")
+        }
+        let checkpointed: Double? = row["checkpointedAt"]
+        let checkpoint: Data? = row["checkpoint"]
+        let retryAt: Double? = row["retryAt"]
+        let createdAt: Double = row["createdAt"]
+        return JournaledTask(
+            session: session,
+            spec: try Journal.decode(IPCMessage.BackgroundTask.self, from: spec),
+            state: state,
+            bytesOnDisk: row["bytesOnDisk"],
+            expectedLength: row["expectedLength"],
+            validator: row["validator"],
+            checkpointedAt: checkpointed.map(Date.init(timeIntervalSince1970:)),
+            checkpoint: try checkpoint.map { data throws(JournalError) in
+                try Journal.decode(TransferCheckpoint.self, from: data)
+            },
+            bytesSent: row["bytesSent"],
+            expectedToSend: row["expectedToSend"],
+            attempts: row["attempts"],
+            retryAt: retryAt.map(Date.init(timeIntervalSince1970:)),
+            createdAt: Date(timeIntervalSince1970: createdAt)
+        )
     }
 
     // MARK: Events

@@ -81,9 +81,9 @@ extension DaemonServer {
 
     /// The session `identifier` is held by another connection: when that is an instance of `app` that is suspended
     /// (in the background and stopped: relaunched for events it has delivered, or put in the background and idle), it
-    /// is ended — SIGCONT
-    /// and SIGTERM, SIGKILL after ``reclaimGrace`` — so that the instance the user starts now gets the session, as
-    /// launching an iOS app resumes it instead of starting a second one. Returns whether the holder is gone.
+    /// is ended — SIGCONT and SIGTERM, SIGKILL after ``reclaimGrace`` — so that the instance the user starts now gets
+    /// the session, as launching an iOS app resumes it instead of starting a second one. Returns whether the holder
+    /// is gone.
     func reclaimSuspendedHolder(of identifier: String, for app: String) -> Bool {
         guard let descriptor = sessions.holder(of: identifier),
             let holder = state.withLock({ $0.connections[descriptor] }),

@@ -225,21 +225,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
             endings[sequenced.task] = sequenced.event
         }
         return journaled.map { task in
-            var snapshot = IPCMessage.TaskSnapshot(
-                identifier: task.identifier,
-                taskDescription: task.spec.taskDescription,
-                state: SessionTask.State.suspended.rawValue,
-                countOfBytesReceived: task.bytesOnDisk,
-                countOfBytesExpectedToReceive: task.expectedLength,
-                countOfBytesSent: task.bytesSent,
-                countOfBytesExpectedToSend: task.expectedToSend
-            )
-            snapshot.task = task.spec
+            var snapshot = IPCMessage.TaskSnapshot(journaled: task)
             guard let machine = machines[task.identifier], task.state != .completed, machine.phase != .finished else {
-                snapshot.state = SessionTask.State.completed.rawValue
-                if let ending = endings[task.identifier] {
-                    snapshot.end(with: ending)
-                }
+                snapshot.end(with: endings[task.identifier])
                 return snapshot
             }
             snapshot.countOfBytesReceived = machine.received

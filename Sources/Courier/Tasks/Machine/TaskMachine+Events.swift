@@ -183,7 +183,7 @@ extension TaskMachine {
     static func mayBeMissingNetwork(_ error: CourierError) -> Bool {
         switch error.code {
         case .notConnectedToInternet, .cannotFindHost: true
-        case .cannotConnectToHost: error.osError == 113  // EHOSTUNREACH
+        case .cannotConnectToHost: error.osError == EHOSTUNREACH
         default: false
         }
     }
