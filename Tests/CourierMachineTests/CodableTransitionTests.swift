@@ -87,6 +87,7 @@ struct CodableTransitionTests {
         .dispositionAnswered(hop: 1, .cancel),
         .dispositionAnswered(hop: 1, .becomeDownload(staging: D.stagingFile)),
         .heldFailed(hop: 1, CourierError(.cannotOpenFile, "no staging file", osError: 2)),
+        .cacheLookedUp(nil),
         .abandon,
     ]
 
@@ -128,6 +129,17 @@ struct CodableTransitionTests {
             .decide(101, .cancel),
             .decide(101, .toFile(path: "/tmp/x")),
             .storeCookies(D.response(D.url, head)),
+            .lookUpCache(TaskRequest(post)),
+            .storeInCache(
+                CacheEntry(
+                    response: D.response(D.url, head),
+                    body: Data("body".utf8),
+                    requestDate: D.epoch,
+                    responseDate: D.epoch.addingTimeInterval(0.25),
+                    varyingFields: ["accept": "a/b"]
+                )
+            ),
+            .invalidateCache(URL(string: D.url)!),
             .ask(.redirect(hop: 1, response: D.response(D.url, head), proposed: TaskRequest(post))),
             .ask(
                 .challenge(

@@ -31,7 +31,7 @@ enum Router {
             plan.headers.add(name: "Proxy-Authenticate", value: "Basic realm=\"proxy\"")
             return plan
         }
-        return BodyShape.apply(request, to: route(request, state: state))
+        return CacheFields.apply(request, to: BodyShape.apply(request, to: route(request, state: state)))
     }
 
     private static func route(_ request: ReceivedRequest, state: ServerState) -> ResponsePlan {

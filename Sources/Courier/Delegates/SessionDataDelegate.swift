@@ -7,8 +7,8 @@ public import FoundationNetworking
 /// Events of data and upload tasks.
 ///
 /// Order for one task: `didReceive response` (once, for the final response) → `didReceive data`* →
-/// `didFinishCollecting` → `didCompleteWithError`. Tasks made with a completion handler or by an async
-/// convenience get none of these calls (only redirects, challenges, metrics).
+/// `willCacheResponse` (at most once) → `didFinishCollecting` → `didCompleteWithError`. Tasks made with a
+/// completion handler or by an async convenience get none of these calls (only redirects, challenges, metrics).
 public protocol SessionDataDelegate: SessionTaskDelegate {
     /// The final response arrived; its body waits until `completionHandler` is called (once, from any thread).
     /// Because this delegate conforms to `SessionDataDelegate`, every data task of the session asks.
@@ -26,6 +26,18 @@ public protocol SessionDataDelegate: SessionTaskDelegate {
 
     /// Body bytes, in order, zero or more times. Each `data` is one batch from the engine (not copied).
     func urlSession(_ session: Session, dataTask: DataTask, didReceive data: Data)
+
+    /// The session is about to store `proposedResponse` (the response and its whole body) in its
+    /// ``SessionConfiguration/urlCache``: call `completionHandler` (once, from any thread) with it, a changed
+    /// `CachedURLResponse`, or nil to store nothing. Called at most once per task, after the last `didReceive data`
+    /// and before `didCompleteWithError`; only for tasks whose response may be stored (RFC 9111) and is small
+    /// enough, and for a stored response a 304 refreshed. Default: stores `proposedResponse`.
+    func urlSession(
+        _ session: Session,
+        dataTask: DataTask,
+        willCacheResponse proposedResponse: CachedURLResponse,
+        completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void
+    )
 }
 
 extension SessionDataDelegate {
@@ -41,4 +53,13 @@ extension SessionDataDelegate {
     public func urlSession(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) {}
 
     public func urlSession(_ session: Session, dataTask: DataTask, didReceive data: Data) {}
+
+    public func urlSession(
+        _ session: Session,
+        dataTask: DataTask,
+        willCacheResponse proposedResponse: CachedURLResponse,
+        completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void
+    ) {
+        completionHandler(proposedResponse)
+    }
 }

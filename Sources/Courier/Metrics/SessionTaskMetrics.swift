@@ -16,6 +16,17 @@ public struct SessionTaskMetrics: Sendable {
 
 /// curl's timings and counters for one HTTP exchange, in the shape of `URLSessionTaskTransactionMetrics`.
 public struct SessionTaskTransactionMetrics: Sendable {
+    /// Where an exchange's response came from, as `URLSessionTaskMetrics.ResourceFetchType`.
+    public enum ResourceFetchType: Int, Sendable {
+        case unknown = 0
+        /// From the network (a revalidation's 304 too).
+        case networkLoad = 1
+        /// From the session's URL cache, with no request sent; its timings are nil but the fetch start.
+        case localCache = 3
+    }
+
+    /// Where the response came from.
+    public var resourceFetchType: ResourceFetchType = .networkLoad
     /// The request of this exchange.
     public var request: URLRequest
     /// The response, when one arrived.

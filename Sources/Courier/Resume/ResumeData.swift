@@ -68,14 +68,3 @@ struct ResumeData: Codable, Sendable, Equatable {
         return lastModified
     }
 }
-
-/// IMF-fixdate parsing (`Sun, 06 Nov 1994 08:49:37 GMT`).
-enum HTTPDate {
-    static func parse(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text)
-    }
-}

@@ -124,6 +124,23 @@ public struct SessionConfiguration: Sendable {
     /// Whether to offer HTTP/2 over TLS (ALPN). Plain `http` always speaks HTTP/1.1. Default true.
     public var allowsHTTP2 = true
 
+    /// The URL cache of the session's data tasks, or nil (the default) for none. With a cache, a GET is answered
+    /// from it as RFC 9111 allows (fresh by `Cache-Control: max-age`, `Expires`, or 10 % of the time since
+    /// `Last-Modified`), a stale entry with an `ETag` or `Last-Modified` is revalidated (`If-None-Match`,
+    /// `If-Modified-Since`) and a 304 serves the stored body, and storable responses no larger than 5 % of the
+    /// cache's capacity are stored (after `urlSession(_:dataTask:willCacheResponse:completionHandler:)`). Download
+    /// tasks and background sessions never use it, as on iOS for background sessions.
+    ///
+    /// Apple's default is `URLCache.shared`; Courier's is nil, so that a server or a tool never serves a stored
+    /// response by surprise (and writes nothing under `~/.cache`). Set `URLCache.shared` for Apple's behaviour, or
+    /// `URLCache(memoryCapacity:diskCapacity:diskPath:)` for a cache of the session's own.
+    public var urlCache: URLCache?
+
+    /// How a request whose `cachePolicy` is `.useProtocolCachePolicy` (every request made from a URL or an
+    /// `HTTPRequest`) uses ``urlCache``. Default `.useProtocolCachePolicy`; `.returnCacheDataDontLoad` with nothing
+    /// stored fails with `resourceUnavailable`.
+    public var requestCachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy
+
     /// The cookie store, or nil to handle no cookies at all.
     public var httpCookieStorage: CookieStorage?
 

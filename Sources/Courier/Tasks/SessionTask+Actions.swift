@@ -25,6 +25,13 @@ extension SessionTask {
                 core.runningBackend?.decide(transfer, decision)
             case .storeCookies(let response):
                 core.storeCookies(response.head, url: response.url)
+            case .lookUpCache(let request):
+                let entry = request.url.flatMap { core.configuration.urlCache?.entry(for: $0) }
+                send(.cacheLookedUp(entry), work: &work)
+            case .storeInCache(let entry):
+                storeInCache(entry, work: &work)
+            case .invalidateCache(let url):
+                core.configuration.urlCache?.removeEntry(for: url)
             case .ask(let question):
                 ask(question, work: &work)
             case .deliver(let delivery):
@@ -192,9 +199,64 @@ extension SessionTask {
             delegate.urlSession(session, dataTask: dataTask, didBecome: downloadTask)
         }
         core.dispatcher.enqueue(work)
+        if transfer == 0 {
+            downloadTask.writeServedBody(to: staging)
+            return
+        }
         if let error = core.runningBackend?.decide(transfer, .toFile(path: staging.path)) {
             let hop = downloadTask.storage.withLock { $0.hop }
             downloadTask.send(.heldFailed(hop: hop, error))
         }
+    }
+}
+
+// MARK: The URL cache
+
+extension SessionTask {
+    /// ``TaskAction/storeInCache(_:)``: stores the entry, after a data delegate's `willCacheResponse` when the task
+    /// reports to one (queued before the completion, which the machine emits after this action).
+    fileprivate func storeInCache(_ entry: CacheEntry, work: inout DelegateWork) {
+        guard let cache = core.configuration.urlCache, let proposed = URLCache.cachedResponse(for: entry) else {
+            return
+        }
+        let url = entry.response.url
+        guard case .delegate = sink, core.isDataDelegate, let dataTask = self as? DataTask else {
+            cache.store(proposed, for: url)
+            return
+        }
+        work.append { [core] session in
+            guard let session, let delegate = core.delegate as? any SessionDataDelegate else {
+                return
+            }
+            delegate.urlSession(session, dataTask: dataTask, willCacheResponse: proposed) { answer in
+                if let answer {
+                    cache.store(answer, for: url)
+                }
+            }
+        }
+    }
+}
+
+extension DownloadTask {
+    /// A data task answered from the URL cache became this download: its stored body is the file. Written here, then
+    /// reported as the (transfer-less) hop's completion, so the machine ends the download as a transfer would.
+    fileprivate func writeServedBody(to staging: URL) {
+        let (hop, body) = storage.withLock { ($0.hop, $0.servedEntry?.body ?? Data()) }
+        var completion = TransferCompletion(error: nil, bytesOnDisk: Int64(body.count))
+        do {
+            try body.write(to: staging)
+        } catch {
+            completion = TransferCompletion(
+                error: CourierError(.cannotWriteToFile, "the cached body could not be written: \(error)")
+            )
+        }
+        let size = Int64(body.count)
+        let event = TransferEvent(
+            id: TransferID(task: registryKey, hop: hop),
+            transfer: 0,
+            progress: TransferProgress(received: size, expectedToReceive: size),
+            payload: .complete(completion)
+        )
+        send(.event(hop: hop, event))
     }
 }

@@ -144,12 +144,16 @@ extension SessionTask {
             return nil
         }
         let transactions = final.hops.map { hop in
-            SessionTaskTransactionMetrics(
+            var transaction = SessionTaskTransactionMetrics(
                 request: hop.request.urlRequest,
                 response: hop.response?.httpResponse,
                 start: hop.start,
                 engine: hop.metrics ?? TransferMetrics()
             )
+            if hop.servedFromCache {
+                transaction.resourceFetchType = .localCache
+            }
+            return transaction
         }
         return SessionTaskMetrics(
             transactionMetrics: transactions,

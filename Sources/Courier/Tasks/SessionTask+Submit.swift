@@ -222,6 +222,9 @@ extension SessionTask {
                 add("If-Range", resume.validator)
             }
         }
+        for (name, value) in plan.conditions where !present.contains(name.lowercased()) {
+            add(name, value)
+        }
         // A resumed range asks for the identity coding: the bytes on disk were never encoded.
         if plan.resumeOffset > 0 && !present.contains("accept-encoding") {
             add("Accept-Encoding", "identity")

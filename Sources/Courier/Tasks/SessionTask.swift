@@ -64,7 +64,10 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             self.storage = LockedValue(initial)
             return
         }
-        var machine = TaskMachine(role: SessionTask.role(kind: kind, sink: sink, core: core), request: request)
+        var machine = TaskMachine(
+            role: SessionTask.role(kind: kind, sink: sink, core: core, request: request),
+            request: request
+        )
         if let uploadBody {
             machine.expectedToSend = uploadBody.length
         } else if let length = request?.body?.count, length > 0 {
@@ -74,13 +77,23 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
 
     /// What a task of `kind` reporting to `sink` is, for its machine.
-    static func role(kind: Kind, sink: TaskSink, core: SessionCore) -> TaskMachine.Role {
-        TaskMachine.Role(
+    static func role(kind: Kind, sink: TaskSink, core: SessionCore, request: TaskRequest? = nil) -> TaskMachine.Role {
+        let configuration = core.configuration
+        var role = TaskMachine.Role(
             kind: kind,
             collectsBody: sink.collectsBody,
             asksDisposition: kind != .download && sink.usesDelegateForBody && core.isDataDelegate,
-            waitsForConnectivity: core.configuration.waitsForConnectivity && core.configuration.identifier == nil
+            waitsForConnectivity: configuration.waitsForConnectivity && configuration.identifier == nil
         )
+        // Data and upload tasks of a session with a cache (an upload's success invalidates its URL).
+        if kind != .download, configuration.identifier == nil, let cache = configuration.urlCache {
+            let policy = request?.cachePolicy ?? .useProtocolCachePolicy
+            role.cacheMode = HTTPCacheRules.Mode(
+                policy == .useProtocolCachePolicy ? configuration.requestCachePolicy : policy
+            )
+            role.cacheEntryLimit = cache.entryLimit
+        }
+        return role
     }
 
     // MARK: Public properties

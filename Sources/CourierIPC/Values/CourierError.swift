@@ -33,6 +33,9 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         /// No network reaches the host: the system has no route to it (`ENETUNREACH`, `ENETDOWN`). A session with
         /// `waitsForConnectivity` waits for one instead of failing.
         public static let notConnectedToInternet = Code(rawValue: -1009)
+        /// The resource is not available: a request whose cache policy is `.returnCacheDataDontLoad` (or that
+        /// says `Cache-Control: only-if-cached`) found nothing in the URL cache.
+        public static let resourceUnavailable = Code(rawValue: -1008)
         /// More than 16 redirects, or a redirect loop.
         public static let httpTooManyRedirects = Code(rawValue: -1007)
         /// A redirect from `https` to `http` was refused.
@@ -88,6 +91,7 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         private static let names: [Int: String] = [
             -999: "cancelled", -1000: "badURL", -1001: "timedOut", -1002: "unsupportedURL",
             -1003: "cannotFindHost", -1004: "cannotConnectToHost", -1005: "networkConnectionLost",
+            -1008: "resourceUnavailable",
             -1009: "notConnectedToInternet",
             -1007: "httpTooManyRedirects", -1011: "badServerResponse",
             -1012: "userCancelledAuthentication", -1013: "userAuthenticationRequired",

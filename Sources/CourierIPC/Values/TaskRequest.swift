@@ -110,6 +110,12 @@ package struct TaskRequest: Codable, Sendable, Equatable {
 
     private static let placeholderURL = URL(fileURLWithPath: "/")
 
+    /// The caller's `URLRequest.cachePolicy`; `.useProtocolCachePolicy` for a request made without one (and for a
+    /// decoded one: background sessions use no cache).
+    package var cachePolicy: URLRequest.CachePolicy {
+        details?.fields.source?.cachePolicy ?? .useProtocolCachePolicy
+    }
+
     /// The value of the field `name`, compared case-insensitively.
     package func value(forHTTPHeaderField name: String) -> String? {
         let fields = headerFields

@@ -18,6 +18,7 @@ enum DelegateEvent: Sendable, CustomStringConvertible {
     case redirect(task: Int, status: Int, to: String)
     case challenge(task: Int, method: String, previousFailures: Int)
     case becameDownload(task: Int, download: Int)
+    case willCache(task: Int, bytes: Int)
     case metrics(task: Int, metrics: SessionTaskMetrics)
     case completed(task: Int, error: CourierError?)
     case invalid
@@ -27,7 +28,7 @@ enum DelegateEvent: Sendable, CustomStringConvertible {
         switch self {
         case .response(let task, _), .data(let task, _), .wrote(let task, _, _, _), .sent(let task, _, _, _),
             .resumed(let task, _, _), .finished(let task, _, _, _), .redirect(let task, _, _),
-            .challenge(let task, _, _), .becameDownload(let task, _), .metrics(let task, _),
+            .challenge(let task, _, _), .becameDownload(let task, _), .metrics(let task, _), .willCache(let task, _),
             .completed(let task, _):
             return task
         case .invalid, .notOnDelegateQueue:
@@ -46,6 +47,7 @@ enum DelegateEvent: Sendable, CustomStringConvertible {
         case .redirect(let task, let status, let to): "redirect(\(task), \(status), \(to))"
         case .challenge(let task, let method, let failures): "challenge(\(task), \(method), \(failures))"
         case .becameDownload(let task, let download): "becameDownload(\(task), \(download))"
+        case .willCache(let task, let bytes): "willCache(\(task), \(bytes))"
         case .metrics(let task, let metrics): "metrics(\(task), \(metrics.transactionMetrics.count))"
         case .completed(let task, let error): "completed(\(task), \(error.map { "\($0.code)" } ?? "nil"))"
         case .invalid: "invalid"
@@ -66,6 +68,7 @@ final class RecordingDelegate: SessionDataDelegate, SessionDownloadDelegate, Sen
         var disposition: (@Sendable (URLResponse) -> Session.ResponseDisposition)?
         var readDownloadedFile = true
         var onData: (@Sendable (DataTask, Data) -> Void)?
+        var willCache: (@Sendable (CachedURLResponse) -> CachedURLResponse?)?
     }
 
     init() {}
@@ -223,6 +226,17 @@ final class RecordingDelegate: SessionDataDelegate, SessionDownloadDelegate, Sen
     func urlSession(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) {
         check("becameDownload")
         log.append(.becameDownload(task: dataTask.taskIdentifier, download: downloadTask.taskIdentifier))
+    }
+
+    func urlSession(
+        _ session: Session,
+        dataTask: DataTask,
+        willCacheResponse proposedResponse: CachedURLResponse,
+        completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void
+    ) {
+        check("willCache")
+        log.append(.willCache(task: dataTask.taskIdentifier, bytes: proposedResponse.data.count))
+        completionHandler(scripts.withLock { $0.willCache }.map { $0(proposedResponse) } ?? proposedResponse)
     }
 
     func urlSession(_ session: Session, dataTask: DataTask, didReceive data: Data) {

@@ -9,6 +9,8 @@ struct HopRecord: Sendable, Equatable {
     var request: TaskRequest
     var start: Date
     var response: TaskResponse?
+    /// The exchange was answered from the URL cache, with no transfer.
+    var servedFromCache = false
     /// The backend's timings, once the hop's COMPLETE arrived. Held out of line: a hop waiting for a slot stays
     /// small.
     var metrics: TransferMetrics? {
@@ -31,6 +33,7 @@ struct HopRecord: Sendable, Equatable {
 
     static func == (lhs: HopRecord, rhs: HopRecord) -> Bool {
         lhs.request == rhs.request && lhs.start == rhs.start && lhs.response == rhs.response
+            && lhs.servedFromCache == rhs.servedFromCache
             && lhs.metrics == rhs.metrics
     }
 }

@@ -25,6 +25,11 @@ struct RareTaskState: Sendable {
     /// `countOfBytesClientExpectsToSend` / `…ToReceive`, when set.
     var clientExpectsToSend: Int64?
     var clientExpectsToReceive: Int64?
+    /// The URL cache's part (``TaskMachine/revalidating``, ``TaskMachine/servedEntry``,
+    /// ``TaskMachine/cacheCandidate``).
+    var revalidating: CacheEntry?
+    var servedEntry: CacheEntry?
+    var cacheCandidate: CacheCandidate?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

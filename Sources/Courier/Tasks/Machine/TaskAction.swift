@@ -22,6 +22,13 @@ enum TaskAction: Codable, Sendable, Equatable {
     case decide(UInt64, TransferDecision)
     /// The response set cookies: store them (if the configuration keeps cookies).
     case storeCookies(TaskResponse)
+    /// Look for a stored response to the request in the session's URL cache; answer with
+    /// ``TaskInput/cacheLookedUp(_:)``.
+    case lookUpCache(TaskRequest)
+    /// Store (or refresh) a response and its body in the session's URL cache.
+    case storeInCache(CacheEntry)
+    /// An unsafe request succeeded: remove what the cache holds for its URL.
+    case invalidateCache(URL)
     /// Ask the delegate (or Courier's default) and feed the answer back.
     case ask(TaskQuestion)
     /// Tell the delegate, the completion handler or the stream.
@@ -53,6 +60,8 @@ struct HopPlan: Codable, Sendable, Equatable {
     var staging: URL?
     /// The resume data a resumed hop continues (its headers and validator go on the request).
     var resume: ResumeData?
+    /// The conditional fields of a revalidation of a stored response (`If-None-Match`, `If-Modified-Since`).
+    var conditions: [String: String] = [:]
 }
 
 /// A response and the URL it answered.

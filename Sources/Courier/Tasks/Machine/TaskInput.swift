@@ -20,6 +20,8 @@ enum TaskInput: Codable, Sendable, Equatable {
     /// The answer to ``TaskAction/start`` when the task cannot start (an invalid request, a missing upload file,
     /// an invalidated session, unusable resume data).
     case failed(CourierError)
+    /// The answer to ``TaskAction/lookUpCache(_:)``: the stored response, or nil.
+    case cacheLookedUp(CacheEntry?)
     /// The backend accepted the hop's transfer.
     case submitted(hop: Int, transfer: UInt64)
     /// The backend refused the hop's transfer.

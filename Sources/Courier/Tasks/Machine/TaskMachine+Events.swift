@@ -37,8 +37,11 @@ extension TaskMachine {
         }
         switch event.payload {
         case .response(let held, let resumeOffset, let head):
-            receivedResponse(head, held: held, resumeOffset: resumeOffset, into: &actions)
+            receivedResponse(head, held: held, resumeOffset: resumeOffset, at: now, into: &actions)
         case .data(let data):
+            if role.cacheMode != nil {
+                keepForCache(data)
+            }
             if role.collectsBody {
                 bodyChunks.append(data)
             } else {
@@ -126,6 +129,9 @@ extension TaskMachine {
             outcome = .failure(error)
         } else {
             outcome = .success
+            if role.cacheMode != nil {
+                cacheTransferSucceeded(into: &actions)
+            }
         }
         complete(outcome, into: &actions)
     }

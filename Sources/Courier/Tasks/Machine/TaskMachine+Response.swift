@@ -10,6 +10,7 @@ extension TaskMachine {
         _ head: ResponseHead,
         held: Bool,
         resumeOffset: Int64,
+        at now: Date,
         into actions: inout TaskActions
     ) {
         guard let url = currentURL else {
@@ -17,7 +18,7 @@ extension TaskMachine {
             failHeld(CourierError(.badServerResponse, "a response to a request without a URL"), into: &actions)
             return
         }
-        let response = TaskResponse(url: url, head: head)
+        var response = TaskResponse(url: url, head: head)
         if !head.setCookies.isEmpty {
             actions.append(.storeCookies(response))
         }
@@ -29,7 +30,8 @@ extension TaskMachine {
             // is ending, and its COMPLETE reports `cancelled`.
             return
         }
-        if held {
+        response = cacheResponse(response, at: now, into: &actions)
+        if held && servedEntry == nil {
             if (300...399).contains(head.status),
                 let target = RedirectPolicy.target(location: head.value("Location"), relativeTo: url)
             {
@@ -237,6 +239,10 @@ extension TaskMachine {
             return
         }
         awaiting = nil
+        if currentHopServedFromCache {
+            servedDispositionAnswered(answer, into: &actions)
+            return
+        }
         switch answer {
         case .allow:
             actions.append(.decide(transfer, .allow))

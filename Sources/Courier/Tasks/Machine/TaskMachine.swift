@@ -55,6 +55,11 @@ struct TaskMachine: Sendable {
         var asksDisposition: Bool
         /// `waitsForConnectivity`: a hop that finds no network waits for one (``TaskAction/checkConnectivity``).
         var waitsForConnectivity = false
+        /// How the task uses the session's URL cache; nil when it uses none (no cache, a background session, a
+        /// download).
+        var cacheMode: HTTPCacheRules.Mode?
+        /// The largest body the cache takes (5 % of its capacity, as Apple's URLCache).
+        var cacheEntryLimit = 0
     }
 
     var role: Role
@@ -181,6 +186,22 @@ struct TaskMachine: Sendable {
         get { rare[\.clientExpectsToReceive] }
         set { rare[\.clientExpectsToReceive] = newValue }
     }
+    /// The stored response a hop revalidates (its request carries the entry's validators).
+    var revalidating: CacheEntry? {
+        get { rare[\.revalidating] }
+        set { rare[\.revalidating] = newValue }
+    }
+    /// The stored response the task delivers (served from the cache, or revalidated by a 304): its body goes out
+    /// before the end.
+    var servedEntry: CacheEntry? {
+        get { rare[\.servedEntry] }
+        set { rare[\.servedEntry] = newValue }
+    }
+    /// The response being received, stored when its body is complete.
+    var cacheCandidate: CacheCandidate? {
+        get { rare[\.cacheCandidate] }
+        set { rare[\.cacheCandidate] = newValue }
+    }
     var resumeSourceError: CourierError? {
         get { rare[\.resumeSourceError] }
         set { rare[\.resumeSourceError] = newValue }
@@ -234,7 +255,9 @@ struct TaskMachine: Sendable {
             }
             self.staging = staging
             resourceDeadline = deadline
-            submitHop(currentRequest, resumeOffset: resumeOffset, authentication: .none, at: now, into: &actions)
+            beginFirstHop(resumeOffset: resumeOffset, at: now, into: &actions)
+        case .cacheLookedUp(let entry):
+            cacheLookedUp(entry, at: now, into: &actions)
         case .failed(let error):
             complete(.failure(error), into: &actions)
         case .submitted(let hop, let transfer):
@@ -376,6 +399,7 @@ struct TaskMachine: Sendable {
         _ request: TaskRequest?,
         resumeOffset: Int64,
         authentication: TransferSpec.Authentication,
+        conditions: [String: String] = [:],
         at now: Date,
         into actions: inout TaskActions
     ) {
@@ -420,7 +444,8 @@ struct TaskMachine: Sendable {
                     priority: priority,
                     resourceDeadline: resourceDeadline,
                     staging: staging,
-                    resume: resumeOffset > 0 ? resumeSource : nil
+                    resume: resumeOffset > 0 ? resumeSource : nil,
+                    conditions: conditions
                 )
             )
         )
