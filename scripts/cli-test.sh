@@ -335,6 +335,29 @@ else
     fail "--retry 1: one more try, then the 503 fails the URL" "$(show retry-out)"
 fi
 
+# --checksum: the file's digest is checked as it is written; another one fails the URL and saves nothing.
+sum="$(sha256sum "$files/one.bin" | cut -d' ' -f1)"
+run checksum get --checksum "sha-256=$sum" -P "$work/out-sum" "$base/one.bin"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-sum/one.bin"; then
+    pass "--checksum sha-256=HEX: a file with that digest is saved"
+else
+    fail "--checksum sha-256=HEX: a file with that digest is saved" "$(show checksum)"
+fi
+wrong="$(sha512sum "$files/two.bin" | cut -d' ' -f1)"
+run badsum get --checksum "sha-512=$wrong" -P "$work/out-badsum" "$base/one.bin"
+if [ "$rc" -eq 1 ] && grep -q "sha-512 is" "$work/badsum.err" && [ ! -e "$work/out-badsum/one.bin" ] \
+    && [ -z "$(ls -A "$work/out-badsum" 2>/dev/null)" ]; then
+    pass "--checksum with another digest: the URL fails, nothing is saved (no partial file either)"
+else
+    fail "--checksum with another digest: the URL fails, nothing is saved (no partial file either)" "$(show badsum)"
+fi
+run sumargs get --checksum "sha-256=12" "$base/one.bin"
+if [ "$rc" -eq 64 ] && grep -q "checksum takes" "$work/sumargs.err"; then
+    pass "--checksum with a malformed digest is a bad argument"
+else
+    fail "--checksum with a malformed digest is a bad argument" "$(show sumargs)"
+fi
+
 # The environment's proxy, as curl reads it: the file server serves a request in absolute form as its path, and
 # origin.invalid is reachable only through it (never resolved).
 rc=0

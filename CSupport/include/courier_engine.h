@@ -101,6 +101,21 @@ typedef struct {
  * which pass to the engine on success (it closes the descriptors and
  * releases the body when the transfer ends) and stay the caller's when
  * cr_engine_submit() fails. */
+/* The digest a CR_SINK_FILE transfer computes on its writer thread while the
+ * body is written (no second read of the file; a resumed download's prefix
+ * on disk is read once when its first chunk is written). COMPLETE carries
+ * it over the whole file. */
+typedef enum {
+  CR_DIGEST_NONE = 0,
+  CR_DIGEST_SHA256 = 1,
+  CR_DIGEST_SHA512 = 2,
+  /* The algorithm a Repr-Digest (RFC 9530), Content-Digest (of a 200) or
+   * Digest (RFC 3230) field of the final response names, SHA-512 before
+   * SHA-256; none when it names neither, or when the body is decoded from a
+   * content coding (the digest is of the encoded bytes). */
+  CR_DIGEST_AUTO = 3
+} cr_digest_t;
+
 typedef struct {
   const char* url;              /* absolute http or https URL            */
   const char* method;           /* "GET", "PUT", ... (NULL: GET)          */
@@ -122,6 +137,8 @@ typedef struct {
    * encoded entity are never mixed into a file); do not combine with
    * CR_FLAG_DECODE. */
   int64_t resume_offset;
+  cr_digest_t digest;           /* CR_SINK_FILE: hash the file as written;
+                                   sink_fd must then be readable too     */
   uint32_t flags;               /* CR_FLAG_*                             */
   cr_auth_t auth;
   const char* username;         /* with auth != CR_AUTH_NONE             */
@@ -152,6 +169,13 @@ typedef struct {
   void (*on_events)(void* context, const cr_event_t* events, size_t count);
   void* context;
 } cr_engine_config_t;
+
+/* The digest of the first `length` bytes of the file at `path` (SHA-256 or
+ * SHA-512) into out; returns its length, or 0 when the file cannot be read
+ * that far. For a file the engine did not write (a resumed download that
+ * was already whole). Blocking; any thread. */
+size_t cr_file_digest(const char* path, int64_t length, cr_digest_t kind,
+                      unsigned char out[64]);
 
 /* Engine error codes (CR_EVENT_COMPLETE.error); 0 is success. */
 typedef enum {
@@ -231,6 +255,9 @@ struct cr_event_s {
   char* message;                 /* owned, may be NULL                      */
   int64_t bytes_on_disk;         /* CR_SINK_FILE: contiguous bytes written
                                     from offset 0, flushed to the fd         */
+  cr_digest_t digest_kind;       /* SHA256 or SHA512 when digest is set:
+                                    of the bytes_on_disk bytes; else NONE    */
+  unsigned char digest[64];      /* 32 bytes of SHA-256, 64 of SHA-512      */
   cr_metrics_t metrics;
 };
 

@@ -32,6 +32,27 @@ static int write_fully(int fd, const char* buffer, size_t length,
   return 0;
 }
 
+/* Adds a written chunk to its transfer's digest: the file's bytes before it
+ * first (a resumed download's prefix, read once), from scratch when the
+ * chunk starts before what was hashed (the file started over). */
+static int hash_chunk(const cr_write_job_t* job) {
+  cr_running_t* run = job->transfer->run;
+  int result;
+  if (run->hash == NULL)
+    return 0;
+  if (job->offset < run->hashed) {
+    cr__sha2_init(run->hash, run->hash->kind);
+    run->hashed = 0;
+  }
+  result = cr__sha2_update_from_file(run->hash, job->fd, run->hashed,
+                                     job->offset);
+  if (result != 0)
+    return result;
+  cr__sha2_update(run->hash, job->buffer, job->length);
+  run->hashed = job->offset + (int64_t)job->length;
+  return 0;
+}
+
 static void* writer_main(void* arg) {
   cr_writer_t* writer = arg;
   cr__name_thread("courier-write", writer->index);
@@ -56,6 +77,8 @@ static void* writer_main(void* arg) {
     } else {
       job->result_errno =
           write_fully(job->fd, job->buffer, job->length, job->offset);
+      if (job->result_errno == 0)
+        job->result_errno = hash_chunk(job);
       if (job->result_errno != 0)
         atomic_store(&job->transfer->run->writer_failed, 1);
     }

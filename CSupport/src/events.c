@@ -107,6 +107,22 @@ static void emit_response(cr_transfer_t* t, int may_hold) {
 
 void cr__emit_response(cr_transfer_t* t) { emit_response(t, 1); }
 
+/* The file's digest for COMPLETE: every write is done (the writer no longer
+ * touches run->hash); bytes no chunk brought (a range that added nothing)
+ * are read from the file here. */
+static void finish_digest(cr_transfer_t* t, cr_event_t* e) {
+  cr_sha2_t* hash = t->run->hash;
+  if (hash->kind == CR_DIGEST_NONE || t->run->hashed > e->bytes_on_disk)
+    return;
+  if (cr__sha2_update_from_file(hash, t->sink_fd, t->run->hashed,
+                                e->bytes_on_disk) != 0)
+    return;
+  t->run->hashed = e->bytes_on_disk;
+  e->digest_kind = hash->kind;
+  cr__sha2_final(hash, e->digest);
+  hash->kind = CR_DIGEST_NONE; /* final: never reused */
+}
+
 void cr__emit_last(cr_transfer_t* t) {
   cr_loop_t* loop = t->loop;
   cr_event_t* e;
@@ -126,6 +142,9 @@ void cr__emit_last(cr_transfer_t* t) {
   e->bytes_on_disk = t->sink != CR_SINK_FILE ? 0
                      : kept ? t->run->body_base + t->run->bytes_flushed
                             : t->resume_offset;
+  if (kept && t->error == CR_OK && t->run->hash &&
+      t->run->pending_writes == 0)
+    finish_digest(t, e);
   if (t->metrics)
     e->metrics = *t->metrics;
 }

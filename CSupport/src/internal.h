@@ -37,6 +37,7 @@
 
 #include "alloc.h"
 #include "courier_engine.h"
+#include "sha2.h"
 
 /* Debug checks (assertions on states and invariants) are compiled in debug
  * builds only: SwiftPM's debug configuration defines DEBUG=1, its release
@@ -148,6 +149,12 @@ typedef struct {
   int pending_writes;
   int write_errno;
   atomic_int writer_failed;
+  /* The digest of the file (cr_request_t.digest): made at the end of the
+   * final response's headers, then the writer thread's alone while jobs
+   * are in flight; `hashed` bytes from offset 0 are in it. */
+  cr_sha2_t* hash;
+  int64_t hashed;
+  cr_digest_t auto_digest;    /* what the head's digest fields name          */
 } cr_running_t;
 
 /* A transfer, owned by its loop from the moment the submit command is
@@ -179,6 +186,7 @@ struct cr_transfer_s {
   int body_fd;
   int sink_fd;
   cr_sink_t sink;
+  cr_digest_t digest;
   uint32_t flags;
   int64_t resume_offset;
   char* username;

@@ -142,6 +142,7 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   }
   t->body_fd_length = request->body_fd_length;
   t->sink = request->sink;
+  t->digest = request->sink == CR_SINK_FILE ? request->digest : CR_DIGEST_NONE;
   t->resume_offset = request->resume_offset > 0 ? request->resume_offset : 0;
   t->flags = request->flags;
   t->auth = request->auth;
@@ -227,6 +228,7 @@ void cr__transfer_free(cr_transfer_t* t) {
     free(t->run->header_block);
     free(t->run->memory);
     free(t->run->chunk);
+    free(t->run->hash);
     free(t->run);
   }
   free(t->message);
@@ -246,6 +248,7 @@ static void reset_response(cr_transfer_t* t) {
   t->has_location = 0;
   t->encoded = 0;
   t->response_seen = 0;
+  t->run->auto_digest = CR_DIGEST_NONE;
   t->run->body_base = -1; /* until finish_headers: the Content-Range start */
 }
 
@@ -296,6 +299,42 @@ static int fail_from_callback(cr_transfer_t* t, cr_error_t error,
   return 0;
 }
 
+/* The algorithm a digest field's value names, SHA-512 first (RFC 9530's
+ * "sha-512=:…:", RFC 3230's "SHA-256=…"). */
+static cr_digest_t named_digest(const char* value, size_t length) {
+  cr_digest_t found = CR_DIGEST_NONE;
+  size_t i;
+  for (i = 0; i + 7 <= length; i++) {
+    if (strncasecmp(value + i, "sha-512", 7) == 0)
+      return CR_DIGEST_SHA512;
+    if (strncasecmp(value + i, "sha-256", 7) == 0)
+      found = CR_DIGEST_SHA256;
+  }
+  return found;
+}
+
+/* At the end of the final response's headers: the file's digest starts
+ * (again) with the body the file keeps. */
+static int start_digest(cr_transfer_t* t) {
+  cr_digest_t kind = t->digest;
+  if (kind == CR_DIGEST_AUTO)
+    kind = t->encoded && (t->flags & CR_FLAG_DECODE) ? CR_DIGEST_NONE
+                                                     : t->run->auto_digest;
+  if (kind == CR_DIGEST_NONE || t->discard_body || t->status / 100 != 2)
+    return 1;
+  /* Made once per transfer: the writer may still hash an earlier
+   * response's chunks; it starts over itself when a chunk goes back to an
+   * offset it already hashed past (a whole entity after a range). */
+  if (t->run->hash == NULL) {
+    t->run->hash = cr__malloc(sizeof(*t->run->hash));
+    if (t->run->hash == NULL)
+      return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+    cr__sha2_init(t->run->hash, kind);
+    t->run->hashed = 0;
+  }
+  return 1;
+}
+
 /* Decides, at the end of the final response's headers, what its body is. */
 static int finish_headers(cr_transfer_t* t) {
   t->response_seen = 1;
@@ -340,7 +379,7 @@ static int finish_headers(cr_transfer_t* t) {
     }
     /* Any other status: its body never goes into the partial file. */
   }
-  return 1;
+  return start_digest(t);
 }
 
 static int parse_content_range(cr_transfer_t* t, const char* value,
@@ -412,6 +451,15 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
       t->chunked = 1;
   } else if (header_value(data, length, "Location", &value_length)) {
     t->has_location = value_length > 0;
+  } else if ((value = header_value(data, length, "Repr-Digest",
+                                   &value_length)) ||
+             (t->status == 200 &&
+              (value = header_value(data, length, "Content-Digest",
+                                    &value_length))) ||
+             (value = header_value(data, length, "Digest", &value_length))) {
+    cr_digest_t named = named_digest(value, value_length);
+    if (named > t->run->auto_digest)
+      t->run->auto_digest = named;
   } else if ((value = header_value(data, length, "Content-Encoding",
                                    &value_length))) {
     if (value_length > 0 &&

@@ -59,6 +59,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
     let usesContentDisposition: Bool
     /// How many times a plan is tried again after a failure that may pass (``RetryRule``).
     let retries: Int
+    /// `--checksum`: the digest every download of the run must have.
+    let checksum: Checksum?
     let partials: PartialDownloads
     let startedAt: ContinuousClock.Instant
     private let events: AsyncStream<RunEvent>.Continuation
@@ -70,6 +72,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         overwrite: Bool,
         usesContentDisposition: Bool,
         retries: Int = 0,
+        checksum: Checksum? = nil,
         events: AsyncStream<RunEvent>.Continuation
     ) {
         self.plans = plans
@@ -77,6 +80,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         self.overwrite = overwrite
         self.usesContentDisposition = usesContentDisposition
         self.retries = retries
+        self.checksum = checksum
         self.partials = PartialDownloads(directory: outputDirectory)
         self.events = events
         self.startedAt = .now
@@ -106,6 +110,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
             task = session.downloadTask(with: plan.url)
         }
         task.taskDescription = plan.name
+        task.expectedChecksum = checksum
         state.withLock { state in
             state.planOfTask[task.taskIdentifier] = plan.index
             state.tasks[plan.index] = task

@@ -6,8 +6,8 @@ import Foundation
 import Glibc
 #endif
 
-/// `courier get URL... [-o FILE | -P DIR] [-i FILE] [--parallel N] [--retry N] [--continue] [--force]
-/// [--background] …`
+/// `courier get URL... [-o FILE | -P DIR] [-i FILE] [--parallel N] [--retry N] [--checksum ALG=HEX] [--continue]
+/// [--force] [--background] …`
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Download URLs into a directory (or one URL into a file), showing progress.",
@@ -20,7 +20,8 @@ struct Get: AsyncParsableCommand {
             With -o FILE (one URL), the download is saved as FILE exactly, replacing it, as curl -o does.
 
             An HTTP status other than 2xx (such as 401 or 404, even with an empty body) fails the URL: \
-            nothing is saved for it. With --retry N, a URL that fails for a reason that may pass (a timeout, a lost \
+            nothing is saved for it. So does a file whose SHA-256 or SHA-512 is not the one --checksum gives, or not \
+            the one the server announced (Repr-Digest, Content-Digest or Digest), checked as the file is written. With --retry N, a URL that fails for a reason that may pass (a timeout, a lost \
             or refused connection, HTTP 408, 429, 500, 502, 503 or 504) is tried again up to N times, after 1 s, \
             2 s, 4 s, ... (or the server's Retry-After, up to 60 s), from the bytes it has when the server allows.
 
@@ -92,6 +93,14 @@ struct Get: AsyncParsableCommand {
     )
     var continueAt: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "The digest the file must have: sha-256=HEX or sha-512=HEX (one URL). Another digest fails the URL.",
+            valueName: "algorithm=hex"
+        )
+    )
+    var checksum: String?
+
     @Flag(name: [.short, .long], help: "Replace existing files instead of saving under a -N name.")
     var force = false
 
@@ -123,6 +132,14 @@ struct Get: AsyncParsableCommand {
         }
         guard (0...100).contains(retry) else {
             throw ValidationError("--retry must be between 0 and 100 (got \(retry)).")
+        }
+        if let checksum {
+            guard Checksum(checksum) != nil else {
+                throw ValidationError("--checksum takes sha-256=HEX (64 digits) or sha-512=HEX (128 digits).")
+            }
+            guard urls.count == 1 && inputFile == nil else {
+                throw ValidationError("--checksum checks one URL's file; give one URL.")
+            }
         }
         if outputFile != nil && (urls.count != 1 || inputFile != nil) {
             throw ValidationError("-o FILE saves one URL; for several, give a directory with -P DIR.")
@@ -236,6 +253,7 @@ struct Get: AsyncParsableCommand {
             overwrite: overwrite,
             usesContentDisposition: contentDisposition && fileName == nil,
             retries: retry,
+            checksum: checksum.flatMap(Checksum.init),
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
@@ -253,6 +271,7 @@ struct Get: AsyncParsableCommand {
             let path = directory.appendingPathComponent(name).path
             let task = session.downloadTask(with: url)
             task.taskDescription = path
+            task.expectedChecksum = checksum.flatMap(Checksum.init)
             if BackgroundTransfers.hand(task, subject: "\(url.absoluteString) -> \(path)") {
                 handed += 1
             }

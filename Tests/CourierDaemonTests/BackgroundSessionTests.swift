@@ -172,6 +172,35 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
+    @Test("courierd checks a download's checksum before the app hears of it: the expected one, the announced one")
+    func checksums() async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let recorder = Recorder()
+        let session = Session(configuration: place.configuration("com.example.checksums"), delegate: recorder)
+        let body = TestServer.bytes(count: 1_500_000, seed: 43)
+        let right = session.downloadTask(with: server.url("/bytes/1500000?seed=43"))
+        right.expectedChecksum = Checksum("sha-512=" + TestServer.sha512Hex(body))
+        let wrong = session.downloadTask(with: server.url("/bytes/1500000?seed=43&etag=w"))
+        wrong.expectedChecksum = Checksum("sha-256=" + TestServer.sha256Hex(Data()))
+        let announced = session.downloadTask(
+            with: server.url("/bytes/1500000?seed=43&etag=a&announce=repr-digest:sha-256&wrongDigest=1")
+        )
+        for task in [right, wrong, announced] {
+            task.resume()
+        }
+        #expect(recorder.waitForCompletions(3))
+        #expect(recorder.errors[right.taskIdentifier] == .some(nil))
+        #expect(recorder.files[right.taskIdentifier] == body)
+        for task in [wrong, announced] {
+            #expect(recorder.errors[task.taskIdentifier]??.code == .checksumMismatch)
+            #expect(recorder.files[task.taskIdentifier] == nil)
+        }
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
     @Test("an app the user starts hears the events it missed, and no urlSessionDidFinishEvents (a background launch's)")
     func replayToAppStartedByHand() async throws {
         let server = try await TestServer.start()

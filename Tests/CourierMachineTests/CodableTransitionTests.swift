@@ -88,6 +88,19 @@ struct CodableTransitionTests {
         .dispositionAnswered(hop: 1, .becomeDownload(staging: D.stagingFile)),
         .heldFailed(hop: 1, CourierError(.cannotOpenFile, "no staging file", osError: 2)),
         .cacheLookedUp(nil),
+        .event(
+            hop: 1,
+            D.event(
+                hop: 1,
+                .complete(
+                    TransferCompletion(
+                        error: nil,
+                        bytesOnDisk: 3,
+                        digest: Checksum("sha-256=" + String(repeating: "0f", count: 32))
+                    )
+                )
+            )
+        ),
         .abandon,
     ]
 

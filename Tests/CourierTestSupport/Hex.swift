@@ -19,4 +19,9 @@ extension TestServer {
     public static func sha256Hex(_ data: Data) -> String {
         Hex.encode(SHA256.hash(data: data))
     }
+
+    /// The lower-case hex SHA-512 of `data`.
+    public static func sha512Hex(_ data: Data) -> String {
+        Hex.encode(SHA512.hash(data: data))
+    }
 }

@@ -118,7 +118,7 @@ extension Engine: TransferBackend {
         }
         var sinkDescriptor: Int32 = -1
         if case .file(let path, let append) = spec.sink {
-            sinkDescriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? 0 : O_TRUNC), 0o600)
+            sinkDescriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (append ? 0 : O_TRUNC), 0o600)
             guard sinkDescriptor >= 0 else {
                 let error = CourierError(
                     .cannotCreateFile,
@@ -236,6 +236,7 @@ extension Engine {
             request.sink_fd = -1
         }
         request.resume_offset = spec.resumeOffset
+        request.digest = Self.digest(of: spec)
         request.flags = Engine.flags(of: spec)
         (request.auth, request.username, request.password) = Self.credential(spec.authentication, keep)
         request.proxy = spec.proxy.flatMap(keep)
@@ -281,6 +282,14 @@ extension Engine {
         case .none: (CR_AUTH_NONE, nil, nil)
         case .basic(let user, let password): (CR_AUTH_BASIC, keep(user), keep(password))
         case .digest(let user, let password): (CR_AUTH_DIGEST, keep(user), keep(password))
+        }
+    }
+
+    private static func digest(of spec: TransferSpec) -> cr_digest_t {
+        switch spec.digest {
+        case .sha256: CR_DIGEST_SHA256
+        case .sha512: CR_DIGEST_SHA512
+        case nil: spec.announcedDigest ? CR_DIGEST_AUTO : CR_DIGEST_NONE
         }
     }
 

@@ -39,7 +39,8 @@ extension TransferEvent {
                 TransferCompletion(
                     error: error,
                     bytesOnDisk: event.bytes_on_disk,
-                    metrics: TransferMetrics(event.metrics)
+                    metrics: TransferMetrics(event.metrics),
+                    digest: withUnsafeBytes(of: event.digest) { Checksum(engineKind: event.digest_kind, bytes: $0) }
                 )
             )
         default:
@@ -92,5 +93,18 @@ extension TransferMetrics {
     private static func string(fromCField bytes: UnsafeRawBufferPointer) -> String {
         let length = bytes.firstIndex(of: 0) ?? bytes.count
         return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<length]), as: UTF8.self)
+    }
+}
+
+extension Checksum {
+    /// The digest of a COMPLETE event: the first 32 or 64 of `bytes` for `kind`; nil for `CR_DIGEST_NONE`.
+    init?(engineKind kind: cr_digest_t, bytes: UnsafeRawBufferPointer) {
+        let algorithm: Algorithm
+        switch kind {
+        case CR_DIGEST_SHA256: algorithm = .sha256
+        case CR_DIGEST_SHA512: algorithm = .sha512
+        default: return nil
+        }
+        self.init(algorithm, digest: Data(bytes.prefix(algorithm.length)))
     }
 }

@@ -4,6 +4,17 @@ public import Foundation
 ///
 /// `@unchecked Sendable` for the reason given on ``SessionTask``.
 public final class DownloadTask: SessionTask, @unchecked Sendable {
+    /// The digest the downloaded file must have. Set it before `resume()`. The engine hashes the file while it
+    /// writes it (a resumed download's bytes already on disk are read once); a file with another digest is never
+    /// handed over: the task fails with `CourierError.Code.checksumMismatch`, the file is deleted and no resume
+    /// data is made. Without one, a download whose response announces a SHA-256 or SHA-512 digest of the whole file
+    /// (`Repr-Digest`, `Content-Digest` of a 200, `Digest`) is checked against that. In a background session,
+    /// courierd checks before the app hears of the file.
+    public var expectedChecksum: Checksum? {
+        get { storage.withLock { $0.expectedChecksum } }
+        set { storage.withLock { $0.expectedChecksum = newValue } }
+    }
+
     /// Cancels the download and produces resume data for ``Session/downloadTask(withResumeData:)``.
     ///
     /// `completionHandler` is called once, on the delegate queue, before `didCompleteWithError`, with nil when

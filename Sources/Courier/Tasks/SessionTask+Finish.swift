@@ -12,7 +12,11 @@ extension SessionTask {
         var error = outcome.error
         var resumeData: Data?
         var downloadedFile: URL?
-        if kind == .download {
+        if kind == .download, error == nil, let staging = final.staging, let mismatch = checksumMismatch(final, staging) {
+            // Not the file that was asked for: never handed over, never resumed.
+            try? FileManager.default.removeItem(at: staging)
+            error = mismatch
+        } else if kind == .download {
             if error == nil {
                 downloadedFile = final.staging
             } else if let carried = error?.resumeData {

@@ -149,6 +149,8 @@ extension SessionTask {
             }
             spec.sink = .file(path: staging.path, append: plan.resumeOffset > 0)
             spec.resumeOffset = plan.resumeOffset
+            spec.digest = storage.withLock { $0.expectedChecksum?.algorithm }
+            spec.announcedDigest = spec.digest == nil
             // A resumed download holds its response so that a 416 "already complete" is not written to the file.
             spec.askResponse = plan.resumeOffset > 0
         } else {
@@ -163,11 +165,11 @@ extension SessionTask {
 
     /// The task as a background backend keeps it: its kind, description, priority and resume data.
     private func backgroundDetails() -> TransferSpec.TaskDetails {
-        let (description, priority, resumeSource, earliestBeginDate, expectsToSend, expectsToReceive) =
+        let (description, priority, resumeSource, earliestBeginDate, expectsToSend, expectsToReceive, checksum) =
             storage.withLock { machine in
                 (
                     machine.taskDescription, machine.priority, machine.resumeSource, machine.earliestBeginDate,
-                    machine.clientExpectsToSend, machine.clientExpectsToReceive
+                    machine.clientExpectsToSend, machine.clientExpectsToReceive, machine.expectedChecksum
                 )
             }
         let kind: TransferSpec.TaskDetails.Kind =
@@ -188,7 +190,8 @@ extension SessionTask {
             reportsToDelegate: reportsToDelegate,
             earliestBeginDate: earliestBeginDate,
             countOfBytesClientExpectsToSend: expectsToSend,
-            countOfBytesClientExpectsToReceive: expectsToReceive
+            countOfBytesClientExpectsToReceive: expectsToReceive,
+            expectedChecksum: checksum
         )
     }
 

@@ -86,6 +86,13 @@ extension BackgroundSessionRunner {
     }
 
     private func makeTask(for journaled: JournaledTask, in session: Session) -> SessionTask {
+        let task = makeBareTask(for: journaled, in: session)
+        // courierd checks the file before the app hears of it.
+        (task as? DownloadTask)?.expectedChecksum = journaled.spec.spec.task?.expectedChecksum
+        return task
+    }
+
+    private func makeBareTask(for journaled: JournaledTask, in session: Session) -> SessionTask {
         var request = journaled.spec.request.urlRequest
         let identifier = journaled.identifier
         switch journaled.spec.kind {

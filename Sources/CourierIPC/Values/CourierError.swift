@@ -69,6 +69,10 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         public static let cannotResume = Code(rawValue: -3100)
         /// The entity changed on the server while resuming, or a partial file was changed outside Courier.
         public static let fileChanged = Code(rawValue: -3101)
+        /// A download's file is not what was expected: its digest differs from `DownloadTask`'s
+        /// `expectedChecksum` or from the one the server announced (`Repr-Digest`, `Content-Digest`, `Digest`).
+        /// The file is deleted; no resume data is made.
+        public static let checksumMismatch = Code(rawValue: -3110)
         /// The disk is full.
         public static let insufficientSpace = Code(rawValue: -3102)
         /// Another live background session uses the same identifier.
@@ -92,6 +96,7 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
             -999: "cancelled", -1000: "badURL", -1001: "timedOut", -1002: "unsupportedURL",
             -1003: "cannotFindHost", -1004: "cannotConnectToHost", -1005: "networkConnectionLost",
             -1008: "resourceUnavailable",
+            -3110: "checksumMismatch",
             -1009: "notConnectedToInternet",
             -1007: "httpTooManyRedirects", -1011: "badServerResponse",
             -1012: "userCancelledAuthentication", -1013: "userAuthenticationRequired",

@@ -22,11 +22,19 @@ package struct TransferCompletion: Codable, Sendable, Equatable {
     /// The length of the contiguous prefix written to a file sink.
     package var bytesOnDisk: Int64 = 0
     package var metrics = TransferMetrics()
+    /// The digest of those `bytesOnDisk` bytes, when the transfer computed one (``TransferSpec/digest``).
+    package var digest: Checksum?
 
-    package init(error: CourierError?, bytesOnDisk: Int64 = 0, metrics: TransferMetrics = TransferMetrics()) {
+    package init(
+        error: CourierError?,
+        bytesOnDisk: Int64 = 0,
+        metrics: TransferMetrics = TransferMetrics(),
+        digest: Checksum? = nil
+    ) {
         self.error = error
         self.bytesOnDisk = bytesOnDisk
         self.metrics = metrics
+        self.digest = digest
     }
 
     package var succeeded: Bool { error == nil }

@@ -52,6 +52,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
         /// courierd schedules by (smaller ones first; a small discretionary task need not wait for an unmetered network).
         package var countOfBytesClientExpectsToSend: Int64?
         package var countOfBytesClientExpectsToReceive: Int64?
+        /// The download's expected checksum (courierd verifies it before handing the file over).
+        package var expectedChecksum: Checksum?
 
         /// What the app expects the task to move in all, when it said (either count).
         package var clientExpectedBytes: Int64? {
@@ -67,7 +69,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
             reportsToDelegate: Bool = true,
             earliestBeginDate: Date? = nil,
             countOfBytesClientExpectsToSend: Int64? = nil,
-            countOfBytesClientExpectsToReceive: Int64? = nil
+            countOfBytesClientExpectsToReceive: Int64? = nil,
+            expectedChecksum: Checksum? = nil
         ) {
             self.kind = kind
             self.taskDescription = taskDescription
@@ -77,6 +80,7 @@ package struct TransferSpec: Codable, Sendable, Equatable {
             self.earliestBeginDate = earliestBeginDate
             self.countOfBytesClientExpectsToSend = countOfBytesClientExpectsToSend
             self.countOfBytesClientExpectsToReceive = countOfBytesClientExpectsToReceive
+            self.expectedChecksum = expectedChecksum
         }
     }
 
@@ -105,6 +109,11 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     package var idleTimeoutMilliseconds: Int64 = 0
     package var totalTimeoutMilliseconds: Int64 = 0
     package var priority: Int32 = 0
+    /// The digest a file sink's transfer computes while writing (`cr_request_t.digest`): nil for none, or the
+    /// algorithm; ``announcedDigest`` for the one the response's digest fields name.
+    package var digest: Checksum.Algorithm?
+    /// With a file sink and no ``digest``: compute the one the response announces (`CR_DIGEST_AUTO`).
+    package var announcedDigest = false
     package var task: TaskDetails?
 
     /// A GET of `url` into memory; the rest is set field by field.

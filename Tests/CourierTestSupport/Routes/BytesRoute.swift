@@ -26,6 +26,7 @@ enum BytesRoute {
         if validators {
             headers.add(name: "Last-Modified", value: lastModified)
         }
+        DigestFields.add(to: &headers, request, count: count, seed: seed)
 
         var plan: ResponsePlan
         if let etag, let ifNoneMatch = request.header("If-None-Match"), matchesWeakly(ifNoneMatch, etag: etag) {

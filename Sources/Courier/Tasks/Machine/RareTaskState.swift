@@ -30,6 +30,9 @@ struct RareTaskState: Sendable {
     var revalidating: CacheEntry?
     var servedEntry: CacheEntry?
     var cacheCandidate: CacheCandidate?
+    /// A download's expected checksum, and the digest its engine computed of the file.
+    var expectedChecksum: Checksum?
+    var fileDigest: Checksum?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

@@ -18,6 +18,8 @@ struct TaskFinalReport: Sendable {
     var resumeDataHandler: (@Sendable (Data?) -> Void)?
     var originalRequest: TaskRequest?
     var currentRequest: TaskRequest?
+    var expectedChecksum: Checksum?
+    var fileDigest: Checksum?
 }
 
 extension TaskMachine {
@@ -35,7 +37,9 @@ extension TaskMachine {
             resumeSource: resumeSource,
             resumeDataHandler: resumeDataHandler,
             originalRequest: originalRequest,
-            currentRequest: currentRequest
+            currentRequest: currentRequest,
+            expectedChecksum: expectedChecksum,
+            fileDigest: fileDigest
         )
         bodyChunks = []
         resumeDataHandler = nil

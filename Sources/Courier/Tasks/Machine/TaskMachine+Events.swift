@@ -103,6 +103,9 @@ extension TaskMachine {
         recordMetrics(completion.metrics, hop: hop)
         transfer = 0
         bytesOnDisk = completion.bytesOnDisk
+        if let digest = completion.digest {
+            fileDigest = digest
+        }
         if role.waitsForConnectivity, forcedOutcome == nil, !cancelRequested, finalResponse == nil,
             let error = completion.error, Self.mayBeMissingNetwork(error)
         {

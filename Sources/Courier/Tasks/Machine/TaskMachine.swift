@@ -202,6 +202,16 @@ struct TaskMachine: Sendable {
         get { rare[\.cacheCandidate] }
         set { rare[\.cacheCandidate] = newValue }
     }
+    /// ``DownloadTask/expectedChecksum``.
+    var expectedChecksum: Checksum? {
+        get { rare[\.expectedChecksum] }
+        set { rare[\.expectedChecksum] = newValue }
+    }
+    /// The digest the backend computed of the downloaded file (its last transfer's).
+    var fileDigest: Checksum? {
+        get { rare[\.fileDigest] }
+        set { rare[\.fileDigest] = newValue }
+    }
     var resumeSourceError: CourierError? {
         get { rare[\.resumeSourceError] }
         set { rare[\.resumeSourceError] = newValue }
