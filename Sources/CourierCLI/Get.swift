@@ -21,7 +21,8 @@ struct Get: AsyncParsableCommand {
 
             An HTTP status other than 2xx (such as 401 or 404, even with an empty body) fails the URL: \
             nothing is saved for it. So does a file whose SHA-256 or SHA-512 is not the one --checksum gives, or not \
-            the one the server announced (Repr-Digest, Content-Digest or Digest), checked as the file is written. With --retry N, a URL that fails for a reason that may pass (a timeout, a lost \
+            the one the server announced (Repr-Digest, Content-Digest or Digest), checked as the file is written. \
+            With --retry N, a URL that fails for a reason that may pass (a timeout, a lost \
             or refused connection, HTTP 408, 429, 500, 502, 503 or 504) is tried again up to N times, after 1 s, \
             2 s, 4 s, ... (or the server's Retry-After, up to 60 s), from the bytes it has when the server allows.
 

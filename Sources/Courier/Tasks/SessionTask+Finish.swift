@@ -12,7 +12,9 @@ extension SessionTask {
         var error = outcome.error
         var resumeData: Data?
         var downloadedFile: URL?
-        if kind == .download, error == nil, let staging = final.staging, let mismatch = checksumMismatch(final, staging) {
+        if kind == .download, error == nil, let staging = final.staging,
+            let mismatch = checksumMismatch(final, staging)
+        {
             // Not the file that was asked for: never handed over, never resumed.
             try? FileManager.default.removeItem(at: staging)
             error = mismatch

@@ -36,9 +36,12 @@ public struct Checksum: Sendable, Hashable, Codable, CustomStringConvertible {
         guard let separator = trimmed.firstIndex(where: { $0 == "=" || $0 == ":" }) else {
             return nil
         }
-        let name = trimmed[..<separator].lowercased().replacingOccurrences(of: "-", with: "")
+        func plain(_ name: String) -> String {
+            name.lowercased().replacingOccurrences(of: "-", with: "")
+        }
+        let name = plain(String(trimmed[..<separator]))
         let hex = trimmed[trimmed.index(after: separator)...]
-        guard let algorithm = Algorithm.allCases.first(where: { $0.rawValue.replacingOccurrences(of: "-", with: "") == name }),
+        guard let algorithm = Algorithm.allCases.first(where: { plain($0.rawValue) == name }),
             let bytes = Self.bytes(hex: hex)
         else {
             return nil
