@@ -358,6 +358,16 @@ else
     fail "--checksum with a malformed digest is a bad argument" "$(show sumargs)"
 fi
 
+# --limit-rate: all the downloads together; 1 MiB + 3 MB at 1M (1 MiB/s) take about 3.9 s.
+start_ns=$(date +%s%N)
+run limit get --limit-rate 1M -P "$work/out-limit" "$base/one.bin" "$base/two.bin"
+elapsed_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+if [ "$rc" -eq 0 ] && cmp -s "$files/two.bin" "$work/out-limit/two.bin" && [ "$elapsed_ms" -ge 3500 ]; then
+    pass "--limit-rate 1M: 4 MB take about 3.9 s ($elapsed_ms ms), both files saved"
+else
+    fail "--limit-rate 1M: 4 MB take about 3.9 s ($elapsed_ms ms), both files saved" "$(show limit)"
+fi
+
 # The environment's proxy, as curl reads it: the file server serves a request in absolute form as its path, and
 # origin.invalid is reachable only through it (never resolved).
 rc=0

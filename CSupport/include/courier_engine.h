@@ -151,11 +151,25 @@ typedef struct {
   cr_auth_t proxy_auth;         /* credential for a 407, as auth         */
   const char* proxy_username;
   const char* proxy_password;
+  /* This transfer's own limits, in bytes per second (libcurl's
+   * CURLOPT_MAX_RECV_SPEED_LARGE and _SEND_); 0: none. */
+  int64_t max_receive_speed;
+  int64_t max_send_speed;
   int64_t idle_timeout_ms;      /* no byte in either direction: fail; 0 off */
   int64_t total_timeout_ms;     /* whole transfer, queueing included; 0 off */
   int priority;                 /* higher first among queued transfers   */
   uint64_t tag;                 /* echoed in every event                 */
 } cr_request_t;
+
+/* A receive-rate limit that transfers of any number of engines share (a
+ * session's, a whole process's): a token bucket of bytes per second.
+ * Created with one reference; each engine configured with it holds its own.
+ * cr_rate_limit_set changes the rate at once (0: unlimited); any thread. */
+typedef struct cr_rate_limit_s cr_rate_limit_t;
+#define CR_MAX_RATE_LIMITS 4
+cr_rate_limit_t* cr_rate_limit_create(int64_t bytes_per_second);
+void cr_rate_limit_set(cr_rate_limit_t* limit, int64_t bytes_per_second);
+void cr_rate_limit_release(cr_rate_limit_t* limit);
 
 /* The two limits are split over the loops so that their sum is exact; an
  * engine runs no more loops than the smaller limit. */
@@ -166,6 +180,10 @@ typedef struct {
   const char* ca_pem;           /* trusted CA certificates, PEM; NULL: system */
   size_t ca_pem_length;
   int buffer_size;              /* receive buffer; 0: default            */
+  /* Receive limits every transfer of the engine draws from (copied and
+   * retained; at most CR_MAX_RATE_LIMITS). */
+  cr_rate_limit_t* const* rate_limits;
+  size_t rate_limit_count;
   void (*on_events)(void* context, const cr_event_t* events, size_t count);
   void* context;
 } cr_engine_config_t;

@@ -47,6 +47,8 @@ static void destroy_loops(cr_engine_t* engine, int started) {
     cr__loop_join(&engine->loops[i]);
   free(engine->loops);
   free(engine->ca_pem);
+  for (size_t i = 0; i < engine->rate_limit_count; i++)
+    cr_rate_limit_release(engine->rate_limits[i]);
   engine->magic = 0;
   free(engine);
 }
@@ -93,6 +95,14 @@ cr_engine_t* cr_engine_create(const cr_engine_config_t* config,
     memcpy(engine->ca_pem, config->ca_pem, config->ca_pem_length);
   }
   engine->config.ca_pem = engine->ca_pem;
+  for (size_t i = 0; i < config->rate_limit_count && i < CR_MAX_RATE_LIMITS; i++) {
+    if (config->rate_limits[i] == NULL)
+      continue;
+    cr__rate_limit_retain(config->rate_limits[i]);
+    engine->rate_limits[engine->rate_limit_count++] = config->rate_limits[i];
+  }
+  engine->config.rate_limits = NULL;
+  engine->config.rate_limit_count = 0;
   atomic_init(&engine->next_sequence, 1);
   atomic_init(&engine->destroyed, 0);
   engine->loops = cr__calloc((size_t)engine->loop_count, sizeof(cr_loop_t));

@@ -198,6 +198,8 @@ struct cr_transfer_s {
   char* proxy_password;
   cr_auth_t proxy_auth;
   int priority_level;
+  int64_t max_receive_speed;
+  int64_t max_send_speed;
   int64_t idle_timeout_ms;
   int64_t total_timeout_ms;
   uint64_t submitted_us;
@@ -212,6 +214,7 @@ struct cr_transfer_s {
   unsigned disk_paused : 1;
   unsigned held : 1;          /* RESPONSE held, waiting for a decision      */
   unsigned curl_paused : 1;   /* what curl believes                         */
+  unsigned rate_paused : 1;   /* a shared rate limit is in debt             */
 
   /* The response being received. Reset at every status line. */
   unsigned response_emitted : 1;
@@ -299,6 +302,18 @@ size_t cr__command_queue_take(cr_command_queue_t* queue, cr_command_t** items,
 
 #pragma GCC visibility pop
 
+/* ---- rate_limit.c: shared receive limits ---- */
+
+#pragma GCC visibility push(hidden)
+void cr__rate_limit_retain(cr_rate_limit_t* limit);
+/* Takes `length` bytes from every limit when all have tokens left; else
+ * takes nothing and returns the milliseconds until they will. */
+uint64_t cr__rate_limits_take(cr_rate_limit_t* const* limits, size_t count,
+                              size_t length);
+/* lifecycle.c: pauses t (in on_write) until its limits allow it again. */
+void cr__rate_pause(cr_transfer_t* t, uint64_t wait_ms);
+#pragma GCC visibility pop
+
 /* ---- The disk writer (one thread per loop) ---- */
 
 typedef struct cr_write_job_s {
@@ -353,6 +368,9 @@ struct cr_loop_s {
   uv_idle_t kick;              /* runs socket_action(TIMEOUT) next pass     */
   uv_prepare_t flush;          /* hands the event batch over once per pass  */
   uv_timer_t sweep;            /* idle timeouts                              */
+  uv_timer_t rate_timer;       /* lets rate-paused transfers go on           */
+  int rate_timer_armed;
+  unsigned rate_round;         /* who goes first when they do (fairness)     */
   uv_thread_t thread;
   int index;
   struct cr_engine_s* engine;
@@ -402,6 +420,8 @@ struct cr_engine_s {
   uint32_t magic;              /* CR_ENGINE_MAGIC until cr_engine_destroy  */
   cr_engine_config_t config;
   char* ca_pem;
+  cr_rate_limit_t* rate_limits[CR_MAX_RATE_LIMITS]; /* retained             */
+  size_t rate_limit_count;
   int loop_count;
   cr_loop_t* loops;
   atomic_ullong next_sequence;

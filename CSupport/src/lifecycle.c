@@ -166,7 +166,7 @@ static void apply_pause(cr_transfer_t* t) {
   CURLcode rc = CURLE_OK;
   if (t->state != CR_TRANSFER_ACTIVE)
     return;
-  want = t->user_paused || t->disk_paused || t->held;
+  want = t->user_paused || t->disk_paused || t->rate_paused || t->held;
   if (!want && t->curl_paused) {
     t->curl_paused = 0;
     t->run->last_activity_ms = uv_now(&t->loop->uv);
@@ -410,6 +410,54 @@ void cr__admit(cr_loop_t* loop) {
   }
 }
 
+/* ---- Shared rate limits ---- */
+
+static void on_rate_timer(uv_timer_t* timer);
+
+void cr__rate_pause(cr_transfer_t* t, uint64_t wait_ms) {
+  cr_loop_t* loop = t->loop;
+  t->rate_paused = 1;
+  t->curl_paused = 1;
+  if (!loop->rate_timer_armed) {
+    loop->rate_timer_armed = 1;
+    uv_timer_start(&loop->rate_timer, on_rate_timer, wait_ms, 0);
+  }
+}
+
+/* The debt is paid (or nearly): the rate-paused transfers go on, starting
+ * one further along the list each time so that none is always last. Each
+ * may pause itself again at once (curl hands it what it kept). */
+static void on_rate_timer(uv_timer_t* timer) {
+  cr_loop_t* loop = timer->data;
+  cr_transfer_t* paused[64];
+  size_t count = 0, start, i;
+  cr_transfer_t* t;
+  loop->rate_timer_armed = 0;
+  for (t = loop->active_head; t && count < 64; t = t->list_next)
+    if (t->rate_paused)
+      paused[count++] = t;
+  if (count == 0)
+    return;
+  start = loop->rate_round++ % count;
+  for (i = 0; i < count; i++) {
+    /* apply_pause may finish (and free) the transfer it resumes, never
+     * another one. */
+    t = paused[(start + i) % count];
+    t->rate_paused = 0;
+    apply_pause(t);
+  }
+  /* More than 64 waiting: the rest go on next time. */
+  if (!loop->rate_timer_armed) {
+    for (t = loop->active_head; t; t = t->list_next) {
+      if (t->rate_paused) {
+        loop->rate_timer_armed = 1;
+        uv_timer_start(&loop->rate_timer, on_rate_timer, 1, 0);
+        break;
+      }
+    }
+  }
+}
+
 static void on_sweep(uv_timer_t* timer) {
   cr_loop_t* loop = timer->data;
   uint64_t now = uv_now(&loop->uv);
@@ -419,7 +467,7 @@ static void on_sweep(uv_timer_t* timer) {
     cr_transfer_t* next = t->list_next;
     if (t->idle_timeout_ms > 0) {
       any = 1;
-      if (!t->user_paused && !t->held && !t->disk_paused &&
+      if (!t->user_paused && !t->held && !t->disk_paused && !t->rate_paused &&
           now - t->run->last_activity_ms > (uint64_t)t->idle_timeout_ms) {
         t->error = CR_ERR_TIMED_OUT;
         free(t->message);

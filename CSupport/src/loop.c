@@ -143,7 +143,9 @@ int cr__loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
   cr__sockets_init(loop); /* the curl timer and the kick */
   uv_prepare_init(&loop->uv, &loop->flush);
   uv_timer_init(&loop->uv, &loop->sweep);
+  uv_timer_init(&loop->uv, &loop->rate_timer);
   loop->async.data = loop->flush.data = loop->sweep.data = loop;
+  loop->rate_timer.data = loop;
   uv_prepare_start(&loop->flush, cr__on_flush);
   /* The prepare handle alone must not keep the loop alive; async does. */
   uv_unref((uv_handle_t*)&loop->flush);

@@ -145,6 +145,8 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   t->digest = request->sink == CR_SINK_FILE ? request->digest : CR_DIGEST_NONE;
   t->resume_offset = request->resume_offset > 0 ? request->resume_offset : 0;
   t->flags = request->flags;
+  t->max_receive_speed = request->max_receive_speed > 0 ? request->max_receive_speed : 0;
+  t->max_send_speed = request->max_send_speed > 0 ? request->max_send_speed : 0;
   t->auth = request->auth;
   if (request->auth != CR_AUTH_NONE) {
     t->username = cr__strdup(request->username ? request->username : "");
@@ -516,6 +518,15 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
     t->curl_paused = 1;
     return CURL_WRITEFUNC_PAUSE;
   }
+  if (t->loop->engine->rate_limit_count > 0 && length > 0) {
+    uint64_t wait_ms = cr__rate_limits_take(t->loop->engine->rate_limits,
+                                            t->loop->engine->rate_limit_count,
+                                            length);
+    if (wait_ms > 0) {
+      cr__rate_pause(t, wait_ms);
+      return CURL_WRITEFUNC_PAUSE;
+    }
+  }
   if (t->expected >= 0 && t->received + (int64_t)length > t->expected)
     return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
                               "body longer than announced");
@@ -769,6 +780,10 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   }
   if (t->idle_timeout_ms > 0)
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)t->idle_timeout_ms);
+  if (t->max_receive_speed > 0)
+    SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)t->max_receive_speed);
+  if (t->max_send_speed > 0)
+    SET(CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)t->max_send_speed);
   return CR_OK;
 }
 

@@ -6,8 +6,8 @@ import Foundation
 import Glibc
 #endif
 
-/// `courier get URL... [-o FILE | -P DIR] [-i FILE] [--parallel N] [--retry N] [--checksum ALG=HEX] [--continue]
-/// [--force] [--background] …`
+/// `courier get URL... [-o FILE | -P DIR] [-i FILE] [--parallel N] [--retry N] [--checksum ALG=HEX]
+/// [--limit-rate RATE] [--continue] [--force] [--background] …`
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Download URLs into a directory (or one URL into a file), showing progress.",
@@ -102,6 +102,14 @@ struct Get: AsyncParsableCommand {
     )
     var checksum: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "The most bytes per second all the downloads receive together: 500K, 2M, 1.5M (powers of 1024) or bytes.",
+            valueName: "rate"
+        )
+    )
+    var limitRate: String?
+
     @Flag(name: [.short, .long], help: "Replace existing files instead of saving under a -N name.")
     var force = false
 
@@ -142,6 +150,9 @@ struct Get: AsyncParsableCommand {
                 throw ValidationError("--checksum checks one URL's file; give one URL.")
             }
         }
+        if let limitRate, BandwidthLimit(rate: limitRate) == nil {
+            throw ValidationError("--limit-rate takes bytes per second: 500K, 2M, 1.5M or 100000 (got \(limitRate)).")
+        }
         if outputFile != nil && (urls.count != 1 || inputFile != nil) {
             throw ValidationError("-o FILE saves one URL; for several, give a directory with -P DIR.")
         }
@@ -151,6 +162,7 @@ struct Get: AsyncParsableCommand {
                 (force, "--force (a file courierd finishes never replaces another)"),
                 (parallel != nil, "--parallel (courierd decides how many run at once)"),
                 (retry > 0, "--retry (courierd retries failed downloads itself)"),
+                (limitRate != nil, "--limit-rate (courierd's own --limit-rate caps its transfers)"),
             ]
             if let (_, option) = refused.first(where: { $0.0 }) {
                 throw ValidationError("--background does not take \(option).")
@@ -240,6 +252,7 @@ struct Get: AsyncParsableCommand {
         }
 
         var configuration = TransferRun.sessionConfiguration(parallel: parallel ?? 4)
+        configuration.bandwidthLimit = limitRate.flatMap { BandwidthLimit(rate: $0) }
         configuration.resumeDataDirectory = directory
         configuration.temporaryDirectory = staging
 

@@ -51,8 +51,41 @@ struct Courierd: ParsableCommand {
     @Option(help: "Seconds a suspended app instance with no background work left stays before courierd ends it (0: never; default 600)")
     var reclaimIdleAfter: Double = DaemonServer.defaultIdleReclaimDelay
 
+    @Option(help: "The most bytes per second all background transfers receive together, as curl writes it: 500K, 2M, 1.5M (powers of 1024), or plain bytes (default: no limit)")
+    var limitRate: String?
+
+    @Option(help: "With --limit-rate: the limit applies only during this local time of day, HH:MM-HH:MM (22:00-06:00 spans midnight)")
+    var limitWindow: String?
+
     @Flag(help: "Show no desktop notification when a background download finishes while its app is not running (shown by default where a session bus exists)")
     var noNotifications = false
+
+    /// `--limit-rate` and `--limit-window`, checked: a bad value is a usage error (exit 64).
+    func validate() throws {
+        if let limitRate, BandwidthLimit(rate: limitRate) == nil {
+            throw ValidationError("--limit-rate takes bytes per second: 500K, 2M, 1.5M or 100000 (got \(limitRate)).")
+        }
+        if let limitWindow {
+            guard limitRate != nil else {
+                throw ValidationError("--limit-window needs --limit-rate.")
+            }
+            guard BandwidthLimit.Window(limitWindow) != nil else {
+                throw ValidationError("--limit-window takes HH:MM-HH:MM (got \(limitWindow)).")
+            }
+        }
+    }
+
+    private func bandwidthLimiter(logger: Logger) -> BandwidthLimiter? {
+        let window = limitWindow.flatMap(BandwidthLimit.Window.init)
+        guard let limitRate, let limit = BandwidthLimit(rate: limitRate, window: window) else {
+            return nil
+        }
+        logger.info(
+            "bandwidth limited",
+            metadata: ["bytesPerSecond": "\(limit.bytesPerSecond)", "window": "\(limit.window?.description ?? "always")"]
+        )
+        return BandwidthLimiter(limit)
+    }
 
     func run() throws {
         var logger = Logger(label: "courierd") { StreamLogHandler.standardError(label: $0) }
@@ -75,6 +108,7 @@ struct Courierd: ParsableCommand {
             var settings = TransferSettings()
             settings.retryPolicy = RetryPolicy(initialDelay: retryDelay)
             settings.conditionPollInterval = conditionPoll
+            settings.bandwidthLimiter = bandwidthLimiter(logger: logger)
             server = try DaemonServer(
                 paths: paths,
                 logger: logger,

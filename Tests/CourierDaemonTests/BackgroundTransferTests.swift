@@ -160,6 +160,33 @@ struct BackgroundTransferTests {
         try await server.shutdown()
     }
 
+    @Test("courierd --limit-rate caps what all its transfers receive together (6 MiB at 1 MiB/s: about 6 s)")
+    func limitRate() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--limit-rate", "1M"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        let count = 3 * 1024 * 1024
+        let started = ContinuousClock.now
+        for seed in 1...2 {
+            try Self.create(Self.download(seed, server.url("/bytes/\(count)?seed=\(seed + 20)")), on: &client)
+        }
+        var completions = 0
+        let events = try client.events { event in
+            completions += Self.isCompletion(event) ? 1 : 0
+            return completions == 2
+        }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        #expect(events.filter(Self.isCompletion).allSatisfy { $0.event.endingError == .some(nil) })
+        // 6 MiB at 1 MiB/s: never faster than the limit allows, and not much slower.
+        #expect(seconds > 5.4 && seconds < 7.5, "\(seconds) s")
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
     @Test("a connection cut mid-body is retried after the backoff and resumes where it stopped")
     func retry() async throws {
         let server = try await TestServer.start()

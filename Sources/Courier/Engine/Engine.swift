@@ -8,6 +8,8 @@ struct EngineConfiguration: Sendable {
     var maximumHostConnections: Int
     var maximumActiveTransfers: Int
     var trustedCertificatesPEM: Data?
+    /// Receive limits every transfer draws from (the session's own, courierd's); at most `CR_MAX_RATE_LIMITS`.
+    var rateLimiters: [BandwidthLimiter] = []
 }
 
 /// The Swift owner of one `cr_engine_t`: the in-process ``TransferBackend``.
@@ -19,6 +21,8 @@ final class Engine: @unchecked Sendable {
     typealias Handler = TransferEventHandler
 
     fileprivate let pointer: OpaquePointer
+    /// Kept so that their windows go on switching while the engine runs (the C engine holds its own references).
+    private let rateLimiters: [BandwidthLimiter]
     /// The callback context: retained while C may call the callback, released after `cr_engine_destroy`.
     private let router: Unmanaged<EngineEventRouter>
 
@@ -32,7 +36,10 @@ final class Engine: @unchecked Sendable {
         config.on_events = courierEngineEvents
         config.context = router.toOpaque()
         var errorText: UnsafePointer<CChar>?
-        let created: OpaquePointer? = {
+        let limits: [OpaquePointer?] = configuration.rateLimiters.prefix(Int(CR_MAX_RATE_LIMITS)).map(\.pointer)
+        let created: OpaquePointer? = limits.withUnsafeBufferPointer { limitPointers in
+            config.rate_limits = limitPointers.baseAddress
+            config.rate_limit_count = limitPointers.count
             if let pem = configuration.trustedCertificatesPEM, !pem.isEmpty {
                 return pem.withUnsafeBytes { bytes in
                     config.ca_pem = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
@@ -41,7 +48,7 @@ final class Engine: @unchecked Sendable {
                 }
             }
             return cr_engine_create(&config, &errorText)
-        }()
+        }
         guard let created else {
             router.release()
             let text = errorText.map { String(cString: $0) } ?? "the transfer engine could not start"
@@ -49,6 +56,7 @@ final class Engine: @unchecked Sendable {
         }
         self.pointer = created
         self.router = router
+        self.rateLimiters = configuration.rateLimiters
         EngineCensus.engineCreated()
     }
 
@@ -237,6 +245,8 @@ extension Engine {
         }
         request.resume_offset = spec.resumeOffset
         request.digest = Self.digest(of: spec)
+        request.max_receive_speed = spec.maximumBytesPerSecond
+        request.max_send_speed = spec.maximumBytesPerSecond
         request.flags = Engine.flags(of: spec)
         (request.auth, request.username, request.password) = Self.credential(spec.authentication, keep)
         request.proxy = spec.proxy.flatMap(keep)

@@ -141,6 +141,15 @@ public struct SessionConfiguration: Sendable {
     /// stored fails with `resourceUnavailable`.
     public var requestCachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy
 
+    /// The most bytes per second the session's transfers receive together (all of them, whatever their hosts), or
+    /// nil (the default) for no limit; with a ``BandwidthLimit/window`` only during those hours. Held on average by
+    /// pausing the transfers that would go past it. A task's own ``SessionTask/maximumBytesPerSecond`` applies as
+    /// well. Background sessions ignore it: courierd's `--limit-rate` caps all of its transfers.
+    public var bandwidthLimit: BandwidthLimit?
+
+    /// Limits shared with other sessions (courierd's `--limit-rate` for every session it runs).
+    package var sharedBandwidthLimiters: [BandwidthLimiter] = []
+
     /// The cookie store, or nil to handle no cookies at all.
     public var httpCookieStorage: CookieStorage?
 

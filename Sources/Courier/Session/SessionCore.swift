@@ -113,7 +113,9 @@ final class SessionCore: Sendable {
                     loopCount: configuration.engineLoopCount,
                     maximumHostConnections: configuration.httpMaximumConnectionsPerHost,
                     maximumActiveTransfers: configuration.maximumConcurrentTransfers,
-                    trustedCertificatesPEM: pem
+                    trustedCertificatesPEM: pem,
+                    rateLimiters: (configuration.bandwidthLimit.flatMap(BandwidthLimiter.init).map { [$0] } ?? [])
+                        + configuration.sharedBandwidthLimiters
                 )
                 let serialised = configuration.serialisesBackend
                 do throws(CourierError) {

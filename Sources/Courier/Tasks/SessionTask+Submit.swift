@@ -110,6 +110,7 @@ extension SessionTask {
             spec.noProxy = proxies.exceptions
         }
         spec.priority = Int32(plan.priority * 1000)
+        spec.maximumBytesPerSecond = plan.maximumBytesPerSecond ?? 0
 
         // Timeouts: idle from the configuration or a smaller request timeout; the resource deadline as a total.
         var idle = configuration.timeoutIntervalForRequest
@@ -165,11 +166,12 @@ extension SessionTask {
 
     /// The task as a background backend keeps it: its kind, description, priority and resume data.
     private func backgroundDetails() -> TransferSpec.TaskDetails {
-        let (description, priority, resumeSource, earliestBeginDate, expectsToSend, expectsToReceive, checksum) =
+        let (description, priority, resumeSource, earliestBeginDate, expectsToSend, expectsToReceive, checksum, limit) =
             storage.withLock { machine in
                 (
                     machine.taskDescription, machine.priority, machine.resumeSource, machine.earliestBeginDate,
-                    machine.clientExpectsToSend, machine.clientExpectsToReceive, machine.expectedChecksum
+                    machine.clientExpectsToSend, machine.clientExpectsToReceive, machine.expectedChecksum,
+                    machine.maximumBytesPerSecond
                 )
             }
         let kind: TransferSpec.TaskDetails.Kind =
@@ -191,7 +193,8 @@ extension SessionTask {
             earliestBeginDate: earliestBeginDate,
             countOfBytesClientExpectsToSend: expectsToSend,
             countOfBytesClientExpectsToReceive: expectsToReceive,
-            expectedChecksum: checksum
+            expectedChecksum: checksum,
+            maximumBytesPerSecond: limit
         )
     }
 

@@ -140,6 +140,14 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         set { storage.withLock { $0.priority = min(max(newValue, 0), 1) } }
     }
 
+    /// The most bytes per second this task receives, and sends (each direction on its own), or nil (the default) for
+    /// no limit of its own; the session's ``SessionConfiguration/bandwidthLimit`` (or courierd's `--limit-rate`)
+    /// applies as well. Read when a hop is submitted: set it before `resume()`. Held by libcurl over each second.
+    public var maximumBytesPerSecond: Int64? {
+        get { storage.withLock { $0.maximumBytesPerSecond } }
+        set { storage.withLock { $0.maximumBytesPerSecond = newValue.flatMap { $0 > 0 ? $0 : nil } } }
+    }
+
     /// For a task of a background session: courierd begins its transfer no sooner than this date (it is not a
     /// promise that it begins then), and first asks the delegate with
     /// ``SessionTaskDelegate/urlSession(_:task:willBeginDelayedRequest:completionHandler:)``. Set it before `resume()`;

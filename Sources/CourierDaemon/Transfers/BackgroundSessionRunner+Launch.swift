@@ -89,6 +89,7 @@ extension BackgroundSessionRunner {
         let task = makeBareTask(for: journaled, in: session)
         // courierd checks the file before the app hears of it.
         (task as? DownloadTask)?.expectedChecksum = journaled.spec.spec.task?.expectedChecksum
+        task.maximumBytesPerSecond = journaled.spec.spec.task?.maximumBytesPerSecond
         return task
     }
 

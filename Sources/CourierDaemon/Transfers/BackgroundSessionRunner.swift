@@ -69,6 +69,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         sessionConfiguration.temporaryDirectory = paths.staging
         sessionConfiguration.resumeDataDirectory = paths.partials
         sessionConfiguration.engineLoopCount = 1
+        sessionConfiguration.sharedBandwidthLimiters = settings.bandwidthLimiter.map { [$0] } ?? []
         let session = Session(configuration: sessionConfiguration, delegate: self, delegateQueue: nil)
         session.sessionDescription = "courierd:\(configuration.identifier)"
         sessionSlot.withLock { $0 = session }

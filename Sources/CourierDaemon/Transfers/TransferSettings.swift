@@ -1,3 +1,4 @@
+package import Courier
 package import Foundation
 
 /// How courierd paces its background transfers: retries, checkpoints and condition checks.
@@ -10,6 +11,8 @@ package struct TransferSettings: Sendable {
     package var checkpointBytes: Int64 = 16 << 20
     /// How often a task waiting for power or an unmetered network looks again.
     package var conditionPollInterval: TimeInterval = 10
+    /// courierd's `--limit-rate`: what all its transfers receive together, every session's included.
+    package var bandwidthLimiter: BandwidthLimiter?
 
     package init() {}
 }

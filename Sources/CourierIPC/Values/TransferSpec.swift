@@ -54,6 +54,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
         package var countOfBytesClientExpectsToReceive: Int64?
         /// The download's expected checksum (courierd verifies it before handing the file over).
         package var expectedChecksum: Checksum?
+        /// The task's own bandwidth limit (courierd applies it to each attempt).
+        package var maximumBytesPerSecond: Int64?
 
         /// What the app expects the task to move in all, when it said (either count).
         package var clientExpectedBytes: Int64? {
@@ -70,7 +72,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
             earliestBeginDate: Date? = nil,
             countOfBytesClientExpectsToSend: Int64? = nil,
             countOfBytesClientExpectsToReceive: Int64? = nil,
-            expectedChecksum: Checksum? = nil
+            expectedChecksum: Checksum? = nil,
+            maximumBytesPerSecond: Int64? = nil
         ) {
             self.kind = kind
             self.taskDescription = taskDescription
@@ -81,6 +84,7 @@ package struct TransferSpec: Codable, Sendable, Equatable {
             self.countOfBytesClientExpectsToSend = countOfBytesClientExpectsToSend
             self.countOfBytesClientExpectsToReceive = countOfBytesClientExpectsToReceive
             self.expectedChecksum = expectedChecksum
+            self.maximumBytesPerSecond = maximumBytesPerSecond
         }
     }
 
@@ -106,6 +110,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     package var noProxy: String?
     /// A credential for the proxy (after a 407).
     package var proxyAuthentication: Authentication = .none
+    /// The task's own limit in each direction (``SessionTask/maximumBytesPerSecond``); 0: none.
+    package var maximumBytesPerSecond: Int64 = 0
     package var idleTimeoutMilliseconds: Int64 = 0
     package var totalTimeoutMilliseconds: Int64 = 0
     package var priority: Int32 = 0

@@ -33,6 +33,8 @@ struct RareTaskState: Sendable {
     /// A download's expected checksum, and the digest its engine computed of the file.
     var expectedChecksum: Checksum?
     var fileDigest: Checksum?
+    /// ``SessionTask/maximumBytesPerSecond``.
+    var maximumBytesPerSecond: Int64?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

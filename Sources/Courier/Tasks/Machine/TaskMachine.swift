@@ -202,6 +202,11 @@ struct TaskMachine: Sendable {
         get { rare[\.cacheCandidate] }
         set { rare[\.cacheCandidate] = newValue }
     }
+    /// ``SessionTask/maximumBytesPerSecond``.
+    var maximumBytesPerSecond: Int64? {
+        get { rare[\.maximumBytesPerSecond] }
+        set { rare[\.maximumBytesPerSecond] = newValue }
+    }
     /// ``DownloadTask/expectedChecksum``.
     var expectedChecksum: Checksum? {
         get { rare[\.expectedChecksum] }
@@ -455,6 +460,7 @@ struct TaskMachine: Sendable {
                     resourceDeadline: resourceDeadline,
                     staging: staging,
                     resume: resumeOffset > 0 ? resumeSource : nil,
+                    maximumBytesPerSecond: maximumBytesPerSecond,
                     conditions: conditions
                 )
             )
