@@ -61,6 +61,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
     let retries: Int
     /// `--checksum`: the digest every download of the run must have.
     let checksum: Checksum?
+    /// `--priority`.
+    let priority: Float
     let partials: PartialDownloads
     let startedAt: ContinuousClock.Instant
     private let events: AsyncStream<RunEvent>.Continuation
@@ -73,6 +75,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         usesContentDisposition: Bool,
         retries: Int = 0,
         checksum: Checksum? = nil,
+        priority: Float = SessionTask.defaultPriority,
         events: AsyncStream<RunEvent>.Continuation
     ) {
         self.plans = plans
@@ -81,6 +84,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         self.usesContentDisposition = usesContentDisposition
         self.retries = retries
         self.checksum = checksum
+        self.priority = priority
         self.partials = PartialDownloads(directory: outputDirectory)
         self.events = events
         self.startedAt = .now
@@ -111,6 +115,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         }
         task.taskDescription = plan.name
         task.expectedChecksum = checksum
+        task.priority = priority
         state.withLock { state in
             state.planOfTask[task.taskIdentifier] = plan.index
             state.tasks[plan.index] = task

@@ -110,6 +110,15 @@ struct Get: AsyncParsableCommand {
     )
     var limitRate: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "foreground, high, normal (default) or low, as BITS names them: higher ones start first, and "
+                + "courierd pauses lower ones for them when all its transfers run.",
+            valueName: "priority"
+        )
+    )
+    var priority: TransferPriority = .normal
+
     @Flag(name: [.short, .long], help: "Replace existing files instead of saving under a -N name.")
     var force = false
 
@@ -268,6 +277,7 @@ struct Get: AsyncParsableCommand {
             usesContentDisposition: contentDisposition && fileName == nil,
             retries: retry,
             checksum: checksum.flatMap(Checksum.init),
+            priority: priority.value,
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
@@ -286,6 +296,7 @@ struct Get: AsyncParsableCommand {
             let task = session.downloadTask(with: url)
             task.taskDescription = path
             task.expectedChecksum = checksum.flatMap(Checksum.init)
+            task.priority = priority.value
             if BackgroundTransfers.hand(task, subject: "\(url.absoluteString) -> \(path)") {
                 handed += 1
             }
@@ -344,4 +355,18 @@ struct Get: AsyncParsableCommand {
 /// A failure of the whole command (not of one URL), printed by ArgumentParser as `Error: …` with exit status 1.
 struct CommandFailure: Error, CustomStringConvertible {
     var description: String
+}
+
+/// `--priority`: BITS's four levels as task priorities.
+enum TransferPriority: String, ExpressibleByArgument, CaseIterable {
+    case foreground, high, normal, low
+
+    var value: Float {
+        switch self {
+        case .foreground: 1
+        case .high: 0.75
+        case .normal: SessionTask.defaultPriority
+        case .low: 0.25
+        }
+    }
 }

@@ -51,6 +51,9 @@ struct Courierd: ParsableCommand {
     @Option(help: "Seconds a suspended app instance with no background work left stays before courierd ends it (0: never; default 600)")
     var reclaimIdleAfter: Double = DaemonServer.defaultIdleReclaimDelay
 
+    @Option(help: "The most transfers running at once, over all sessions (default 16). A task of higher priority starts first, and when all run, it pauses the running one of the lowest lower priority, which goes on later from its partial file")
+    var maxTransfers: Int = TransferSlots.defaultLimit
+
     @Option(help: "The most bytes per second all background transfers receive together, as curl writes it: 500K, 2M, 1.5M (powers of 1024), or plain bytes (default: no limit)")
     var limitRate: String?
 
@@ -62,6 +65,9 @@ struct Courierd: ParsableCommand {
 
     /// `--limit-rate` and `--limit-window`, checked: a bad value is a usage error (exit 64).
     func validate() throws {
+        guard maxTransfers >= 1 else {
+            throw ValidationError("--max-transfers must be at least 1 (got \(maxTransfers)).")
+        }
         if let limitRate, BandwidthLimit(rate: limitRate) == nil {
             throw ValidationError("--limit-rate takes bytes per second: 500K, 2M, 1.5M or 100000 (got \(limitRate)).")
         }
@@ -109,6 +115,7 @@ struct Courierd: ParsableCommand {
             settings.retryPolicy = RetryPolicy(initialDelay: retryDelay)
             settings.conditionPollInterval = conditionPoll
             settings.bandwidthLimiter = bandwidthLimiter(logger: logger)
+            settings.slots = TransferSlots(limit: maxTransfers)
             server = try DaemonServer(
                 paths: paths,
                 logger: logger,

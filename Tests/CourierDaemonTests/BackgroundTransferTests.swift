@@ -18,12 +18,18 @@ struct BackgroundTransferTests {
     static let identifier = "com.example.podcasts.bg"
     static let session = IPCMessage.OpenSession(request: 1, identifier: identifier)
 
-    static func download(_ identifier: Int, _ url: URL, description: String? = nil) -> IPCMessage.BackgroundTask {
+    static func download(
+        _ identifier: Int,
+        _ url: URL,
+        description: String? = nil,
+        priority: Float = 0.5
+    ) -> IPCMessage.BackgroundTask {
         IPCMessage.BackgroundTask(
             identifier: identifier,
             kind: .download,
             request: TaskRequest(URLRequest(url: url)),
-            taskDescription: description
+            taskDescription: description,
+            priority: priority
         )
     }
 
@@ -182,6 +188,41 @@ struct BackgroundTransferTests {
         #expect(events.filter(Self.isCompletion).allSatisfy { $0.event.endingError == .some(nil) })
         // 6 MiB at 1 MiB/s: never faster than the limit allows, and not much slower.
         #expect(seconds > 5.4 && seconds < 7.5, "\(seconds) s")
+        client.close()
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
+    @Test("with every slot taken, a high-priority task preempts a low one, which goes on later with Range")
+    func priorityPreempts() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--max-transfers", "1"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        let count = 3_000_000
+        // About 1.3 MB/s: still running when the high-priority task comes.
+        let slow = server.url("/bytes/\(count)?seed=31&trickle=65536&interval=50")
+        try Self.create(Self.download(1, slow, priority: 0.1), on: &client)
+        var events = try client.events { $0.task == 1 && $0.event.progress.received > 300_000 }
+        try Self.create(Self.download(2, server.url("/bytes/200000?seed=32"), priority: 0.9), on: &client)
+        var completions: [Int] = []
+        events += try client.events { event in
+            if Self.isCompletion(event) {
+                completions.append(event.task)
+            }
+            return completions.count == 2
+        }
+        #expect(completions == [2, 1], "the high-priority task did not finish first")
+        #expect(events.filter(Self.isCompletion).allSatisfy { $0.event.endingError == .some(nil) })
+        let files = events.compactMap { event in event.event.downloadedPath.map { (event.task, $0) } }
+        let low = try #require(files.first { $0.0 == 1 }?.1)
+        #expect(FileManager.default.contents(atPath: low) == TestServer.bytes(count: count, seed: 31))
+        // The low task's first exchange was cut; its next asked only for the rest.
+        let lowRequests = server.requests.filter { $0.uri.hasPrefix("/bytes/\(count)?seed=31") }
+        let ranges = lowRequests.map { request in request.headers.first { $0.0.lowercased() == "range" }?.1 }
+        #expect(ranges.first == .some(nil))
+        #expect(ranges.dropFirst().contains { $0?.hasPrefix("bytes=") == true && $0 != "bytes=0-" }, "\(ranges)")
         client.close()
         #expect(daemon.stop() == .exited(0))
         try await server.shutdown()

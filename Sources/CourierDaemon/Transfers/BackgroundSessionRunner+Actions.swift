@@ -58,7 +58,11 @@ extension BackgroundSessionRunner {
         switch action {
         case .makeAttempt(let journaled):
             queueAttempt(journaled)
-        case .runAttempt, .resumeAttempt:
+        case .runAttempt:
+            if let attempt {
+                runWhenSlotFree(attempt, of: identifier, priority: task.spec.priority)
+            }
+        case .resumeAttempt:
             attempt?.resume()
         case .discardAttempt:
             attempt?.cancel()
@@ -209,5 +213,38 @@ extension BackgroundSessionRunner {
         record { () throws(JournalError) in
             try journal.finish(session: self.identifier, task: identifier, events: events, file: file)
         }
+    }
+}
+
+extension BackgroundSessionRunner {
+    /// Resumes `attempt` once courierd's ``TransferSlots`` give it a slot (at once when one is free); a higher-priority
+    /// attempt may later preempt it.
+    fileprivate func runWhenSlotFree(_ attempt: SessionTask, of identifier: Int, priority: Float) {
+        settings.slots.request(
+            TransferSlots.Claim(
+                attempt: ObjectIdentifier(attempt),
+                priority: priority,
+                start: { [weak self, weak attempt] in
+                    guard let self, let attempt else {
+                        return
+                    }
+                    // Suspended by its app while it waited: it keeps the slot, and runs when resumed.
+                    let suspended = self.state.withLock { $0.machines[identifier]?.userSuspended ?? false }
+                    if !suspended {
+                        attempt.resume()
+                    }
+                },
+                preempt: { [weak self, weak attempt] in
+                    guard let self, let attempt else {
+                        return
+                    }
+                    self.logger.info(
+                        "preempted for a task of higher priority",
+                        metadata: ["session": "\(self.identifier)", "task": "\(identifier)"]
+                    )
+                    self.drive(attemptOf: attempt) { machine, _ in machine.preempt() }
+                }
+            )
+        )
     }
 }

@@ -53,6 +53,7 @@ extension BackgroundSessionRunner {
     }
 
     package func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
+        settings.slots.release(ObjectIdentifier(task))
         attemptEnded(task, error: error)
     }
 
@@ -61,6 +62,7 @@ extension BackgroundSessionRunner {
         guard let attempt = state.withLock({ $0.attempts[identifier] }) else {
             return
         }
+        settings.slots.release(ObjectIdentifier(attempt))
         guard error == nil else {
             attemptEnded(attempt, error: error)
             return

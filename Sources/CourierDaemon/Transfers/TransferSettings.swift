@@ -13,6 +13,8 @@ package struct TransferSettings: Sendable {
     package var conditionPollInterval: TimeInterval = 10
     /// courierd's `--limit-rate`: what all its transfers receive together, every session's included.
     package var bandwidthLimiter: BandwidthLimiter?
+    /// courierd's `--max-transfers` and the priorities it honours across all sessions.
+    package var slots = TransferSlots()
 
     package init() {}
 }

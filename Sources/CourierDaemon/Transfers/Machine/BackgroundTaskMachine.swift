@@ -33,6 +33,9 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         case cancelProducingResumeData
         /// courierd is stopping: the task stays in the journal and resumes at the next start.
         case daemonStopping
+        /// A task of higher priority needed the attempt's slot (``TransferSlots``): the task waits for one again and
+        /// goes on from its partial file.
+        case preempted
     }
 
     /// The pacing the machine follows (``TransferSettings``).
@@ -109,7 +112,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         case .cancel, .cancelProducingResumeData:
             // Cancelled while its last attempt was ending into a retry: nothing runs that could end it now.
             return finishing([completed(CourierError(.cancelled, "cancelled"))])
-        case .daemonStopping:
+        case .daemonStopping, .preempted:
             return []
         case nil:
             break
@@ -170,7 +173,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         switch ending {
         case .cancel, .cancelProducingResumeData:
             return [.discardAttempt] + finishing([completed(CourierError(.cancelled, "cancelled"))])
-        case .daemonStopping, nil:
+        case .daemonStopping, .preempted, nil:
             break
         }
         guard !stopping else {
@@ -304,6 +307,13 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         case .daemonStopping:
             enter(.waiting)
             return [.keepForNextAttempt(nextCheckpoint(response, now: now), resumeData: error.resumeData, retry: nil)]
+        case .preempted:
+            enter(.waiting)
+            ending = nil
+            return [
+                .keepForNextAttempt(nextCheckpoint(response, now: now), resumeData: error.resumeData, retry: nil),
+                .launch,
+            ]
         case .cancel, .cancelProducingResumeData:
             var cancelled = error
             cancelled.code = .cancelled
@@ -398,6 +408,16 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             }
         ending = .cancel
         return finishing([completed(error)]) + ended
+    }
+
+    /// A task of higher priority takes the attempt's slot: the attempt is cut, its partial file kept, and the task
+    /// asks for a slot again (``TransferSlots``).
+    package mutating func preempt() -> [BackgroundTaskAction] {
+        guard phase == .running, ending == nil else {
+            return []
+        }
+        ending = .preempted
+        return [.cancelAttempt(keepingResumeData: true)]
     }
 
     /// courierd is stopping: the running attempt is cut, its partial file kept for the next start.
