@@ -368,6 +368,17 @@ else
     fail "--limit-rate 1M: 4 MB take about 3.9 s ($elapsed_ms ms), both files saved" "$(show limit)"
 fi
 
+# -s N: a large file over N ranged connections, assembled in place.
+head -c 5242880 /dev/urandom >"$files/big.bin"
+run segments get -s 4 -P "$work/out-segments" "$base/big.bin"
+ranged=$(grep "big.bin" "$work/requests.log" | grep -c "range=bytes=[0-9]*-[0-9]")
+if [ "$rc" -eq 0 ] && cmp -s "$files/big.bin" "$work/out-segments/big.bin" && [ "$ranged" -eq 3 ]; then
+    pass "-s 4: a 5 MiB file over four connections (three ranged), byte for byte"
+else
+    fail "-s 4: a 5 MiB file over four connections (three ranged), byte for byte" \
+        "$(show segments)" "$(grep big.bin "$work/requests.log")"
+fi
+
 # The environment's proxy, as curl reads it: the file server serves a request in absolute form as its path, and
 # origin.invalid is reachable only through it (never resolved).
 rc=0

@@ -137,6 +137,11 @@ typedef struct {
    * encoded entity are never mixed into a file); do not combine with
    * CR_FLAG_DECODE. */
   int64_t resume_offset;
+  /* > 0: ask for exactly this many bytes from resume_offset ("Range:
+   * bytes=A-B", resume_offset 0 included: a segment of a segmented
+   * download). Only a 206 for that range is accepted: a 200 fails with
+   * CR_ERR_BAD_RANGE instead of starting the file over. */
+  int64_t range_length;
   cr_digest_t digest;           /* CR_SINK_FILE: hash the file as written;
                                    sink_fd must then be readable too     */
   uint32_t flags;               /* CR_FLAG_*                             */
@@ -272,7 +277,9 @@ struct cr_event_s {
   int os_error;                  /* errno for file errors, 0 none           */
   char* message;                 /* owned, may be NULL                      */
   int64_t bytes_on_disk;         /* CR_SINK_FILE: contiguous bytes written
-                                    from offset 0, flushed to the fd         */
+                                    from offset 0, flushed to the fd (also
+                                    on RESPONSE and PROGRESS: the file offset
+                                    the kept body is written up to so far)   */
   cr_digest_t digest_kind;       /* SHA256 or SHA512 when digest is set:
                                     of the bytes_on_disk bytes; else NONE    */
   unsigned char digest[64];      /* 32 bytes of SHA-256, 64 of SHA-512      */

@@ -70,6 +70,9 @@ static cr_event_t* push_event(cr_loop_t* loop, cr_transfer_t* t,
   e->expected_to_receive = t->expected;
   e->sent = t->sent;
   e->expected_to_send = t->expected_to_send;
+  if (t->sink == CR_SINK_FILE && t->run && t->response_seen &&
+      !t->discard_body && t->run->body_base >= 0)
+    e->bytes_on_disk = t->run->body_base + t->run->bytes_flushed;
   return e;
 }
 

@@ -189,6 +189,7 @@ struct cr_transfer_s {
   cr_digest_t digest;
   uint32_t flags;
   int64_t resume_offset;
+  int64_t range_length;
   char* username;
   char* password;
   cr_auth_t auth;

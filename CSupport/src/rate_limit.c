@@ -21,11 +21,13 @@ struct cr_rate_limit_s {
   uint64_t refilled_us;
 };
 
-/* The most a bucket saves up while nothing is received: a twentieth of a
- * second's bytes (at least 16 KiB), so that a pause does not buy a burst. */
+/* The most a bucket saves up while nothing is received: a quarter of a
+ * second's bytes (at least 16 KiB), so that a pause does not buy a long
+ * burst, while a loop thread the machine keeps waiting a little still gets
+ * its share when it runs. */
 static double burst(int64_t rate) {
-  double twentieth = (double)rate / 20.0;
-  return twentieth > 16384.0 ? twentieth : 16384.0;
+  double quarter = (double)rate / 4.0;
+  return quarter > 16384.0 ? quarter : 16384.0;
 }
 
 cr_rate_limit_t* cr_rate_limit_create(int64_t bytes_per_second) {

@@ -144,6 +144,7 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   t->sink = request->sink;
   t->digest = request->sink == CR_SINK_FILE ? request->digest : CR_DIGEST_NONE;
   t->resume_offset = request->resume_offset > 0 ? request->resume_offset : 0;
+  t->range_length = request->range_length > 0 ? request->range_length : 0;
   t->flags = request->flags;
   t->max_receive_speed = request->max_receive_speed > 0 ? request->max_receive_speed : 0;
   t->max_send_speed = request->max_send_speed > 0 ? request->max_send_speed : 0;
@@ -355,9 +356,12 @@ static int finish_headers(cr_transfer_t* t) {
   t->run->body_base = 0;
   /* A resumed download keeps its partial file untouched until the
    * response is accepted below. */
-  t->discard_body = t->resume_offset > 0;
+  t->discard_body = t->resume_offset > 0 || t->range_length > 0;
 
-  if (t->resume_offset > 0) {
+  if (t->range_length > 0 && t->status == 200)
+    return fail_from_callback(t, CR_ERR_BAD_RANGE,
+                              "200 (the whole entity) for a range of it");
+  if (t->resume_offset > 0 || t->range_length > 0) {
     if (t->status == 206) {
       /* on_header parsed Content-Range into range_start and expected. */
       if (range_start != t->resume_offset)
@@ -754,7 +758,12 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   if (strcmp(t->method, "GET") != 0 && strcmp(t->method, "HEAD") != 0 &&
       !(has_body && strcmp(t->method, "PUT") == 0))
     SET(CURLOPT_CUSTOMREQUEST, t->method);
-  if (t->resume_offset > 0) {
+  if (t->range_length > 0) {
+    char range[48];
+    snprintf(range, sizeof(range), "%lld-%lld", (long long)t->resume_offset,
+             (long long)(t->resume_offset + t->range_length - 1));
+    SET(CURLOPT_RANGE, range);
+  } else if (t->resume_offset > 0) {
     char range[32];
     snprintf(range, sizeof(range), "%lld-", (long long)t->resume_offset);
     SET(CURLOPT_RANGE, range);

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// `courier get URL... [-o FILE | -P DIR] [-i FILE] [--parallel N] [--retry N] [--checksum ALG=HEX]
-/// [--limit-rate RATE] [--continue] [--force] [--background] …`
+/// [--limit-rate RATE] [--priority P] [-s N] [--continue] [--force] [--background] …`
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Download URLs into a directory (or one URL into a file), showing progress.",
@@ -119,6 +119,16 @@ struct Get: AsyncParsableCommand {
     )
     var priority: TransferPriority = .normal
 
+    @Option(
+        name: [.customShort("s"), .long],
+        help: ArgumentHelp(
+            "Fetch each large file over up to N ranged connections at once (1-16; aria2's -s), where the server "
+                + "serves byte ranges.",
+            valueName: "n"
+        )
+    )
+    var segments: Int = 1
+
     @Flag(name: [.short, .long], help: "Replace existing files instead of saving under a -N name.")
     var force = false
 
@@ -158,6 +168,9 @@ struct Get: AsyncParsableCommand {
             guard urls.count == 1 && inputFile == nil else {
                 throw ValidationError("--checksum checks one URL's file; give one URL.")
             }
+        }
+        guard (1...16).contains(segments) else {
+            throw ValidationError("--segments must be between 1 and 16 (got \(segments)).")
         }
         if let limitRate, BandwidthLimit(rate: limitRate) == nil {
             throw ValidationError("--limit-rate takes bytes per second: 500K, 2M, 1.5M or 100000 (got \(limitRate)).")
@@ -262,6 +275,7 @@ struct Get: AsyncParsableCommand {
 
         var configuration = TransferRun.sessionConfiguration(parallel: parallel ?? 4)
         configuration.bandwidthLimit = limitRate.flatMap { BandwidthLimit(rate: $0) }
+        configuration.maximumSegmentsPerDownload = segments
         configuration.resumeDataDirectory = directory
         configuration.temporaryDirectory = staging
 
@@ -297,6 +311,7 @@ struct Get: AsyncParsableCommand {
             task.taskDescription = path
             task.expectedChecksum = checksum.flatMap(Checksum.init)
             task.priority = priority.value
+            task.maximumSegments = segments
             if BackgroundTransfers.hand(task, subject: "\(url.absoluteString) -> \(path)") {
                 handed += 1
             }

@@ -66,6 +66,44 @@ struct DaemonRestartTests {
         try await server.shutdown()
     }
 
+    @Test("a segmented download: courierd SIGKILLed mid-way resumes each segment from its bytes; the SHA-256 is right")
+    func segmentedDownloadOutlivesKill() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let recorder = Recorder()
+        let session = Session(configuration: Self.configuration("com.example.segments", on: daemon), delegate: recorder)
+        let count = 8 * 1024 * 1024
+        // About 330 kB/s per connection, four connections: some 6 s in all, so the kill lands mid-way.
+        let path = "/bytes/\(count)?seed=44&trickle=65536&interval=200"
+        let task = session.downloadTask(with: server.url(path))
+        task.maximumSegments = 4
+        task.expectedChecksum = Checksum("sha-256=" + TestServer.sha256Hex(TestServer.bytes(count: count, seed: 44)))
+        task.resume()
+        // Past two checkpoints (one a second) of every segment.
+        usleep(2_500_000)
+        daemon.killServing()
+        try daemon.start()
+        #expect(recorder.waitForCompletions(1, timeout: 60), "\(recorder.calls)")
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil), "\(String(describing: recorder.errors))")
+        #expect(recorder.files[task.taskIdentifier].map(TestServer.sha256Hex) == TestServer.sha256Hex(
+            TestServer.bytes(count: count, seed: 44)))
+        // Before the kill: a plain GET and three ranges from each segment's start. After it: one range per segment,
+        // each from where that segment had got to (never from its start again).
+        let ranges = server.requests.filter { $0.uri == path }.map { $0.header("Range") }
+        let segmentStarts = [0, 2_097_152, 4_194_304, 6_291_456]
+        let resumedFrom = ranges.dropFirst(4).compactMap { $0 }.compactMap { range -> Int? in
+            Int(range.dropFirst("bytes=".count).prefix { $0 != "-" })
+        }
+        #expect(resumedFrom.count >= 4, "\(ranges)")
+        for start in segmentStarts {
+            #expect(resumedFrom.contains { $0 > start && $0 < start + 2_097_152 }, "segment at \(start): \(ranges)")
+        }
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
     @Test("tasks made while courierd is down wait for it, and run once it is back")
     func taskMadeWhileDown() async throws {
         let server = try await TestServer.start()

@@ -25,7 +25,9 @@ struct BandwidthLimitTests {
         #expect(BandwidthLimit(rate: "2M")?.bytesPerSecond == 2_097_152)
         #expect(BandwidthLimit(rate: "1.5k")?.bytesPerSecond == 1536)
         #expect(BandwidthLimit(rate: "100000")?.bytesPerSecond == 100_000)
-        #expect(BandwidthLimit(rate: "0") == nil && BandwidthLimit(rate: "fast") == nil && BandwidthLimit(rate: "-1M") == nil)
+        #expect(
+            BandwidthLimit(rate: "0") == nil && BandwidthLimit(rate: "fast") == nil
+                && BandwidthLimit(rate: "-1M") == nil)
         let night = try #require(BandwidthLimit.Window("22:00-06:30"))
         #expect(night.description == "22:00-06:30")
         #expect(BandwidthLimit.Window("25:00-01:00") == nil && BandwidthLimit.Window("09:00") == nil)

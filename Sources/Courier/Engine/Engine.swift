@@ -244,6 +244,7 @@ extension Engine {
             request.sink_fd = -1
         }
         request.resume_offset = spec.resumeOffset
+        request.range_length = spec.rangeLength
         request.digest = Self.digest(of: spec)
         request.max_receive_speed = spec.maximumBytesPerSecond
         request.max_send_speed = spec.maximumBytesPerSecond

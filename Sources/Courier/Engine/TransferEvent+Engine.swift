@@ -52,17 +52,14 @@ extension TransferEvent {
         if event.kind != CR_EVENT_DATA {
             free(event.data)
         }
-        self.init(
-            id: Engine.transferID(tag: event.tag),
-            transfer: event.transfer,
-            progress: TransferProgress(
-                received: event.received,
-                expectedToReceive: event.expected_to_receive,
-                sent: event.sent,
-                expectedToSend: event.expected_to_send
-            ),
-            payload: payload
+        var progress = TransferProgress(
+            received: event.received,
+            expectedToReceive: event.expected_to_receive,
+            sent: event.sent,
+            expectedToSend: event.expected_to_send
         )
+        progress.bytesOnDisk = event.bytes_on_disk > 0 ? event.bytes_on_disk : nil
+        self.init(id: Engine.transferID(tag: event.tag), transfer: event.transfer, progress: progress, payload: payload)
     }
 }
 

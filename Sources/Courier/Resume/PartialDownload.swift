@@ -39,6 +39,15 @@ package struct PartialDownload: Codable, Sendable, Equatable {
     /// is gone or cannot be moved.
     package func resumeData(movingFileInto directory: URL, bytesOnDisk: Int64) -> Data? {
         var resume = self.resume
+        if resume.segments != nil && bytesOnDisk < resume.keptLength {
+            // Not every segment's bytes can be trusted (a power loss): go on from the trusted prefix only.
+            resume.segments = nil
+            resume.bytesOnDisk = min(bytesOnDisk, resume.bytesOnDisk)
+            return resume.keeping(URL(fileURLWithPath: file), in: directory)?.encoded()
+        }
+        if resume.segments != nil {
+            return resume.keeping(URL(fileURLWithPath: file), in: directory)?.encoded()
+        }
         resume.bytesOnDisk = bytesOnDisk
         return resume.keeping(URL(fileURLWithPath: file), in: directory)?.encoded()
     }
@@ -57,7 +66,8 @@ extension DownloadTask {
                 originalRequest: machine.originalRequest,
                 response: machine.finalResponse?.head,
                 resumeSource: machine.resumeSource,
-                bytesOnDisk: machine.bodyOffset + machine.received
+                bytesOnDisk: machine.bodyOffset + machine.received,
+                segments: machine.segmentMap
             )
             return (staging, description)
         }

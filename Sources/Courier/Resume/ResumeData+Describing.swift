@@ -19,7 +19,8 @@ extension ResumeData {
         originalRequest: TaskRequest?,
         response head: ResponseHead?,
         resumeSource: ResumeData?,
-        bytesOnDisk: Int64
+        bytesOnDisk: Int64,
+        segments: [DownloadSegment]? = nil
     ) -> ResumeData? {
         guard let request, let url = request.url, request.method.uppercased() == "GET" else {
             return nil
@@ -51,6 +52,9 @@ extension ResumeData {
             expectedLength = source.expectedLength
             bytesOnDisk = max(bytesOnDisk, source.bytesOnDisk)
         }
+        if let segments, !segments.isEmpty {
+            bytesOnDisk = DownloadSegment.contiguousPrefix(segments)
+        }
         guard let validator, bytesOnDisk >= 0 else {
             return nil
         }
@@ -72,12 +76,14 @@ extension ResumeData {
             file: "",
             bytesOnDisk: bytesOnDisk,
             validator: validator,
-            expectedLength: expectedLength
+            expectedLength: expectedLength,
+            segments: segments.flatMap { $0.isEmpty ? nil : $0 }
         )
     }
 
-    /// Moves the partial file into `directory` under a fresh name, cut to ``bytesOnDisk`` (only the contiguous
-    /// prefix counts), and returns this description naming it; nil when the file cannot be moved.
+    /// Moves the partial file into `directory` under a fresh name, cut to ``keptLength`` (only the contiguous
+    /// prefix counts, or each segment's bytes), and returns this description naming it; nil when the file cannot be
+    /// moved.
     func keeping(_ partialFile: URL, in directory: URL) -> ResumeData? {
         let name = "courier-\(UUID().uuidString).partial"
         let destination = directory.appendingPathComponent(name)
@@ -88,7 +94,7 @@ extension ResumeData {
             return nil
         }
         if let handle = try? FileHandle(forWritingTo: destination) {
-            try? handle.truncate(atOffset: UInt64(bytesOnDisk))
+            try? handle.truncate(atOffset: UInt64(keptLength))
             try? handle.close()
         }
         var kept = self

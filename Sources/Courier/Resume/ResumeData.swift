@@ -25,6 +25,17 @@ struct ResumeData: Codable, Sendable, Equatable {
     var validator: String
     /// The length of the whole entity, when the server said it.
     var expectedLength: Int64?
+    /// A segmented download's segments (``DownloadSegment``), each with its bytes on disk; the file holds each
+    /// segment's first `done` bytes at its offset (``bytesOnDisk`` is still the contiguous prefix). Absent otherwise.
+    var segments: [DownloadSegment]?
+
+    /// The file's length to keep: the end of the farthest bytes on disk (the contiguous prefix without segments).
+    var keptLength: Int64 {
+        guard let segments else {
+            return bytesOnDisk
+        }
+        return segments.map { $0.start + min($0.done, $0.end - $0.start) }.max() ?? bytesOnDisk
+    }
 
     func encoded() -> Data? {
         let encoder = JSONEncoder()
@@ -43,8 +54,13 @@ struct ResumeData: Codable, Sendable, Equatable {
         guard let url = URL(string: decoded.url), url.scheme != nil else {
             return .failure(CourierError(.cannotResume, "resume data has no valid URL"))
         }
+        let segmentsValid = decoded.segments.map { segments in
+            segments.count <= DownloadSegment.maximumCount
+                && segments.allSatisfy { $0.start >= 0 && $0.end > $0.start && $0.done >= 0 }
+                && zip(segments, segments.dropFirst()).allSatisfy { $0.end == $1.start }
+        } ?? true
         guard !decoded.file.isEmpty, !decoded.file.contains("/"), decoded.file != "..", decoded.bytesOnDisk >= 0,
-            !decoded.validator.isEmpty
+            !decoded.validator.isEmpty, segmentsValid
         else {
             return .failure(CourierError(.cannotResume, "resume data is malformed", failingURL: url))
         }

@@ -4,7 +4,7 @@ import Foundation
 /// or courierd's as a whole (`courierd --limit-rate`), optionally only during a time of day (BITS's work hours).
 public struct BandwidthLimit: Sendable, Hashable {
     /// Bytes per second; the limit is held on average (a transfer may run ahead by one receive buffer, and by a
-    /// twentieth of a second's bytes after a pause).
+    /// quarter of a second's bytes after a pause).
     public var bytesPerSecond: Int64
     /// When the limit applies, in local time; nil: always. Outside it, transfers are not limited.
     public var window: Window?

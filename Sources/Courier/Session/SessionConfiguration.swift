@@ -150,6 +150,10 @@ public struct SessionConfiguration: Sendable {
     /// Limits shared with other sessions (courierd's `--limit-rate` for every session it runs).
     package var sharedBandwidthLimiters: [BandwidthLimiter] = []
 
+    /// The most ranged connections one download task uses at once (``DownloadTask/maximumSegments``); 1 (the
+    /// default) for one, at most 16.
+    public var maximumSegmentsPerDownload = 1
+
     /// The cookie store, or nil to handle no cookies at all.
     public var httpCookieStorage: CookieStorage?
 

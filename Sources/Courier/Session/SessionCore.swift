@@ -118,11 +118,19 @@ final class SessionCore: Sendable {
                         + configuration.sharedBandwidthLimiters
                 )
                 let serialised = configuration.serialisesBackend
+                // The segmenting backend wraps the engine, whose events it folds: the engine's callback finds it
+                // through a weak reference (it holds the engine).
+                let segmenting = WeakSegmentingBackend()
                 do throws(CourierError) {
                     let engine = try Engine(configuration: engineConfiguration) { [weak self] batch in
-                        self?.handle(serialised ? SerialisedBackend.carry(batch) : batch)
+                        let events = segmenting.backend?.rewrite(batch) ?? batch
+                        self?.handle(serialised ? SerialisedBackend.carry(events) : events)
                     }
-                    let backend: any TransferBackend = serialised ? SerialisedBackend(engine) : engine
+                    let inner: any TransferBackend = serialised ? SerialisedBackend(engine) : engine
+                    let backend = SegmentingBackend(inner) { [weak self] events in
+                        self?.handle(serialised ? SerialisedBackend.carry(events) : events)
+                    }
+                    segmenting.backend = backend
                     slot = .running(backend)
                     logger?.debug("engine started", metadata: ["loops": "\(configuration.engineLoopCount)"])
                     return .success(backend)

@@ -15,6 +15,17 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         set { storage.withLock { $0.expectedChecksum = newValue } }
     }
 
+    /// The most ranged connections this download uses at once (aria2's `-s`), or nil (the default) for the session's
+    /// ``SessionConfiguration/maximumSegmentsPerDownload``; 1 to 16. A response of at least 2 MiB from a server that
+    /// serves byte ranges (with a strong validator and no content coding) is split in segments of at least 1 MiB,
+    /// fetched at once into their places in the file; any other server keeps the one connection. An interrupted
+    /// segmented download's resume data (and courierd's journal) keeps each segment's bytes, and resuming goes on
+    /// with every unfinished segment. Set it before `resume()`.
+    public var maximumSegments: Int? {
+        get { storage.withLock { $0.maximumSegments } }
+        set { storage.withLock { $0.maximumSegments = newValue.map { min(max($0, 1), DownloadSegment.maximumCount) } } }
+    }
+
     /// Cancels the download and produces resume data for ``Session/downloadTask(withResumeData:)``.
     ///
     /// `completionHandler` is called once, on the delegate queue, before `didCompleteWithError`, with nil when
@@ -53,7 +64,7 @@ extension SessionTask {
         guard let size = FileManager.default.fileLength(atPath: source.path) else {
             return .failure(CourierError(.cannotResume, "the partial file of the resume data is gone", failingURL: url))
         }
-        guard size >= resume.bytesOnDisk else {
+        guard size >= resume.keptLength else {
             return .failure(
                 CourierError(.fileChanged, "the partial file is shorter than the resume data says", failingURL: url)
             )
@@ -70,8 +81,8 @@ extension SessionTask {
         } catch {
             return .failure(CourierError(.cannotResume, "cannot take over the partial file: \(error)", failingURL: url))
         }
-        if size > resume.bytesOnDisk, let handle = try? FileHandle(forWritingTo: staging) {
-            try? handle.truncate(atOffset: UInt64(resume.bytesOnDisk))
+        if size > resume.keptLength, let handle = try? FileHandle(forWritingTo: staging) {
+            try? handle.truncate(atOffset: UInt64(resume.keptLength))
             try? handle.close()
         }
         return .success(staging)

@@ -176,7 +176,8 @@ extension SessionTask {
             originalRequest: final.originalRequest,
             response: final.response?.head,
             resumeSource: final.resumeSource,
-            bytesOnDisk: final.bytesOnDisk
+            bytesOnDisk: final.bytesOnDisk,
+            segments: final.segmentMap
         )
         return description?.keeping(staging, in: core.configuration.resumeDataDirectory)?.encoded()
     }

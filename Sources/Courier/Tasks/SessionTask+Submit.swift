@@ -129,7 +129,7 @@ extension SessionTask {
         spec.headers = headerLines(for: request, url: url, plan: plan)
         // A range continues the bytes already on disk, which were never encoded (resume data is made only for
         // an entity without a content coding): decode nothing.
-        spec.decodesContent = plan.resumeOffset == 0
+        spec.decodesContent = plan.resumeOffset == 0 && plan.resume?.segments == nil
 
         let sendsBody = spec.method != "GET" && spec.method != "HEAD"
         if let uploadBody, sendsBody {
@@ -148,9 +148,12 @@ extension SessionTask {
             guard let staging = plan.staging else {
                 return .failure(CourierError(.cannotCreateFile, "no staging file", failingURL: url))
             }
-            spec.sink = .file(path: staging.path, append: plan.resumeOffset > 0)
+            let (checksum, segments) = storage.withLock { ($0.expectedChecksum, $0.maximumSegments) }
+            spec.segments = min(segments ?? configuration.maximumSegmentsPerDownload, DownloadSegment.maximumCount)
+            spec.segmentMap = plan.resume?.segments
+            spec.sink = .file(path: staging.path, append: plan.resumeOffset > 0 || spec.segmentMap != nil)
             spec.resumeOffset = plan.resumeOffset
-            spec.digest = storage.withLock { $0.expectedChecksum?.algorithm }
+            spec.digest = checksum?.algorithm
             spec.announcedDigest = spec.digest == nil
             // A resumed download holds its response so that a 416 "already complete" is not written to the file.
             spec.askResponse = plan.resumeOffset > 0
@@ -164,16 +167,9 @@ extension SessionTask {
         return .success(spec)
     }
 
-    /// The task as a background backend keeps it: its kind, description, priority and resume data.
+    /// The task as a background backend keeps it: its kind, description, priority, resume data and the options
+    /// courierd applies to its attempts.
     private func backgroundDetails() -> TransferSpec.TaskDetails {
-        let (description, priority, resumeSource, earliestBeginDate, expectsToSend, expectsToReceive, checksum, limit) =
-            storage.withLock { machine in
-                (
-                    machine.taskDescription, machine.priority, machine.resumeSource, machine.earliestBeginDate,
-                    machine.clientExpectsToSend, machine.clientExpectsToReceive, machine.expectedChecksum,
-                    machine.maximumBytesPerSecond
-                )
-            }
         let kind: TransferSpec.TaskDetails.Kind =
             switch self.kind {
             case .data: .data
@@ -184,18 +180,26 @@ extension SessionTask {
         if case .delegate = sink {
             reportsToDelegate = true
         }
-        return TransferSpec.TaskDetails(
-            kind: kind,
-            taskDescription: description,
-            priority: priority,
-            resumeData: resumeSource?.encoded(),
-            reportsToDelegate: reportsToDelegate,
-            earliestBeginDate: earliestBeginDate,
-            countOfBytesClientExpectsToSend: expectsToSend,
-            countOfBytesClientExpectsToReceive: expectsToReceive,
-            expectedChecksum: checksum,
-            maximumBytesPerSecond: limit
-        )
+        let (details, resumeSource) = storage.withLock { machine in
+            (
+                TransferSpec.TaskDetails(
+                    kind: kind,
+                    taskDescription: machine.taskDescription,
+                    priority: machine.priority,
+                    reportsToDelegate: reportsToDelegate,
+                    earliestBeginDate: machine.earliestBeginDate,
+                    countOfBytesClientExpectsToSend: machine.clientExpectsToSend,
+                    countOfBytesClientExpectsToReceive: machine.clientExpectsToReceive,
+                    expectedChecksum: machine.expectedChecksum,
+                    maximumBytesPerSecond: machine.maximumBytesPerSecond,
+                    maximumSegments: machine.maximumSegments
+                ),
+                machine.resumeSource
+            )
+        }
+        var encoded = details
+        encoded.resumeData = resumeSource?.encoded()
+        return encoded
     }
 
     /// The request's headers, then the session's additional ones, the resume headers and `If-Range`, cookies from
@@ -220,7 +224,8 @@ extension SessionTask {
         for (name, value) in additional where !present.contains(name.lowercased()) {
             add(name, value)
         }
-        if let resume = plan.resume, plan.resumeOffset > 0 {
+        let resumes = plan.resumeOffset > 0 || plan.resume?.segments != nil
+        if let resume = plan.resume, resumes {
             for (name, value) in resume.headers where !present.contains(name.lowercased()) {
                 add(name, value)
             }
@@ -232,7 +237,7 @@ extension SessionTask {
             add(name, value)
         }
         // A resumed range asks for the identity coding: the bytes on disk were never encoded.
-        if plan.resumeOffset > 0 && !present.contains("accept-encoding") {
+        if resumes && !present.contains("accept-encoding") {
             add("Accept-Encoding", "identity")
         }
         if !present.contains("cookie"), let cookie = core.cookieHeader(for: url) {

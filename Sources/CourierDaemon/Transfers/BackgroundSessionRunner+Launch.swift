@@ -90,6 +90,7 @@ extension BackgroundSessionRunner {
         // courierd checks the file before the app hears of it.
         (task as? DownloadTask)?.expectedChecksum = journaled.spec.spec.task?.expectedChecksum
         task.maximumBytesPerSecond = journaled.spec.spec.task?.maximumBytesPerSecond
+        (task as? DownloadTask)?.maximumSegments = journaled.spec.spec.task?.maximumSegments
         return task
     }
 

@@ -6,6 +6,8 @@ package struct TransferProgress: Codable, Sendable, Equatable {
     package var expectedToReceive: Int64 = -1
     package var sent: Int64 = 0
     package var expectedToSend: Int64 = -1
+    /// A file sink's bytes written so far, up to the file offset (the in-process engine's; nil otherwise).
+    package var bytesOnDisk: Int64?
 
     package init(received: Int64 = 0, expectedToReceive: Int64 = -1, sent: Int64 = 0, expectedToSend: Int64 = -1) {
         self.received = received
@@ -64,6 +66,9 @@ package struct TransferEvent: Codable, Sendable, Equatable {
         /// The backend wrote the body to a file of its own (courierd, which keeps it until the app has seen the
         /// events): the task's download is the file at `path`. Sent right before the successful COMPLETE.
         case downloaded(path: String)
+        /// Where each segment of a segmented download stands (``DownloadSegment``); sent with its progress and before
+        /// its COMPLETE, for the task's resume data.
+        case segments([DownloadSegment])
         /// The task's `earliestBeginDate` has passed (courierd): the backend waits for
         /// ``TransferBackend/decide(_:_:)`` with ``TransferDecision/beginDelayed(_:)``, or a cancel, before the
         /// transfer begins; without an answer it begins as it is.

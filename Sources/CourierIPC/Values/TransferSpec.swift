@@ -56,6 +56,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
         package var expectedChecksum: Checksum?
         /// The task's own bandwidth limit (courierd applies it to each attempt).
         package var maximumBytesPerSecond: Int64?
+        /// ``DownloadTask/maximumSegments`` (courierd's attempts use as many connections).
+        package var maximumSegments: Int?
 
         /// What the app expects the task to move in all, when it said (either count).
         package var clientExpectedBytes: Int64? {
@@ -73,7 +75,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
             countOfBytesClientExpectsToSend: Int64? = nil,
             countOfBytesClientExpectsToReceive: Int64? = nil,
             expectedChecksum: Checksum? = nil,
-            maximumBytesPerSecond: Int64? = nil
+            maximumBytesPerSecond: Int64? = nil,
+            maximumSegments: Int? = nil
         ) {
             self.kind = kind
             self.taskDescription = taskDescription
@@ -85,6 +88,7 @@ package struct TransferSpec: Codable, Sendable, Equatable {
             self.countOfBytesClientExpectsToReceive = countOfBytesClientExpectsToReceive
             self.expectedChecksum = expectedChecksum
             self.maximumBytesPerSecond = maximumBytesPerSecond
+            self.maximumSegments = maximumSegments
         }
     }
 
@@ -95,6 +99,13 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     package var body: Body = .none
     package var sink: Sink = .memory
     package var resumeOffset: Int64 = 0
+    /// > 0: only this many bytes from ``resumeOffset`` (one segment of a segmented download; a 200 fails).
+    package var rangeLength: Int64 = 0
+    /// With a file sink and a GET: the most ranged connections the download uses at once (1: one). The backend
+    /// splits a large entity whose server takes byte ranges (``DownloadSegment/split(length:count:)``).
+    package var segments = 1
+    /// The segments of a resumed segmented download (from its resume data): each goes on from its `done`.
+    package var segmentMap: [DownloadSegment]?
     /// Hold 3xx with a Location and 401/407 for the task to decide (`CR_FLAG_HOLD_REDIRECT_AND_AUTH`).
     package var holdRedirectAndAuth = true
     /// Hold every final response until ``TransferBackend/decide(_:_:)`` (`CR_FLAG_ASK_RESPONSE`).

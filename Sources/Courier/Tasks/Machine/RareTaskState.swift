@@ -35,6 +35,9 @@ struct RareTaskState: Sendable {
     var fileDigest: Checksum?
     /// ``SessionTask/maximumBytesPerSecond``.
     var maximumBytesPerSecond: Int64?
+    /// ``DownloadTask/maximumSegments``, and where the segments of a segmented download stand.
+    var maximumSegments: Int?
+    var segmentMap: [DownloadSegment]?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

@@ -20,6 +20,7 @@ struct TaskFinalReport: Sendable {
     var currentRequest: TaskRequest?
     var expectedChecksum: Checksum?
     var fileDigest: Checksum?
+    var segmentMap: [DownloadSegment]?
 }
 
 extension TaskMachine {
@@ -39,7 +40,8 @@ extension TaskMachine {
             originalRequest: originalRequest,
             currentRequest: currentRequest,
             expectedChecksum: expectedChecksum,
-            fileDigest: fileDigest
+            fileDigest: fileDigest,
+            segmentMap: segmentMap
         )
         bodyChunks = []
         resumeDataHandler = nil

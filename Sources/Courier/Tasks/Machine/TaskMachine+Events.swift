@@ -25,7 +25,7 @@ extension TaskMachine {
             // The count starts again where the backend resumed (0 for a changed entity).
             received = offset
             reportedReceived = offset
-        case .relocated, .downloaded, .delayedStart:
+        case .relocated, .downloaded, .delayedStart, .segments:
             break
         }
         if event.progress.expectedToReceive >= 0 {
@@ -59,6 +59,8 @@ extension TaskMachine {
         case .downloaded:
             // The daemon backend put the file in the task's sink before handing this on.
             break
+        case .segments(let segments):
+            segmentMap = segments
         case .delayedStart:
             guard awaiting == nil, let request = currentRequest else {
                 return

@@ -207,6 +207,16 @@ struct TaskMachine: Sendable {
         get { rare[\.maximumBytesPerSecond] }
         set { rare[\.maximumBytesPerSecond] = newValue }
     }
+    /// ``DownloadTask/maximumSegments``.
+    var maximumSegments: Int? {
+        get { rare[\.maximumSegments] }
+        set { rare[\.maximumSegments] = newValue }
+    }
+    /// The segments of a segmented download as its backend last reported them.
+    var segmentMap: [DownloadSegment]? {
+        get { rare[\.segmentMap] }
+        set { rare[\.segmentMap] = newValue }
+    }
     /// ``DownloadTask/expectedChecksum``.
     var expectedChecksum: Checksum? {
         get { rare[\.expectedChecksum] }
@@ -459,7 +469,7 @@ struct TaskMachine: Sendable {
                     priority: priority,
                     resourceDeadline: resourceDeadline,
                     staging: staging,
-                    resume: resumeOffset > 0 ? resumeSource : nil,
+                    resume: resumeOffset > 0 || resumeSource?.segments != nil ? resumeSource : nil,
                     maximumBytesPerSecond: maximumBytesPerSecond,
                     conditions: conditions
                 )
