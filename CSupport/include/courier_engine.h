@@ -125,7 +125,9 @@ typedef struct {
   size_t body_length;
   cr_borrowed_body_t borrowed_body; /* or borrowed (bytes != NULL)     */
   int body_fd;                  /* request body from a file, or -1       */
-  int64_t body_fd_length;       /* bytes to send from body_fd's offset 0 */
+  int64_t body_fd_length;       /* bytes to send from body_fd_offset     */
+  int64_t body_fd_offset;       /* where in body_fd they start (a resumed
+                                   upload's rest)                         */
   cr_sink_t sink;
   int sink_fd;                  /* CR_SINK_FILE: written with pwrite     */
   /* > 0: ask for bytes from this offset ("Range: bytes=N-"). A 206 whose
@@ -249,7 +251,11 @@ typedef enum {
   CR_EVENT_RESPONSE = 1,
   CR_EVENT_DATA = 2,
   CR_EVENT_PROGRESS = 3,
-  CR_EVENT_COMPLETE = 4
+  CR_EVENT_COMPLETE = 4,
+  /* An informational (1xx) response other than 100 and 101, before the
+   * final one: status and headers (owned), e.g. 104 Upload Resumption
+   * Supported with the upload's Location. */
+  CR_EVENT_INFORMATIONAL = 5
 } cr_event_kind_t;
 
 struct cr_event_s {

@@ -110,6 +110,15 @@ static void emit_response(cr_transfer_t* t, int may_hold) {
 
 void cr__emit_response(cr_transfer_t* t) { emit_response(t, 1); }
 
+void cr__emit_informational(cr_transfer_t* t) {
+  cr_event_t* e = push_event(t->loop, t, CR_EVENT_INFORMATIONAL);
+  e->status = t->status;
+  e->headers = t->run->header_block;
+  e->headers_length = t->run->header_length;
+  t->run->header_block = NULL;
+  t->run->header_length = t->run->header_capacity = 0;
+}
+
 /* The file's digest for COMPLETE: every write is done (the writer no longer
  * touches run->hash); bytes no chunk brought (a range that added nothing)
  * are read from the file here. */

@@ -183,6 +183,7 @@ struct cr_transfer_s {
   cr_borrowed_body_t borrowed; /* or a borrowed one (borrowed.bytes != NULL) */
   size_t body_length;         /* of either                                  */
   int64_t body_fd_length;
+  int64_t body_fd_offset;
   int body_fd;
   int sink_fd;
   cr_sink_t sink;
@@ -531,6 +532,7 @@ int cr__events_init(cr_loop_t* loop);
 /* The RESPONSE event, once, when the final response's headers are in; sets
  * t->held as the request's flags ask. */
 void cr__emit_response(cr_transfer_t* t);
+void cr__emit_informational(cr_transfer_t* t); /* a 1xx head other than 100/101 */
 /* The last events of a transfer: its RESPONSE if none was emitted (never
  * held), its last DATA, and COMPLETE with its outcome. */
 void cr__emit_last(cr_transfer_t* t);

@@ -141,6 +141,7 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     t->body_length = request->body_length;
   }
   t->body_fd_length = request->body_fd_length;
+  t->body_fd_offset = request->body_fd_offset > 0 ? request->body_fd_offset : 0;
   t->sink = request->sink;
   t->digest = request->sink == CR_SINK_FILE ? request->digest : CR_DIGEST_NONE;
   t->resume_offset = request->resume_offset > 0 ? request->resume_offset : 0;
@@ -428,6 +429,8 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
       if (!((t->status == 401 || t->status == 407) &&
             (t->auth == CR_AUTH_DIGEST || t->auth == CR_AUTH_ANY)))
         cr__emit_response(t);
+    } else if (t->status > 101) {
+      cr__emit_informational(t);
     }
     return length;
   } else if ((value = header_value(data, length, "Content-Length",
@@ -606,7 +609,8 @@ static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
     if ((int64_t)room > left)
       room = (size_t)left;
     do {
-      got = pread(t->body_fd, buffer, room, (off_t)t->run->body_fd_position);
+      got = pread(t->body_fd, buffer, room,
+                  (off_t)(t->body_fd_offset + t->run->body_fd_position));
     } while (got < 0 && errno == EINTR);
     if (got < 0) {
       t->os_error = errno;

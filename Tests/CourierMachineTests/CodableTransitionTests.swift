@@ -206,6 +206,24 @@ struct CodableTransitionTests {
         #expect(try Self.roundTrip(action) == action, "action \(index): \(action)")
     }
 
+    @Test("a TransferSpec an earlier version journaled (without the fields added since) decodes with their defaults")
+    func earlierSpecDecodes() throws {
+        let earlier = #"{"url":"https://a.example/x","method":"GET","headers":["A: b"],"body":{"none":{}},"#
+            + #""sink":{"memory":{}},"resumeOffset":0,"holdRedirectAndAuth":true,"askResponse":false,"noBody":false,"#
+            + #""decodesContent":true,"http2":true,"authentication":{"none":{}},"idleTimeoutMilliseconds":60000,"#
+            + #""totalTimeoutMilliseconds":0,"priority":500}"#
+        let spec = try JSONDecoder().decode(TransferSpec.self, from: Data(earlier.utf8))
+        #expect(spec.url == "https://a.example/x" && spec.headers == ["A: b"] && spec.priority == 500)
+        #expect(spec.segments == 1 && spec.rangeLength == 0 && spec.bodyOffset == 0 && spec.maximumBytesPerSecond == 0)
+        #expect(spec.proxyAuthentication == .none && !spec.announcedDigest && spec.digest == nil)
+        // And today's round-trips whole.
+        var today = spec
+        today.segments = 4
+        today.segmentMap = [DownloadSegment(start: 0, end: 10, done: 3)]
+        today.digest = .sha512
+        #expect(try JSONDecoder().decode(TransferSpec.self, from: JSONEncoder().encode(today)) == today)
+    }
+
     @Test("a TaskRequest keeps the URL, method, header fields, body and timeout")
     func codableRequest() throws {
         var request = Self.post

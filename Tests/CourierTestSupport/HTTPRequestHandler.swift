@@ -16,6 +16,8 @@ final class HTTPRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var bodyLength = 0
     private var hasher = SHA256()
     private var writer: ResponseWriter?
+    /// The resumable upload this request starts or appends to (`/resumable`).
+    private var resumable: ResumableUploads.Role?
 
     init(state: ServerState) {
         self.state = state
@@ -33,7 +35,28 @@ final class HTTPRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
                 let interim = HTTPResponseHead(version: head.version, status: .continue)
                 context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
             }
+            resumable = state.resumableUploads.begin(head)
+            if case .start(let id) = resumable {
+                context.writeAndFlush(wrapOutboundOut(.head(ResumableUploads.offer(id, version: head.version))), promise: nil)
+            }
         case .body(var buffer):
+            switch resumable {
+            case .start(let id), .append(let id, true):
+                guard state.resumableUploads.append(buffer, to: id) else {
+                    // The upload's cut: nothing more is kept, and a moment later (the client has read the 104 by
+                    // then) the connection goes (RST, below the HTTP handlers, which would hold a close until the
+                    // response ends), as a network failure would take it.
+                    let connection = head?.version.major == 2 ? (context.channel.parent ?? context.channel) : context.channel
+                    head = nil
+                    resumable = nil
+                    context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(100)) {
+                        ConnectionTap.abortConnection(connection)
+                    }
+                    return
+                }
+            default:
+                break
+            }
             bodyLength += buffer.readableBytes
             switch bodyMode {
             case .count:
@@ -54,7 +77,10 @@ final class HTTPRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             )
             body = context.channel.allocator.buffer(capacity: 0)
             state.record(request.recorded)
-            let plan = Router.respond(to: request, state: state)
+            let plan =
+                request.pathSegments.first == "resumable"
+                ? state.resumableUploads.respond(to: request, role: resumable) : Router.respond(to: request, state: state)
+            resumable = nil
             let writer = ResponseWriter(context: context, plan: plan, request: head) { [weak self] finished in
                 if self?.writer === finished {
                     self?.writer = nil

@@ -7,6 +7,9 @@ final class ServerState: Sendable {
     /// nil when it asks for none.
     let proxyCredential: String?
 
+    /// The uploads of `/resumable` (``ResumableUploads``).
+    let resumableUploads = ResumableUploads()
+
     init(proxyCredential: String? = nil) {
         self.proxyCredential = proxyCredential
     }

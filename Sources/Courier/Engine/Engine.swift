@@ -122,7 +122,7 @@ extension Engine: TransferBackend {
             }
             var info = stat()
             fstat(bodyDescriptor, &info)
-            bodyLength = Int64(info.st_size)
+            bodyLength = max(0, Int64(info.st_size) - spec.bodyOffset)
         }
         var sinkDescriptor: Int32 = -1
         if case .file(let path, let append) = spec.sink {
@@ -232,6 +232,7 @@ extension Engine {
         request.method = keep(spec.method)
         request.body_fd = bodyDescriptor
         request.body_fd_length = bodyLength
+        request.body_fd_offset = spec.bodyOffset
         switch spec.sink {
         case .memory:
             request.sink = CR_SINK_MEMORY

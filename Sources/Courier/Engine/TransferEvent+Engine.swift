@@ -16,6 +16,13 @@ extension TransferEvent {
                     headerBytes: UnsafeRawBufferPointer(start: event.headers, count: event.headers_length)
                 )
             )
+        case CR_EVENT_INFORMATIONAL:
+            payload = .informational(
+                ResponseHead(
+                    status: Int(event.status),
+                    headerBytes: UnsafeRawBufferPointer(start: event.headers, count: event.headers_length)
+                )
+            )
         case CR_EVENT_DATA:
             if let data = event.data, event.data_length > 0 {
                 payload = .data(Data(bytesNoCopy: data, count: event.data_length, deallocator: .free))

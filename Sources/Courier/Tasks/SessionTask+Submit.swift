@@ -135,9 +135,10 @@ extension SessionTask {
         if let uploadBody, sendsBody {
             switch uploadBody {
             case .data(let data):
-                spec.body = .data(data)
+                spec.body = .data(plan.bodyOffset > 0 ? Data(data.dropFirst(Int(plan.bodyOffset))) : data)
             case .file(let fileURL):
                 spec.body = .file(path: fileURL.path)
+                spec.bodyOffset = plan.bodyOffset
             }
         } else if let body = request.body, !body.isEmpty, sendsBody {
             spec.body = .data(body)
@@ -239,6 +240,13 @@ extension SessionTask {
         // A resumed range asks for the identity coding: the bytes on disk were never encoded.
         if resumes && !present.contains("accept-encoding") {
             add("Accept-Encoding", "identity")
+        }
+        // An upload offers resumption (its exchanges after a cut carry their own fields).
+        if kind == .upload, plan.hop == 1, request.method.uppercased() != "GET" {
+            for (name, value) in UploadResumption.offerFields.sorted(by: { $0.key < $1.key })
+            where !present.contains(name.lowercased()) {
+                add(name, value)
+            }
         }
         if !present.contains("cookie"), let cookie = core.cookieHeader(for: url) {
             add("Cookie", cookie)

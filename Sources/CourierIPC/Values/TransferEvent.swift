@@ -66,6 +66,8 @@ package struct TransferEvent: Codable, Sendable, Equatable {
         /// The backend wrote the body to a file of its own (courierd, which keeps it until the app has seen the
         /// events): the task's download is the file at `path`. Sent right before the successful COMPLETE.
         case downloaded(path: String)
+        /// An informational (1xx) response before the final one (e.g. `104 Upload Resumption Supported`).
+        case informational(ResponseHead)
         /// Where each segment of a segmented download stands (``DownloadSegment``); sent with its progress and before
         /// its COMPLETE, for the task's resume data.
         case segments([DownloadSegment])

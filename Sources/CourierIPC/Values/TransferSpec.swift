@@ -97,6 +97,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     /// "Name: value" lines, already merged (request, session additional headers, cookies).
     package var headers: [String] = []
     package var body: Body = .none
+    /// Where a file body starts in its file (a resumed upload sends the rest from there).
+    package var bodyOffset: Int64 = 0
     package var sink: Sink = .memory
     package var resumeOffset: Int64 = 0
     /// > 0: only this many bytes from ``resumeOffset`` (one segment of a segmented download; a 200 fails).
@@ -136,5 +138,43 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     /// A GET of `url` into memory; the rest is set field by field.
     package init(url: String) {
         self.url = url
+    }
+}
+
+extension TransferSpec {
+    /// Decodes a spec of this version or an earlier one: a field an earlier courierd did not journal (or an earlier
+    /// app did not send) takes its default, so that journals and apps of earlier versions still decode.
+    package init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        func value<Value: Decodable>(_ key: CodingKeys, _ fallback: Value) throws -> Value {
+            try values.decodeIfPresent(Value.self, forKey: key) ?? fallback
+        }
+        let defaults = TransferSpec(url: "")
+        self.init(url: try values.decode(String.self, forKey: .url))
+        method = try value(.method, defaults.method)
+        headers = try value(.headers, defaults.headers)
+        body = try value(.body, defaults.body)
+        bodyOffset = try value(.bodyOffset, defaults.bodyOffset)
+        sink = try value(.sink, defaults.sink)
+        resumeOffset = try value(.resumeOffset, defaults.resumeOffset)
+        rangeLength = try value(.rangeLength, defaults.rangeLength)
+        segments = try value(.segments, defaults.segments)
+        segmentMap = try values.decodeIfPresent([DownloadSegment].self, forKey: .segmentMap)
+        holdRedirectAndAuth = try value(.holdRedirectAndAuth, defaults.holdRedirectAndAuth)
+        askResponse = try value(.askResponse, defaults.askResponse)
+        noBody = try value(.noBody, defaults.noBody)
+        decodesContent = try value(.decodesContent, defaults.decodesContent)
+        http2 = try value(.http2, defaults.http2)
+        authentication = try value(.authentication, defaults.authentication)
+        proxy = try values.decodeIfPresent(String.self, forKey: .proxy)
+        noProxy = try values.decodeIfPresent(String.self, forKey: .noProxy)
+        proxyAuthentication = try value(.proxyAuthentication, defaults.proxyAuthentication)
+        maximumBytesPerSecond = try value(.maximumBytesPerSecond, defaults.maximumBytesPerSecond)
+        idleTimeoutMilliseconds = try value(.idleTimeoutMilliseconds, defaults.idleTimeoutMilliseconds)
+        totalTimeoutMilliseconds = try value(.totalTimeoutMilliseconds, defaults.totalTimeoutMilliseconds)
+        priority = try value(.priority, defaults.priority)
+        digest = try values.decodeIfPresent(Checksum.Algorithm.self, forKey: .digest)
+        announcedDigest = try value(.announcedDigest, defaults.announcedDigest)
+        task = try values.decodeIfPresent(TaskDetails.self, forKey: .task)
     }
 }

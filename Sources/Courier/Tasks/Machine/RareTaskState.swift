@@ -38,6 +38,8 @@ struct RareTaskState: Sendable {
     /// ``DownloadTask/maximumSegments``, and where the segments of a segmented download stand.
     var maximumSegments: Int?
     var segmentMap: [DownloadSegment]?
+    /// ``TaskMachine/uploadResumption``.
+    var uploadResumption: UploadResumption?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

@@ -60,6 +60,8 @@ struct HopPlan: Codable, Sendable, Equatable {
     var staging: URL?
     /// The resume data a resumed hop continues (its headers and validator go on the request).
     var resume: ResumeData?
+    /// Where the body this hop sends starts (a resumed upload's append); 0: the whole body.
+    var bodyOffset: Int64 = 0
     /// ``SessionTask/maximumBytesPerSecond``, when set.
     var maximumBytesPerSecond: Int64?
     /// The conditional fields of a revalidation of a stored response (`If-None-Match`, `If-Modified-Since`).

@@ -25,15 +25,16 @@ extension TaskMachine {
             // The count starts again where the backend resumed (0 for a changed entity).
             received = offset
             reportedReceived = offset
-        case .relocated, .downloaded, .delayedStart, .segments:
+        case .relocated, .downloaded, .delayedStart, .segments, .informational:
             break
         }
         if event.progress.expectedToReceive >= 0 {
             expectedToReceive = event.progress.expectedToReceive
         }
-        sent = max(sent, event.progress.sent)
+        let sendOffset = role.kind == .upload ? uploadResumption?.sendOffset ?? 0 : 0
+        sent = max(sent, sendOffset + event.progress.sent)
         if event.progress.expectedToSend >= 0 {
-            expectedToSend = event.progress.expectedToSend
+            expectedToSend = sendOffset + event.progress.expectedToSend
         }
         switch event.payload {
         case .response(let held, let resumeOffset, let head):
@@ -61,6 +62,8 @@ extension TaskMachine {
             break
         case .segments(let segments):
             segmentMap = segments
+        case .informational(let head):
+            uploadOffered(head)
         case .delayedStart:
             guard awaiting == nil, let request = currentRequest else {
                 return
@@ -114,6 +117,9 @@ extension TaskMachine {
             // Nothing arrived from the server: the hop may have found no network. The shell looks.
             connectivityFailure = error
             actions.append(.checkConnectivity(hop: hop, url: currentURL, deadline: resourceDeadline))
+            return
+        }
+        if role.kind == .upload, resumeUpload(after: completion, at: now, into: &actions) {
             return
         }
         let url = currentURL

@@ -18,6 +18,9 @@ extension TaskMachine {
             failHeld(CourierError(.badServerResponse, "a response to a request without a URL"), into: &actions)
             return
         }
+        if role.kind == .upload, probed(head, held: held, into: &actions) {
+            return
+        }
         var response = TaskResponse(url: url, head: head)
         if !head.setCookies.isEmpty {
             actions.append(.storeCookies(response))

@@ -207,6 +207,11 @@ struct TaskMachine: Sendable {
         get { rare[\.maximumBytesPerSecond] }
         set { rare[\.maximumBytesPerSecond] = newValue }
     }
+    /// A resumable upload's resource and where resuming stands, once the server offered it (104).
+    var uploadResumption: UploadResumption? {
+        get { rare[\.uploadResumption] }
+        set { rare[\.uploadResumption] = newValue }
+    }
     /// ``DownloadTask/maximumSegments``.
     var maximumSegments: Int? {
         get { rare[\.maximumSegments] }
@@ -470,6 +475,7 @@ struct TaskMachine: Sendable {
                     resourceDeadline: resourceDeadline,
                     staging: staging,
                     resume: resumeOffset > 0 || resumeSource?.segments != nil ? resumeSource : nil,
+                    bodyOffset: uploadResumption?.sendOffset ?? 0,
                     maximumBytesPerSecond: maximumBytesPerSecond,
                     conditions: conditions
                 )
