@@ -104,6 +104,40 @@ struct DaemonRestartTests {
         try await server.shutdown()
     }
 
+    @Test("a resumable upload: courierd SIGKILLed mid-way asks the server's offset and sends only the rest")
+    func resumableUploadOutlivesKill() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let recorder = Recorder()
+        let session = Session(configuration: Self.configuration("com.example.uploads", on: daemon), delegate: recorder)
+        let count = 4_000_000
+        let file = daemon.root.appendingPathComponent("body.bin")
+        try TestServer.bytes(count: count, seed: 45).write(to: file)
+        var request = URLRequest(url: server.url("/resumable"))
+        request.httpMethod = "PUT"
+        let task = session.uploadTask(with: request, fromFile: file)
+        // 1 MB/s: some 4 s, so the kill lands mid-way, after a checkpoint journaled the upload's resource.
+        task.maximumBytesPerSecond = 1_000_000
+        task.resume()
+        usleep(2_200_000)
+        daemon.killServing()
+        try daemon.start()
+        #expect(recorder.waitForCompletions(1, timeout: 60), "\(recorder.calls)")
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil), "\(String(describing: recorder.errors))")
+        // The first PUT was cut by the kill (the server records a request at its end: never); after the restart, a
+        // HEAD for the offset and a PATCH with the rest. No second whole PUT.
+        let exchanges = server.requests.map { "\($0.method) \($0.uri.prefix(10))" }
+        #expect(!exchanges.contains("PUT /resumable"), "\(exchanges)")
+        let patch = try #require(server.requests.last { $0.method == "PATCH" }, "\(exchanges)")
+        let offset = try #require(patch.header("Upload-Offset").flatMap(Int.init))
+        #expect(offset > 500_000 && offset < count, "offset \(offset)")
+        #expect(patch.bodyLength == count - offset)
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
     @Test("tasks made while courierd is down wait for it, and run once it is back")
     func taskMadeWhileDown() async throws {
         let server = try await TestServer.start()

@@ -122,6 +122,9 @@ extension BackgroundSessionRunner {
     ) {
         var checkpoint = counters
         checkpoint.boot = BootIdentifier.current
+        if let upload = attempt as? UploadTask, let resource = upload.resumableUploadResource {
+            checkpoint.uploadResource = resource.absoluteString
+        }
         if let download = attempt as? DownloadTask {
             checkpoint.entity = checkpoint.entity ?? download.receivedResponse.flatMap(EntityResponse.remembered)
             if let partial = download.partialDownload() {

@@ -101,9 +101,14 @@ extension BackgroundSessionRunner {
         case .upload:
             let file = URL(fileURLWithPath: journaled.spec.uploadFile ?? "")
             // Strong: the handler is released with the task, which the runner's session ends.
-            return session.uploadTask(with: request, fromFile: file) { [self] body, _, error in
+            let upload = session.uploadTask(with: request, fromFile: file) { [self] body, _, error in
                 self.uploadEnded(identifier, body: body, error: error)
             }
+            // An earlier attempt's server kept part of the body: ask it how much, and send the rest.
+            if let resource = journaled.checkpoint?.uploadResource.flatMap(URL.init(string:)) {
+                upload.resumeUpload(at: resource)
+            }
+            return upload
         case .download, .data:  // (admission refuses data tasks)
             if let resumeData = resumeData(for: journaled) {
                 return session.downloadTask(withResumeData: resumeData)

@@ -22,6 +22,9 @@ package struct TransferCheckpoint: Codable, Sendable, Equatable {
     /// A download's response for the whole entity, from its first attempt that got one (``EntityResponse``): what
     /// the app hears when a later attempt ends with a 206 or a 416.
     package var entity: IPCMessage.BackgroundResponse?
+    /// A resumable upload's resource (the server's `104` `Location`): the next attempt asks it for its offset and
+    /// sends the rest.
+    package var uploadResource: String?
 
     package init(
         received: Int64 = 0,

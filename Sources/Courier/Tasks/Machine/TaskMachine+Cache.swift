@@ -6,6 +6,10 @@ import Foundation
 extension TaskMachine {
     /// The first hop of a task: looked up in the cache first when the task uses one.
     mutating func beginFirstHop(resumeOffset: Int64, at now: Date, into actions: inout TaskActions) {
+        if role.kind == .upload, let resumption = uploadResumption, resumption.probesFirst {
+            probeFirst(resumption, at: now, into: &actions)
+            return
+        }
         if let mode = role.cacheMode, resumeOffset == 0, let request = currentRequest,
             HTTPCacheRules.looksUp(request, mode: mode)
         {

@@ -24,6 +24,12 @@ extension TaskMachine {
             guard completion.error == nil, let offset = resumption.offset, offset >= 0,
                 expectedToSend < 0 || offset <= expectedToSend
             else {
+                if resumption.failure == nil {
+                    // Probed first (an earlier attempt's resource) and the server has nothing: start over.
+                    uploadResumption = nil
+                    submitHop(originalRequest, resumeOffset: 0, authentication: authentication, at: now, into: &actions)
+                    return true
+                }
                 complete(.failure(resumption.failure ?? completion.error ?? Self.unresumable(currentURL)), into: &actions)
                 return true
             }
@@ -69,6 +75,16 @@ extension TaskMachine {
             uploadResumption?.offset = offset
         }
         return true
+    }
+
+    /// The first exchange of a task whose upload an earlier attempt began (``UploadResumption/probesFirst``).
+    mutating func probeFirst(_ resumption: UploadResumption, at now: Date, into actions: inout TaskActions) {
+        var probing = resumption
+        probing.probesFirst = false
+        probing.attempts += 1
+        probing.phase = .probing(hop: hop + 1)
+        uploadResumption = probing
+        submitHop(probing.probe(), resumeOffset: 0, authentication: authentication, at: now, into: &actions)
     }
 
     private static func unresumable(_ url: URL?) -> CourierError {

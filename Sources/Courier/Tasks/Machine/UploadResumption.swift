@@ -27,6 +27,9 @@ struct UploadResumption: Sendable, Equatable {
     var failure: CourierError?
     /// The offset the probe read (`Upload-Offset`).
     var offset: Int64?
+    /// Known before the task starts (courierd's journal of an earlier attempt): the first exchange is the probe, and
+    /// a probe that fails starts the upload over instead of failing.
+    var probesFirst = false
 
     /// Where the body the current hop sends starts in the whole body.
     var sendOffset: Int64 {

@@ -470,19 +470,23 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             at: now,
             entity: journaled.checkpoint?.entity
         )
-        return .checkpoint(checkpoint, progress: reportingProgress ? progressEvent() : nil)
+        var kept = checkpoint
+        kept.uploadResource = journaled.checkpoint?.uploadResource
+        return .checkpoint(kept, progress: reportingProgress ? progressEvent() : nil)
     }
 
     /// The next attempt's checkpoint (the runner adds the ended attempt's partial file and its length), keeping the
     /// entity's response: an earlier attempt's, or this one's.
     private func nextCheckpoint(_ response: IPCMessage.BackgroundResponse?, now: Date) -> TransferCheckpoint {
-        TransferCheckpoint(
+        var checkpoint = TransferCheckpoint(
             expectedToReceive: expectedToReceive,
             expectedToSend: expectedToSend,
             boot: nil,
             at: now,
             entity: journaled.checkpoint?.entity ?? response.flatMap(EntityResponse.remembered)
         )
+        checkpoint.uploadResource = journaled.checkpoint?.uploadResource
+        return checkpoint
     }
 
     /// The coalesced progress the app has not heard of, or nil.
