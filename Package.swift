@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         // libcurl and libuv, found through pkg-config; a missing one gets SwiftPM's hint to install the package.
@@ -87,7 +89,8 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // The public library: sessions, tasks, delegates; re-exports the lifecycle. swift-http-types for the
-        // `HTTPRequest` / `HTTPResponse` overloads (Session+HTTPTypes.swift).
+        // `HTTPRequest` / `HTTPResponse` overloads (Session+HTTPTypes.swift); swift-metrics and
+        // swift-distributed-tracing for the figures and spans of every task (Observability/).
         .target(
             name: "Courier",
             dependencies: [
@@ -97,6 +100,8 @@ let package = Package(
                 "CourierLifecycle",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSwift
         ),
@@ -206,6 +211,8 @@ let package = Package(
             dependencies: [
                 "Courier", "CourierConcurrency", "CourierIPC", "CourierTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSwift
         ),

@@ -100,6 +100,9 @@ struct Daemon: ParsableCommand {
             var sessions: Int
             var activeTasks: Int
             var pendingEvents: Int
+            /// Since courierd started: bytes, tasks ended by outcome, failures by code, retries; and its tasks by
+            /// state and transfers now.
+            var figures: DaemonFigures?
         }
 
         func run() throws {
@@ -122,6 +125,7 @@ struct Daemon: ParsableCommand {
                 report.stateDirectory = welcome?.stateDirectory
                 report.startedAt = welcome?.startedAt
                 report.uptimeSeconds = welcome?.startedAt.map { Int(Date().timeIntervalSince($0)) }
+                report.figures = welcome?.figures
             }
             if json {
                 print(try DaemonClient.json(report))
@@ -137,6 +141,22 @@ struct Daemon: ParsableCommand {
                     "  \(report.sessions) sessions, \(report.activeTasks) active tasks, "
                         + "\(report.pendingEvents) pending events"
                 )
+                if let figures = report.figures {
+                    let ended = figures.completed.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+                    print(
+                        "  since start: \(Formatting.bytes(figures.bytesReceived)) received, "
+                            + "\(Formatting.bytes(figures.bytesSent)) sent, tasks ended: "
+                            + (ended.isEmpty ? "none" : ended.joined(separator: ", ")) + ", \(figures.retries) retries"
+                    )
+                    if !figures.failures.isEmpty {
+                        let failures = figures.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+                        print("  failures:  " + failures.joined(separator: ", "))
+                    }
+                    print(
+                        "  transfers: \(figures.runningTransfers) running, "
+                            + "\(figures.waitingTransfers) waiting for a slot"
+                    )
+                }
             } else {
                 print("courierd is not running (no answer at \(report.socket))")
             }

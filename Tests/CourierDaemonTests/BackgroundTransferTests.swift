@@ -188,6 +188,16 @@ struct BackgroundTransferTests {
         #expect(events.filter(Self.isCompletion).allSatisfy { $0.event.endingError == .some(nil) })
         // 6 MiB at 1 MiB/s: never faster than the limit allows, and not much slower.
         #expect(seconds > 5.4 && seconds < 7.5, "\(seconds) s")
+        // What `courier daemon status --json` shows: the figures in a new connection's welcome.
+        var status = try Client(daemon.socket)
+        try status.send(.hello(.init(app: "status", pid: getpid())))
+        guard case .welcome(let welcome)? = try status.receive(), let figures = welcome.figures else {
+            Issue.record("no figures in the welcome")
+            return
+        }
+        #expect(figures.completed["success"] == 2 && figures.failures.isEmpty && figures.retries == 0)
+        #expect(figures.bytesReceived == Int64(2 * count))
+        status.close()
         client.close()
         #expect(daemon.stop() == .exited(0))
         try await server.shutdown()

@@ -1,5 +1,7 @@
 public import Foundation
 public import Logging
+public import Metrics
+public import Tracing
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -153,6 +155,17 @@ public struct SessionConfiguration: Sendable {
     /// The most ranged connections one download task uses at once (``DownloadTask/maximumSegments``); 1 (the
     /// default) for one, at most 16.
     public var maximumSegmentsPerDownload = 1
+
+    /// Where the session's figures go (swift-metrics: tasks running, completed by outcome, failures by code, bytes;
+    /// see <doc:TransferFeatures>), or nil (the default) for `MetricsSystem.factory` as it is when the session is
+    /// made.
+    public var metricsFactory: (any MetricsFactory)?
+
+    /// The tracer of the tasks' spans (swift-distributed-tracing), or nil (the default) for
+    /// `InstrumentationSystem.tracer` as it is when the session is made; with the no-op tracer no span is made.
+    /// Each task's span is a child of the `ServiceContext.current` of its `resume()`, and its context goes on the
+    /// task's requests (W3C `traceparent` with a W3C propagating tracer).
+    public var tracer: (any Tracer)?
 
     /// The cookie store, or nil to handle no cookies at all.
     public var httpCookieStorage: CookieStorage?

@@ -47,6 +47,8 @@ final class SessionCore: Sendable {
     let isDownloadDelegate: Bool
     let logger: Logger?
     let stagingDirectory: URL
+    /// The session's figures and spans.
+    let telemetry: SessionTelemetry
 
     private let delegateSlot: LockedValue<(any SessionDelegate)?>
     let backendSlot = LockedValue(BackendSlot.idle)
@@ -61,6 +63,7 @@ final class SessionCore: Sendable {
         self.isDataDelegate = delegate is any SessionDataDelegate
         self.isDownloadDelegate = delegate is any SessionDownloadDelegate
         self.logger = configuration.logger
+        self.telemetry = SessionTelemetry(configuration)
         self.stagingDirectory = configuration.temporaryDirectory
             .appendingPathComponent("courier-session-\(UUID().uuidString)", isDirectory: true)
         let sessionReference = self.sessionReference

@@ -42,6 +42,16 @@ extension SessionTask {
         }
 
         let core = self.core
+        if final.startDate != nil {
+            let (sent, received) = storage.withLock { ($0.sent, $0.bodyOffset + $0.received) }
+            core.telemetry.taskEnded(
+                final.span,
+                error: error,
+                status: final.response?.head.status,
+                sentBytes: sent,
+                receivedBytes: received
+            )
+        }
         // Leave the registry before anyone hears of the end, so that a caller resumed by the completion never
         // sees its task among the session's live tasks; tell the core once the completion is queued (below), so
         // that `didBecomeInvalid` comes after it.

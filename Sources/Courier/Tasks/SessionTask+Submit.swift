@@ -30,6 +30,10 @@ extension SessionTask {
             send(.failed(error), work: &work)
             return
         }
+        let (method, url) = storage.withLock { ($0.currentRequest?.method ?? "GET", $0.currentURL) }
+        if let span = core.telemetry.taskStarted(method: method, url: url) {
+            storage.withLock { $0.span = span }
+        }
         switch prepare() {
         case .success(let (resumeOffset, staging)):
             let deadline = Date().addingTimeInterval(core.configuration.timeoutIntervalForResource)
@@ -253,6 +257,9 @@ extension SessionTask {
         }
         if !present.contains("user-agent") {
             add("User-Agent", "Courier/1")
+        }
+        if core.telemetry.tracer != nil, let span = storage.withLock({ $0.span }) {
+            core.telemetry.inject(span, into: &lines)
         }
         return lines
     }

@@ -21,7 +21,9 @@ extension DaemonServer {
             } catch {
                 logger.error("launch command not journaled", metadata: ["app": "\(hello.app)", "error": "\(error)"])
             }
-            _ = connection.send(.welcome(welcome))
+            var greeting = welcome
+            greeting.figures = figures
+            _ = connection.send(.welcome(greeting))
             return nil
         }
         switch message {
@@ -284,5 +286,17 @@ extension DaemonServer {
         } catch {
             _ = connection.send(.failure(.init(request: request, error: CourierError(.unknown, "\(error)"))))
         }
+    }
+}
+
+extension DaemonServer {
+    /// What courierd did since it started and what its sessions hold now (``DaemonFigures``).
+    var figures: DaemonFigures {
+        var figures = settings.counters.snapshot
+        for runner in sessions.runners {
+            figures.tasks.merge(runner.tasksByState, uniquingKeysWith: +)
+        }
+        (figures.runningTransfers, figures.waitingTransfers) = settings.slots.counts
+        return figures
     }
 }

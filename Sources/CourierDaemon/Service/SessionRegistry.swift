@@ -34,6 +34,11 @@ final class SessionRegistry: Sendable {
         }
     }
 
+    /// Every runner, as they are now.
+    var runners: [BackgroundSessionRunner] {
+        state.withLock { Array($0.runners.values) }
+    }
+
     /// Every runner, and none kept any more (courierd is stopping).
     func removeAllRunners() -> [BackgroundSessionRunner] {
         state.withLock { state in

@@ -85,14 +85,19 @@ extension BackgroundSessionRunner {
         case .checkpoint(let checkpoint, let progress):
             journalCheckpoint(checkpoint, progress: progress, of: identifier, attempt: attempt)
         case .keepForNextAttempt(let checkpoint, let resumeData, let retry):
+            if retry != nil {
+                settings.counters.retried()
+            }
             keepForNextAttempt(checkpoint, resumeData: resumeData, retry: retry, of: identifier)
         case .record(let event):
             record { () throws(JournalError) in
                 [try journal.appendEvent(event, task: identifier, session: self.identifier)]
             }
         case .finishDownload(let leading, let completion):
+            settings.counters.ended(completion)
             finishDownload(identifier, leading: leading, completion: completion, location: location)
         case .finish(let events):
+            events.last.map(settings.counters.ended)
             record { () throws(JournalError) in
                 try journal.finish(session: self.identifier, task: identifier, events: events, file: nil)
             }

@@ -79,6 +79,20 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         sessionSlot.withLock { $0 }
     }
 
+    /// The session's journaled tasks by state (``DaemonFigures/tasks``).
+    package var tasksByState: [String: Int] {
+        state.withLock { state in
+            var counts: [String: Int] = [:]
+            for machine in state.machines.values {
+                let name =
+                    machine.userSuspended
+                    ? "suspended" : "\(machine.phase)"
+                counts[name, default: 0] += 1
+            }
+            return counts
+        }
+    }
+
     /// The app asked to be relaunched when this session has events for it.
     package var sendsLaunchEvents: Bool {
         state.withLock { $0.configuration.sendsLaunchEvents }

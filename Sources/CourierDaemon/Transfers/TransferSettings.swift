@@ -15,6 +15,8 @@ package struct TransferSettings: Sendable {
     package var bandwidthLimiter: BandwidthLimiter?
     /// courierd's `--max-transfers` and the priorities it honours across all sessions.
     package var slots = TransferSlots()
+    /// What the tasks did since courierd started (``DaemonFigures``).
+    package var counters = DaemonCounters()
 
     package init() {}
 }

@@ -29,6 +29,8 @@ extension IPCMessage {
         package var runtimeDirectory: String?
         package var stateDirectory: String?
         package var startedAt: Date?
+        /// What courierd did and holds when the connection opened (absent from an older courierd).
+        package var figures: DaemonFigures?
 
         package init(
             daemonVersion: String,

@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 
 /// The part of a task's state that most tasks never set: outcomes decided by Courier rather than the engine,
 /// the reported error, the resume-data plumbing, redirects and credentials. ``TaskMachine`` keeps it out of line,
@@ -40,6 +41,8 @@ struct RareTaskState: Sendable {
     var segmentMap: [DownloadSegment]?
     /// ``TaskMachine/uploadResumption``.
     var uploadResumption: UploadResumption?
+    /// The task's span, when the session has a tracer (carried for the shell; the machine never reads it).
+    var span: (any Span)?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -21,6 +22,7 @@ struct TaskFinalReport: Sendable {
     var expectedChecksum: Checksum?
     var fileDigest: Checksum?
     var segmentMap: [DownloadSegment]?
+    var span: (any Span)?
 }
 
 extension TaskMachine {
@@ -41,7 +43,8 @@ extension TaskMachine {
             currentRequest: currentRequest,
             expectedChecksum: expectedChecksum,
             fileDigest: fileDigest,
-            segmentMap: segmentMap
+            segmentMap: segmentMap,
+            span: span
         )
         bodyChunks = []
         resumeDataHandler = nil

@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -211,6 +212,11 @@ struct TaskMachine: Sendable {
     var uploadResumption: UploadResumption? {
         get { rare[\.uploadResumption] }
         set { rare[\.uploadResumption] = newValue }
+    }
+    /// The task's span (``SessionTelemetry``), kept here for the shell.
+    var span: (any Span)? {
+        get { rare[\.span] }
+        set { rare[\.span] = newValue }
     }
     /// ``DownloadTask/maximumSegments``.
     var maximumSegments: Int? {
