@@ -14,6 +14,8 @@ let package = Package(
     name: "Courier",
     products: [
         .library(name: "Courier", targets: ["Courier"]),
+        // A swift-openapi-runtime transport on Courier; a package that does not use it does not build it.
+        .library(name: "CourierOpenAPI", targets: ["CourierOpenAPI"]),
         .executable(name: "courier", targets: ["courier"]),
         // The background transfer service. A package that depends on Courier builds it with
         // `swift build --product courierd`: it lands beside the app, where a background session looks for it.
@@ -32,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
     ],
     targets: [
         // libcurl and libuv, found through pkg-config; a missing one gets SwiftPM's hint to install the package.
@@ -102,6 +105,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // `CourierTransport`: swift-openapi-runtime's `ClientTransport` on a Courier session.
+        .target(
+            name: "CourierOpenAPI",
+            dependencies: [
+                "Courier",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
             swiftSettings: strictSwift
         ),
@@ -212,6 +225,8 @@ let package = Package(
                 "Courier", "CourierConcurrency", "CourierIPC", "CourierTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                "CourierOpenAPI",
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSwift

@@ -101,12 +101,12 @@ fi
 log "swift build of a package that requires Courier 1.0.0 by URL"
 swift build --package-path "$work/Dependent"
 built="$(swift build --package-path "$work/Dependent" --show-bin-path)"
-for module in NIOCore NIOSSL NIOHTTP2 X509 Crypto CourierTestSupport GRDB CourierDaemon; do
+for module in NIOCore NIOSSL NIOHTTP2 X509 Crypto CourierTestSupport GRDB CourierDaemon CourierOpenAPI OpenAPIRuntime; do
     # SwiftPM makes a folder for every target in the graph (courierd's too, now a product): an object file or a
     # module file is what building it leaves.
     if [ -n "$(find "$built/$module.build" -name '*.o' 2>/dev/null | head -n 1)" ] \
         || [ -e "$built/Modules/$module.swiftmodule" ] || [ -e "$built/$module.swiftmodule" ]; then
-        echo "dependent-check: $module (test-only, or courierd's) was built for a user of the Courier product" >&2
+        echo "dependent-check: $module (test-only, courierd's or the OpenAPI transport's) was built for a user of the Courier product" >&2
         exit 1
     fi
 done
