@@ -140,8 +140,9 @@ struct CacheTransitionTests {
     static func caching(collects: Bool = true, asks: Bool = false, _ request: URLRequest = D.request(D.url)) -> D {
         var role = TaskMachine.Role(kind: .data, collectsBody: collects, asksDisposition: asks)
         role.cacheMode = .useProtocol
-        role.cacheEntryLimit = 1000
-        return D(TaskMachine(role: role, request: TaskRequest(request)))
+        var machine = TaskMachine(role: role, request: TaskRequest(request))
+        machine.cacheEntryLimit = 1000
+        return D(machine)
     }
 
     @Test("a fresh entry is served with no submit: response, body, success; the hop is marked as from the cache")

@@ -68,6 +68,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             role: SessionTask.role(kind: kind, sink: sink, core: core, request: request),
             request: request
         )
+        if machine.role.cacheMode != nil, let cache = core.configuration.urlCache {
+            machine.cacheEntryLimit = cache.entryLimit
+        }
         if let uploadBody {
             machine.expectedToSend = uploadBody.length
         } else if let length = request?.body?.count, length > 0 {
@@ -86,12 +89,11 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             waitsForConnectivity: configuration.waitsForConnectivity && configuration.identifier == nil
         )
         // Data and upload tasks of a session with a cache (an upload's success invalidates its URL).
-        if kind != .download, configuration.identifier == nil, let cache = configuration.urlCache {
+        if kind != .download, configuration.identifier == nil, configuration.urlCache != nil {
             let policy = request?.cachePolicy ?? .useProtocolCachePolicy
             role.cacheMode = HTTPCacheRules.Mode(
                 policy == .useProtocolCachePolicy ? configuration.requestCachePolicy : policy
             )
-            role.cacheEntryLimit = cache.entryLimit
         }
         return role
     }

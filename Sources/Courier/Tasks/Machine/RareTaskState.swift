@@ -26,8 +26,9 @@ struct RareTaskState: Sendable {
     /// `countOfBytesClientExpectsToSend` / `…ToReceive`, when set.
     var clientExpectsToSend: Int64?
     var clientExpectsToReceive: Int64?
-    /// The URL cache's part (``TaskMachine/revalidating``, ``TaskMachine/servedEntry``,
-    /// ``TaskMachine/cacheCandidate``).
+    /// The URL cache's part (``TaskMachine/cacheEntryLimit``, ``TaskMachine/revalidating``,
+    /// ``TaskMachine/servedEntry``, ``TaskMachine/cacheCandidate``).
+    var cacheEntryLimit: Int?
     var revalidating: CacheEntry?
     var servedEntry: CacheEntry?
     var cacheCandidate: CacheCandidate?

@@ -151,7 +151,7 @@ extension TaskMachine {
             return
         }
         candidate.length += data.count
-        guard candidate.length <= role.cacheEntryLimit else {
+        guard candidate.length <= cacheEntryLimit else {
             cacheCandidate = nil
             return
         }

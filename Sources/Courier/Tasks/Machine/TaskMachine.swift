@@ -57,10 +57,8 @@ struct TaskMachine: Sendable {
         /// `waitsForConnectivity`: a hop that finds no network waits for one (``TaskAction/checkConnectivity``).
         var waitsForConnectivity = false
         /// How the task uses the session's URL cache; nil when it uses none (no cache, a background session, a
-        /// download).
+        /// download). One byte: the role stays within the machine's padding (100,000 queued tasks).
         var cacheMode: HTTPCacheRules.Mode?
-        /// The largest body the cache takes (5 % of its capacity, as Apple's URLCache).
-        var cacheEntryLimit = 0
     }
 
     var role: Role
@@ -186,6 +184,12 @@ struct TaskMachine: Sendable {
     var clientExpectsToReceive: Int64? {
         get { rare[\.clientExpectsToReceive] }
         set { rare[\.clientExpectsToReceive] = newValue }
+    }
+    /// The largest body the URL cache takes (5 % of its capacity, as Apple's URLCache); out of line, set only for
+    /// tasks that use a cache.
+    var cacheEntryLimit: Int {
+        get { rare[\.cacheEntryLimit] ?? 0 }
+        set { rare[\.cacheEntryLimit] = newValue }
     }
     /// The stored response a hop revalidates (its request carries the entry's validators).
     var revalidating: CacheEntry? {
