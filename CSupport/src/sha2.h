@@ -1,7 +1,9 @@
 /*
  * SHA-256 and SHA-512 (FIPS 180-4), for the digest a file-sink transfer
- * computes while its body is written (cr_request_t.digest). Portable C, no
- * library: libcurl's TLS library is not a build dependency of Courier.
+ * computes while its body is written (cr_request_t.digest). No library
+ * (libcurl's TLS library is not a build dependency of Courier): portable C,
+ * and SHA-256 on x86's SHA extensions where CPUID has them (about 8 times
+ * faster; COURIER_SHA_PORTABLE=1 turns them off).
  */
 #ifndef COURIER_SHA2_H
 #define COURIER_SHA2_H
