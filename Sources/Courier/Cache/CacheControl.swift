@@ -2,7 +2,7 @@ import Foundation
 
 /// The directives of a `Cache-Control` field (RFC 9111 §5.2) that a private cache acts on, from a request or a
 /// response. Unknown directives are ignored, as the RFC requires; `s-maxage`, `proxy-revalidate` and `public` are
-/// for shared caches and change nothing here.
+/// for shared caches and change nothing here but what a request with credentials may store.
 struct CacheControl: Sendable, Equatable {
     var noStore = false
     /// `no-cache`: a stored response must be revalidated before it is used (a field list, `no-cache="a, b"`, is
@@ -14,6 +14,8 @@ struct CacheControl: Sendable, Equatable {
     var minFresh: TimeInterval?
     var mustRevalidate = false
     var onlyIfCached = false
+    /// `public` or `s-maxage`: a response to a request with credentials may be stored (RFC 9111 §3.5).
+    var allowsSharing = false
 
     /// The directives of `value` (the field's lines joined with ", "); nil gives none.
     init(_ value: String?) {
@@ -31,6 +33,7 @@ struct CacheControl: Sendable, Equatable {
             case "min-fresh": minFresh = seconds
             case "must-revalidate": mustRevalidate = true
             case "only-if-cached": onlyIfCached = true
+            case "public", "s-maxage": allowsSharing = true
             default: break
             }
         }

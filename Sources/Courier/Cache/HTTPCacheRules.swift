@@ -71,12 +71,8 @@ enum HTTPCacheRules {
         guard !requestControl.noStore, !control.noStore, response.value("Vary")?.contains("*") != true else {
             return false
         }
-        if request.value(forHTTPHeaderField: "Authorization") != nil {
-            let allows = response.value("Cache-Control")?.lowercased()
-            guard control.mustRevalidate || allows?.contains("public") == true || allows?.contains("s-maxage") == true
-            else {
-                return false
-            }
+        if request.value(forHTTPHeaderField: "Authorization") != nil, !control.mustRevalidate, !control.allowsSharing {
+            return false
         }
         return control.maxAge != nil || response.value("Expires") != nil || response.value("ETag") != nil
             || response.value("Last-Modified") != nil

@@ -166,8 +166,7 @@ extension TaskMachine {
     mutating func cacheTransferSucceeded(into actions: inout TaskActions) {
         if let candidate = cacheCandidate {
             cacheCandidate = nil
-            let chunks = role.collectsBody ? bodyChunks : candidate.chunks
-            let body = chunks.count == 1 ? chunks[0] : chunks.reduce(into: Data()) { $0.append($1) }
+            let body = SessionTask.join(role.collectsBody ? bodyChunks : candidate.chunks)
             actions.append(
                 .storeInCache(
                     CacheEntry(
