@@ -25,11 +25,7 @@ package final class Journal: Sendable {
     package init(at url: URL, logger: Logger? = nil) throws(JournalError) {
         self.url = url
         do {
-            try FileManager.default.createDirectory(
-                at: url.deletingLastPathComponent(),
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
+            try DurableDirectory.make(url.deletingLastPathComponent())
         } catch {
             throw JournalError.cannotOpen(path: url.path, reason: "\(error)")
         }
@@ -52,6 +48,9 @@ package final class Journal: Sendable {
             throw JournalError.cannotOpen(path: url.path, reason: "\(error)")
         }
         self.recovery = recovery
+        // SQLite flushes the directory when it creates the WAL, not when it creates the database: the journal's own
+        // name is flushed here, or a power cut after the first task could leave a WAL without its database.
+        DurableDirectory.sync(url.deletingLastPathComponent().path)
     }
 
     // MARK: Opening

@@ -72,6 +72,11 @@ package final class DaemonServer: @unchecked Sendable {
         } catch {
             throw .cannotCreate(path: paths.journal.path, reason: "\(error)")
         }
+        // The directories of courierd's files, made with their names flushed before any file in them is journaled (a
+        // file whose directory's name a power cut undoes is lost with it). A failure shows where a file is made.
+        for directory in [paths.staging, paths.partials, paths.downloads, paths.uploads] {
+            try? DurableDirectory.make(directory)
+        }
         if let inherited = SocketActivation.inheritedListener() {
             listener = inherited
             ownsSocket = false

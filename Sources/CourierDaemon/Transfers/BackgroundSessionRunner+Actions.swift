@@ -98,6 +98,7 @@ extension BackgroundSessionRunner {
             finishDownload(identifier, leading: leading, completion: completion, location: location)
         case .finish(let events):
             events.last.map(settings.counters.ended)
+            flushResumeData(of: events)
             record { () throws(JournalError) in
                 try journal.finish(session: self.identifier, task: identifier, events: events, file: nil)
             }
@@ -114,6 +115,21 @@ extension BackgroundSessionRunner {
                     metadata: ["session": "\(self.identifier)", "task": "\(identifier)", "error": "\(error)"]
                 )
             }
+        }
+    }
+
+    /// A completion that hands the app resume data (a cancel that produced it, a failure it can go on from) names a
+    /// partial file the app may keep for later, across a power cut: the file and its directory are flushed before the
+    /// completion is journaled.
+    private func flushResumeData(of events: [IPCMessage.BackgroundEvent]) {
+        for event in events {
+            guard case .complete(let completion) = event.payload, let resumeData = completion.error?.resumeData,
+                let partial = PartialDownload(resumeData: resumeData, directory: paths.partials)
+            else {
+                continue
+            }
+            _ = DurableFile.sync(partial.file)
+            DurableDirectory.sync((partial.file as NSString).deletingLastPathComponent)
         }
     }
 
@@ -135,6 +151,8 @@ extension BackgroundSessionRunner {
             if let partial = download.partialDownload() {
                 checkpoint.partial = partial
                 checkpoint.durableBytes = min(DurableFile.sync(partial.file) ?? 0, partial.bytesOnDisk)
+                // The file's name too: a power cut otherwise keeps its bytes and loses the file.
+                DurableDirectory.sync((partial.file as NSString).deletingLastPathComponent)
             }
         }
         record { () throws(JournalError) in
@@ -200,7 +218,7 @@ extension BackgroundSessionRunner {
                 throw CourierError(.cannotMoveFile, "the finished download's file is not known")
             }
             let destination = paths.downloads.appendingPathComponent("\(UUID().uuidString).download")
-            try FileManager.default.createDirectory(at: paths.downloads, withIntermediateDirectories: true)
+            try DurableDirectory.make(paths.downloads)
             try DurableFile.move(location, to: destination)
             file = destination.path
             let downloaded = IPCMessage.BackgroundEvent(

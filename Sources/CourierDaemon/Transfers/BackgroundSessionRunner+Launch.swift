@@ -125,7 +125,7 @@ extension BackgroundSessionRunner {
     /// Resume data for the next attempt of a download: from the last checkpoint's partial file, or the app's resume
     /// data for a first attempt; nil to start from zero.
     private func resumeData(for journaled: JournaledTask) -> Data? {
-        if let checkpoint = journaled.checkpoint, let partial = checkpoint.partial {
+        if let checkpoint = journaled.checkpoint ?? takeOverResumeData(of: journaled), let partial = checkpoint.partial {
             guard let length = FileManager.default.fileLength(atPath: partial.file) else {
                 logger.notice(
                     "partial file gone; the download starts again from zero",
@@ -139,6 +139,31 @@ extension BackgroundSessionRunner {
         return journaled.spec.resumeData
     }
 
+    /// The app's resume data, journaled as the task's checkpoint before its partial file moves into the staging
+    /// directory (the attempt's first checkpoint names it there): a crash between the move and that checkpoint then
+    /// starts the download again from zero, instead of failing it with resume data whose file is gone. Nil when the
+    /// task has no resume data, or its file is missing (the attempt then fails with `cannotResume`, as the app's own
+    /// session would).
+    private func takeOverResumeData(of journaled: JournaledTask) -> TransferCheckpoint? {
+        guard let resumeData = journaled.spec.resumeData,
+            let partial = PartialDownload(resumeData: resumeData, directory: paths.partials),
+            let flushed = DurableFile.sync(partial.file)
+        else {
+            return nil
+        }
+        let checkpoint = TransferCheckpoint(
+            received: partial.bytesOnDisk,
+            partial: partial,
+            durableBytes: min(flushed, partial.bytesOnDisk)
+        )
+        do {
+            try journal.checkpoint(checkpoint, session: identifier, task: journaled.identifier)
+        } catch {
+            return nil
+        }
+        return checkpoint
+    }
+
     /// A partial file left in the staging directory of an earlier run moves to the partial directory, and the
     /// checkpoint says so, before that run's staging directories are deleted.
     func adoptPartialFile(of task: inout JournaledTask) {
@@ -149,7 +174,7 @@ extension BackgroundSessionRunner {
         }
         let destination = paths.partials.appendingPathComponent("courier-\(UUID().uuidString).partial")
         do {
-            try FileManager.default.createDirectory(at: paths.partials, withIntermediateDirectories: true)
+            try DurableDirectory.make(paths.partials)
             try DurableFile.move(URL(fileURLWithPath: partial.file), to: destination)
         } catch {
             logger.notice(

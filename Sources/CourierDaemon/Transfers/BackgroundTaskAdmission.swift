@@ -40,7 +40,7 @@ package enum BackgroundTaskAdmission {
             }
             let copy = uploadsDirectory.appendingPathComponent("\(UUID().uuidString).upload")
             do {
-                try FileManager.default.createDirectory(at: uploadsDirectory, withIntermediateDirectories: true)
+                try DurableDirectory.make(uploadsDirectory)
                 try FileManager.default.copyItem(at: URL(fileURLWithPath: source), to: copy)
             } catch {
                 let exists = FileManager.default.fileExists(atPath: source)
@@ -53,7 +53,7 @@ package enum BackgroundTaskAdmission {
                 )
             }
             _ = DurableFile.sync(copy.path)
-            DurableFile.syncDirectory(uploadsDirectory.path)
+            DurableDirectory.sync(uploadsDirectory.path)
             admitted.uploadFile = copy.path
         }
         return .success(admitted)

@@ -39,16 +39,6 @@ package enum DurableFile {
                 "cannot rename \(source.path) to \(destination.path): \(String(cString: strerror(errno)))"
             )
         }
-        syncDirectory(destination.deletingLastPathComponent().path)
-    }
-
-    /// Flushes a directory's entries (a rename or a new file in it).
-    package static func syncDirectory(_ path: String) {
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            return
-        }
-        _ = fsync(descriptor)
-        close(descriptor)
+        DurableDirectory.sync(destination.deletingLastPathComponent().path)
     }
 }

@@ -73,11 +73,8 @@ package struct DaemonPaths: Sendable, Equatable {
             // made.
             if lstat(directory.path, &info) != 0 {
                 do {
-                    try FileManager.default.createDirectory(
-                        at: directory,
-                        withIntermediateDirectories: true,
-                        attributes: [.posixPermissions: 0o700]
-                    )
+                    // Flushed: the state directory's name must survive a power cut with the journal in it.
+                    try DurableDirectory.make(directory)
                 } catch {
                     throw .cannotCreate(path: directory.path, reason: "\(error)")
                 }
