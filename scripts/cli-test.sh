@@ -285,6 +285,48 @@ else
     fail "after --continue only slow.bin is left" "$(ls -la "$out")"
 fi
 
+# --- a failing disk: EIO and ENOSPC at the download's writes (Tests/Interposers/courier_io.c, preloaded) ---------
+interposer="$work/courier_io.so"
+compiler="$(command -v clang || command -v cc)"
+if "$compiler" -std=gnu11 -O1 -shared -fPIC -o "$interposer" Tests/Interposers/courier_io.c -ldl -lpthread \
+    2>"$work/interposer.err"; then
+    # run_failing NAME FAULT ARGS...: runs courier with FAULT injected on the files under $out.
+    run_failing() {
+        local name="$1" fault="$2"
+        shift 2
+        rc=0
+        COURIER_IO_ROOT="$out" COURIER_IO_FAULT="$fault" LD_PRELOAD="$interposer" "$courier" "$@" \
+            >"$work/$name.out" 2>"$work/$name.err" </dev/null || rc=$?
+    }
+    out="$work/out-eio"
+    mkdir -p "$out"
+    run_failing eio "write:EIO:3:1:" get -P "$out" "$base/two.bin"
+    if [ "$rc" -eq 1 ] && grep -q "cannotWriteToFile: Input/output error" "$work/eio.err" && [ ! -e "$out/two.bin" ]; then
+        pass "EIO at a write: exit 1, cannotWriteToFile, no two.bin"
+    else
+        fail "EIO at a write: exit 1, cannotWriteToFile, no two.bin" "$(show eio)" "$(ls -la "$out")"
+    fi
+    out="$work/out-enospc"
+    mkdir -p "$out"
+    run_failing enospc "write:ENOSPC:3:1:" get -P "$out" "$base/two.bin"
+    kept="$(stat -c %s "$out/two.bin.part" 2>/dev/null || echo 0)"
+    if [ "$rc" -eq 1 ] && grep -q "insufficientSpace: No space left on device" "$work/enospc.err" \
+        && [ ! -e "$out/two.bin" ] && [ "$kept" -gt 0 ] && [ -s "$out/two.bin.part.resume" ]; then
+        pass "ENOSPC at a write: exit 1, insufficientSpace, two.bin.part ($kept bytes) kept, no two.bin"
+    else
+        fail "ENOSPC at a write: exit 1, insufficientSpace, two.bin.part kept, no two.bin" "$(show enospc)" \
+            "$(ls -la "$out")"
+    fi
+    run enospc-continue get --continue -P "$out" "$base/two.bin"
+    if [ "$rc" -eq 0 ] && cmp -s "$files/two.bin" "$out/two.bin" && grep -q "range=bytes=$kept-" "$work/requests.log"; then
+        pass "once there is room, --continue completes two.bin from byte $kept"
+    else
+        fail "once there is room, --continue completes two.bin from byte $kept" "$(show enospc-continue)"
+    fi
+else
+    fail "the failing-disk interposer builds" "$(cat "$work/interposer.err")"
+fi
+
 # --- curl's and wget's habits: -o FILE, -O, -i LIST, --retry ------------------------------------------------
 run ofile get -o "$work/named/one-copy.bin" "$base/one.bin"
 run ofile-again get -o "$work/named/one-copy.bin" "$base/two.bin"

@@ -65,13 +65,18 @@ final class Daemon {
         )
     }
 
-    /// Starts courierd and waits until its socket answers (30 s: a journal of hundreds of tasks on a loaded machine).
+    /// Starts courierd and waits until its socket answers (30 s: a journal of hundreds of tasks on a loaded machine);
+    /// throws `ECHILD` at once when it ends first (it could not start).
     func start() throws {
         child = try launch()
         let deadline = Date().addingTimeInterval(30)
         while UnixSocket.connect(to: socket).map({ close($0) }) == nil {
             guard Date() < deadline else {
                 throw POSIXError(.ETIMEDOUT)
+            }
+            if child?.wait(timeout: .zero) != nil {
+                child = nil
+                throw POSIXError(.ECHILD)
             }
             usleep(20_000)
         }

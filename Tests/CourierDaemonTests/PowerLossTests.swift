@@ -351,6 +351,10 @@ struct PowerLossTests {
             recovery.problems.append("courierd did not start (\(error))")
             return recovery
         }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: daemon.state.path)) ?? []
+        if let setAside = names.first(where: { $0.contains(".corrupt-") }) {
+            recovery.problems.append("the journal was unusable, set aside as \(setAside)")
+        }
         do {
             var (client, answer) = try Client.opening(session, on: daemon)
             defer { client.close() }

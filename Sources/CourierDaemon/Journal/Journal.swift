@@ -212,7 +212,7 @@ package final class Journal: Sendable {
         do {
             _ = try database.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         } catch {
-            throw JournalError.failed("\(error)")
+            throw Journal.failure(error)
         }
     }
 
@@ -220,7 +220,7 @@ package final class Journal: Sendable {
         do {
             return try database.read(body)
         } catch {
-            throw JournalError.failed("\(error)")
+            throw Journal.failure(error)
         }
     }
 
@@ -230,7 +230,16 @@ package final class Journal: Sendable {
         } catch let error as JournalError {
             throw error
         } catch {
-            throw JournalError.failed("\(error)")
+            throw Journal.failure(error)
+        }
+    }
+
+    /// What SQLite's (or GRDB's) `error` means for the caller: a full or failing disk apart from the rest.
+    private static func failure(_ error: any Error) -> JournalError {
+        switch (error as? DatabaseError)?.resultCode.primaryResultCode {
+        case .SQLITE_FULL?: .storageFull("\(error)")
+        case .SQLITE_IOERR?: .storageFailed("\(error)")
+        default: .failed("\(error)")
         }
     }
 }

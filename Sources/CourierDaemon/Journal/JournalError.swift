@@ -1,3 +1,4 @@
+package import Courier
 package import Foundation
 
 /// Why a journal operation failed.
@@ -11,6 +12,10 @@ package enum JournalError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownTask(session: String, task: Int)
     /// A stored value does not decode (written by another build, or damaged).
     case unreadable(String)
+    /// The journal's file system is full (SQLite's `SQLITE_FULL`): nothing was written.
+    case storageFull(String)
+    /// The journal's file system failed a read, write or sync (`SQLITE_IOERR`): nothing was written.
+    case storageFailed(String)
     /// SQLite refused the operation.
     case failed(String)
 
@@ -21,7 +26,19 @@ package enum JournalError: Error, Sendable, Equatable, CustomStringConvertible {
         case .duplicateTask(let session, let task): "task \(task) of \"\(session)\" is already journaled"
         case .unknownTask(let session, let task): "no task \(task) in \"\(session)\""
         case .unreadable(let reason): "a journal record does not decode: \(reason)"
+        case .storageFull(let reason): "the journal's disk is full: \(reason)"
+        case .storageFailed(let reason): "the journal's disk failed: \(reason)"
         case .failed(let reason): "the journal refused the operation: \(reason)"
+        }
+    }
+
+    /// The error an app or the `courier` tool is answered with: a full disk is `insufficientSpace`, a failing one
+    /// `cannotWriteToFile`; anything else `unknown`, with this description.
+    package var courierError: CourierError {
+        switch self {
+        case .storageFull: CourierError(.insufficientSpace, description)
+        case .storageFailed: CourierError(.cannotWriteToFile, description)
+        default: CourierError(.unknown, description)
         }
     }
 }

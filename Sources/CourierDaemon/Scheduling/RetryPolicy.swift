@@ -3,7 +3,8 @@ package import Foundation
 
 /// When a background transfer that failed on the network is tried again (docs/background-model.md #6 and #17):
 /// network errors and timeouts are retried after an exponential backoff, for as long as the task's resource timeout
-/// allows; anything else ends the task.
+/// allows; a download that ran out of disk space waits for room (``StorageSpace``) for as long; anything else ends
+/// the task.
 package struct RetryPolicy: Sendable, Equatable {
     /// The first delay; each later one doubles, up to ``maximumDelay``. WorkManager's default is 30 s.
     package var initialDelay: TimeInterval
@@ -18,6 +19,9 @@ package struct RetryPolicy: Sendable, Equatable {
     package enum Decision: Sendable, Equatable {
         /// Try again at that time (the task waits until then, and says so).
         case retry(at: Date)
+        /// Wait until the file system has room again, then go on from the partial file (the attempt ran out of space:
+        /// `insufficientSpace`).
+        case waitForSpace
         /// End the task with this error: it is not a network failure, or the resource timeout would pass first.
         case fail(CourierError)
     }
@@ -30,6 +34,9 @@ package struct RetryPolicy: Sendable, Equatable {
     /// The decision after the `attempt`-th failure (1 for the first), at `now`, for a task whose resource timeout
     /// ends at `deadline`.
     package func decide(after error: CourierError, attempt: Int, now: Date, deadline: Date) -> Decision {
+        if error.code == .insufficientSpace, now < deadline {
+            return .waitForSpace
+        }
         guard RetryPolicy.retriedCodes.contains(error.code) else {
             return .fail(error)
         }

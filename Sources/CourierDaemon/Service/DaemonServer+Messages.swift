@@ -157,7 +157,7 @@ extension DaemonServer {
             next = try journal.openSession(open, app: app)
         } catch {
             sessions.release(open.identifier, by: connection.descriptor)
-            _ = connection.send(.failure(.init(request: open.request, error: CourierError(.unknown, "\(error)"))))
+            _ = connection.send(.failure(.init(request: open.request, error: error.courierError)))
             return
         }
         // Events the app has not acknowledged (it died, was not running, or courierd restarted) are delivered again,
@@ -217,8 +217,11 @@ extension DaemonServer {
             if let copy = admitted.uploadFile, admitted.kind == .upload {
                 try? FileManager.default.removeItem(atPath: copy)
             }
-            let code: CourierError.Code = if case .duplicateTask = error { .unsupportedInBackgroundSession } else { .unknown }
-            _ = connection.send(.failure(.init(request: create.request, error: CourierError(code, "\(error)"))))
+            var refusal = error.courierError
+            if case .duplicateTask = error {
+                refusal.code = .unsupportedInBackgroundSession
+            }
+            _ = connection.send(.failure(.init(request: create.request, error: refusal)))
             return
         }
         // The runner has the task before the app hears it exists: a command another connection sends once it does
@@ -284,7 +287,7 @@ extension DaemonServer {
         do {
             _ = connection.send(.reply(.init(request: request, result: try result())))
         } catch {
-            _ = connection.send(.failure(.init(request: request, error: CourierError(.unknown, "\(error)"))))
+            _ = connection.send(.failure(.init(request: request, error: error.courierError)))
         }
     }
 }

@@ -20,14 +20,22 @@ extension BackgroundSessionRunner {
                         createdInBackground: machine.journaled.spec.createdInBackground == true,
                         expectedBytes: machine.journaled.spec.spec.task?.clientExpectedBytes
                     ),
-                    state.sink != nil
+                    state.sink != nil,
+                    machine.spaceNeeded
                 )
             }
         }
-        guard let (requirements, appListening) = looked else {
+        guard let (requirements, appListening, spaceNeeded) = looked else {
             return
         }
-        let conditionsWait = requirements.waitingReason(under: settings.conditions.read())
+        let spaceWait = spaceNeeded.flatMap { needed in
+            StorageSpace.waitingReason(
+                needed: needed,
+                available: StorageSpace.available(at: paths.staging),
+                at: paths.stateDirectory
+            )
+        }
+        let conditionsWait = spaceWait ?? requirements.waitingReason(under: settings.conditions.read())
         drive(identifier) { machine, stopping in
             machine.launch(conditionsWait: conditionsWait, appListening: appListening, stopping: stopping, now: Date())
         }

@@ -61,6 +61,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     package private(set) var expectedToSend: Int64 = -1
     /// Why the task is not moving bytes, while it waits for something other than a resume.
     package private(set) var waitingReason: String?
+    /// What the file system must have free before the next attempt: the last one ran out of space.
+    package private(set) var spaceNeeded: Int64?
     package private(set) var userSuspended = false
     package private(set) var ending: Ending?
     /// What the app has been told (the totals of the journaled progress events).
@@ -159,6 +161,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             return [.wake(at: now.addingTimeInterval(rules.conditionPollInterval))]
         }
         waitingReason = nil
+        spaceNeeded = nil
         enter(.starting)
         return [.makeAttempt(journaled)]
     }
@@ -331,6 +334,13 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             let retry = BackgroundTaskAction.Retry(attempts: attempt, at: date)
             return [
                 .keepForNextAttempt(nextCheckpoint(response, now: now), resumeData: error.resumeData, retry: retry),
+                .launch,
+            ]
+        case .waitForSpace:
+            enter(.waiting)
+            spaceNeeded = StorageSpace.needed(received: received, expectedToReceive: expectedToReceive)
+            return [
+                .keepForNextAttempt(nextCheckpoint(response, now: now), resumeData: error.resumeData, retry: nil),
                 .launch,
             ]
         case .fail(let failure):
