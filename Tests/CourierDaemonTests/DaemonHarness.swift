@@ -28,6 +28,8 @@ final class Daemon {
     /// Arguments added to every launch (`--retry-delay 0.2`).
     var extraArguments: [String]
     var environment: [String: String]
+    /// A command courierd runs under (`ip netns exec NAME`: a network namespace of the test's own), or none.
+    var launchPrefix: [String] = []
     private var child: ChildProcess?
 
     /// The test's environment without a session bus (no test shows notifications on the desktop of whoever runs
@@ -57,9 +59,12 @@ final class Daemon {
 
     /// A courierd process on this daemon's directories; its log goes to the test's standard error.
     func launch() throws -> ChildProcess {
-        try ChildProcess(
-            try Daemon.executable(),
-            arguments: ["--runtime-directory", runtime.path, "--state-directory", state.path] + extraArguments,
+        let command =
+            launchPrefix + [try Daemon.executable(), "--runtime-directory", runtime.path, "--state-directory", state.path]
+            + extraArguments
+        return try ChildProcess(
+            command[0],
+            arguments: Array(command.dropFirst()),
             environment: environment,
             standardError: .inherit
         )

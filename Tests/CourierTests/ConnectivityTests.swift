@@ -14,63 +14,6 @@ import Glibc
 /// namespace. The namespace's link goes down (no route to the server) and comes back. Needs root and `ip`.
 @Suite("connectivity", .blockingWaits, .serialized)
 struct ConnectivityTests {
-    static var canMakeNetworks: Bool {
-        getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip")
-    }
-
-    /// A namespace with one veth link to this one: 10.231.N.1 here, 10.231.N.2 there; removed by `remove()`.
-    struct Network {
-        let name: String
-        let hostSide: String
-        let inside: String
-        let hostAddress: String
-
-        init() throws {
-            let tag = String(UInt32.random(in: 0..<0xFFFF_FFFF), radix: 36)
-            name = "courier-net-\(tag)"
-            hostSide = "cvh\(tag)".prefix(15).description
-            inside = "cvn\(tag)".prefix(15).description
-            let subnet = Int.random(in: 1..<250)
-            hostAddress = "10.231.\(subnet).1"
-            try Self.ip(["netns", "add", name])
-            try Self.ip(["link", "add", hostSide, "type", "veth", "peer", "name", inside])
-            try Self.ip(["link", "set", inside, "netns", name])
-            try Self.ip(["addr", "add", "\(hostAddress)/24", "dev", hostSide])
-            try Self.ip(["link", "set", hostSide, "up"])
-            try Self.ip(["netns", "exec", name, "ip", "addr", "add", "10.231.\(subnet).2/24", "dev", inside])
-            try Self.ip(["netns", "exec", name, "ip", "link", "set", "lo", "up"])
-        }
-
-        /// The namespace's link up (a route to the server) or down (none).
-        func link(up: Bool) throws {
-            try Self.ip(["netns", "exec", name, "ip", "link", "set", inside, up ? "up" : "down"])
-        }
-
-        /// `command` run inside the namespace.
-        func command(_ command: [String]) -> [String] {
-            ["netns", "exec", name] + command
-        }
-
-        func remove() {
-            _ = try? Self.ip(["link", "delete", hostSide])
-            _ = try? Self.ip(["netns", "delete", name])
-        }
-
-        @discardableResult
-        static func ip(_ arguments: [String]) throws -> String {
-            let result = try ChildProcess.run(
-                "/usr/sbin/ip",
-                arguments: arguments,
-                environment: ProcessInfo.processInfo.environment,
-                timeout: .seconds(20)
-            )
-            guard result.termination == .exited(0) else {
-                throw POSIXError(.EIO)
-            }
-            return String(decoding: result.standardOutput, as: UTF8.self)
-        }
-    }
-
     static func probe() throws -> String {
         let candidate = ThisExecutable.url.deletingLastPathComponent().appendingPathComponent("ConnectivityProbe").path
         guard FileManager.default.isExecutableFile(atPath: candidate) else {
@@ -99,10 +42,10 @@ struct ConnectivityTests {
         no route to the server: the task waits, says so once, and completes when the link comes back; without \
         waiting it fails at once
         """,
-        .enabled(if: canMakeNetworks, "needs root and iproute2 (a network namespace and a veth pair)")
+        .enabled(if: VethNetwork.canMake, "needs root and iproute2 (a network namespace and a veth pair)")
     )
     func waitsForTheLink() async throws {
-        let network = try Network()
+        let network = try VethNetwork()
         defer { network.remove() }
         var configuration = TestServer.Configuration()
         configuration.host = network.hostAddress
@@ -142,6 +85,48 @@ struct ConnectivityTests {
         #expect(completed == "completed 300000 \(checksum)", "\(lines.text.withLock { $0 })")
         #expect(patient.wait(timeout: .seconds(10)) == .exited(0))
         #expect(lines.text.withLock { $0 }.components(separatedBy: "waiting").count == 2, "told more than once")
+        try await server.shutdown()
+    }
+
+    @Test(
+        "the link goes down mid-transfer: timedOut within the request timeout, with or without waitsForConnectivity",
+        .enabled(if: VethNetwork.canMake, "needs root and iproute2 (a network namespace and a veth pair)")
+    )
+    func linkLostMidTransfer() async throws {
+        let network = try VethNetwork()
+        defer { network.remove() }
+        var configuration = TestServer.Configuration()
+        configuration.host = network.hostAddress
+        let server = try await TestServer.start(configuration)
+        for waiting in [true, false] {
+            try network.link(up: true)
+            server.removeAllRequests()
+            let url = server.url("/bytes/\(8 << 20)?seed=6&trickle=65536&interval=20").absoluteString
+            let lines = Lines()
+            let probe = try ChildProcess(
+                "/usr/sbin/ip",
+                arguments: network.command([try Self.probe(), url, "--request-timeout", "2"] + (waiting ? [] : ["--no-wait"])),
+                environment: ProcessInfo.processInfo.environment,
+                standardOutput: .stream { chunk in lines.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) } },
+                standardError: .inherit
+            )
+            defer {
+                probe.send(SIGKILL)
+                _ = probe.wait(timeout: .seconds(10))
+            }
+            let deadline = Date().addingTimeInterval(10)
+            while !server.requests.contains(where: { $0.uri.hasPrefix("/bytes/") }), Date() < deadline {
+                usleep(20_000)
+            }
+            usleep(300_000)
+            try network.link(up: false)
+            let cut = Date()
+            let failed = lines.waitFor("failed", timeout: 15)
+            let elapsed = Date().timeIntervalSince(cut)
+            #expect(failed == "failed timedOut", "waits \(waiting): \(lines.text.withLock { $0 })")
+            // The 2 s of silence the request timeout allows, and a margin for a loaded machine.
+            #expect(elapsed < 4.5, "waits \(waiting): ended \(elapsed) s after the link went down")
+        }
         try await server.shutdown()
     }
 }

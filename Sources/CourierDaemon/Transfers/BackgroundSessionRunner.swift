@@ -65,6 +65,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         var sessionConfiguration = SessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         sessionConfiguration.timeoutIntervalForResource = configuration.resourceTimeout
+        // As Apple's background sessions do, whatever the app asked: an attempt that finds no route to its host waits
+        // for one (within the resource timeout) instead of failing with notConnectedToInternet, which is not retried.
+        sessionConfiguration.waitsForConnectivity = true
         sessionConfiguration.httpAdditionalHeaders = configuration.additionalHeaders
         sessionConfiguration.temporaryDirectory = paths.staging
         sessionConfiguration.resumeDataDirectory = paths.partials

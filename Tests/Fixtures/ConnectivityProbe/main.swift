@@ -6,7 +6,7 @@
 //   completed BYTES              the download ended with BYTES bytes (its content is checked by the test's hash)
 //   failed CODE                  it ended with CourierError CODE
 //
-//   ConnectivityProbe URL [--no-wait] [--resource-timeout SECONDS]
+//   ConnectivityProbe URL [--no-wait] [--resource-timeout SECONDS] [--request-timeout SECONDS]
 import Courier
 import Foundation
 
@@ -41,6 +41,9 @@ var configuration = SessionConfiguration.ephemeral
 configuration.waitsForConnectivity = !arguments.contains("--no-wait")
 if let flag = arguments.firstIndex(of: "--resource-timeout"), flag + 1 < arguments.count {
     configuration.timeoutIntervalForResource = Double(arguments[flag + 1]) ?? 60
+}
+if let flag = arguments.firstIndex(of: "--request-timeout"), flag + 1 < arguments.count {
+    configuration.timeoutIntervalForRequest = Double(arguments[flag + 1]) ?? 60
 }
 let session = Session(configuration: configuration, delegate: Probe())
 session.downloadTask(with: URL(string: arguments[0])!).resume()
