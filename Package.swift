@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 // Courier: URLSession-style sessions over a libcurl + libuv transfer core (CSupport).
@@ -205,10 +206,18 @@ let package = Package(
             dependencies: ["CSupport", "CourierConcurrency", "CourierTestSupport"],
             swiftSettings: strictSwift
         ),
+        // Everything Courier reads from outside, as fuzz targets: replayed by CourierDaemonTests over the committed
+        // inputs (Tests/Fuzz), run by libFuzzer through `courier-fuzzer` (below; scripts/fuzz.sh).
+        .target(
+            name: "CourierFuzzing",
+            dependencies: ["Courier", "CourierDaemon", "CourierIPC"],
+            path: "Tests/CourierFuzzing",
+            swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "CourierDaemonTests",
             dependencies: [
-                "Courier", "CourierDaemon", "CourierIPC", "CourierTestSupport",
+                "Courier", "CourierDaemon", "CourierFuzzing", "CourierIPC", "CourierTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Corpus"],
@@ -244,3 +253,16 @@ let package = Package(
         ),
     ]
 )
+
+// libFuzzer's driver for the fuzz targets, declared only for scripts/fuzz.sh (COURIER_FUZZ=1), which builds it with
+// `-sanitize=fuzzer,address`: libFuzzer brings `main`, so an ordinary build could not link it.
+if ProcessInfo.processInfo.environment["COURIER_FUZZ"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "courier-fuzzer",
+            dependencies: ["CourierFuzzing"],
+            path: "Tests/CourierFuzzer",
+            swiftSettings: strictSwift + [.unsafeFlags(["-parse-as-library"])]
+        )
+    )
+}

@@ -5,7 +5,7 @@
 # session tests again over the serialised backend, then the command-line
 # tests of the built `courier` binary (scripts/cli-test.sh),
 # then a scratch package that requires Courier by version (scripts/dependent-check.sh), the API reference and the
-# examples (scripts/docs.sh),
+# examples (scripts/docs.sh), then each fuzz target for 30 s (scripts/fuzz.sh),
 # then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
 # committed fails; allocation counts, not times, so a loaded machine does not change them), then the comparison
 # harness once at 2 % scale (Benchmarks/run.sh: Courier's clients, the floor, URLSession and curl against nginx,
@@ -94,6 +94,15 @@ bash scripts/docs.sh || docs_status=$?
 if [ "$docs_status" -ne 0 ]; then
     log "the API reference or the examples failed to build (exit status $docs_status)" >&2
     status=$docs_status
+fi
+
+# Coverage-guided fuzzing of everything Courier reads from outside, 30 s per target, two at a time (about 3 minutes
+# with the fuzzer's build; scripts/fuzz.sh, docs/reliability.md). An input that crashes lands in Tests/Fuzz/Crashes.
+fuzz_status=0
+bash scripts/fuzz.sh 30 || fuzz_status=$?
+if [ "$fuzz_status" -ne 0 ]; then
+    log "fuzzing found a crash (exit status $fuzz_status; see Tests/Fuzz/Crashes)" >&2
+    status=$fuzz_status
 fi
 
 # package-benchmark reads Thresholds/ relative to the working directory. Its plugin builds the microbenchmarks in

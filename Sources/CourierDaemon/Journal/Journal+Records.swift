@@ -354,7 +354,7 @@ extension Journal {
         }
     }
 
-    static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws(JournalError) -> Value {
+    package static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws(JournalError) -> Value {
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch {

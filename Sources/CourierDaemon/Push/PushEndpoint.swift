@@ -111,17 +111,17 @@ package final class PushEndpoint: @unchecked Sendable {
             respond(descriptor, status: 400, reason: "BadRequest", detail: "not an HTTP/1.1 request with a Content-Length body")
             return
         }
-        guard request.method == "POST" else {
+        guard request.head.method == "POST" else {
             respond(descriptor, status: 405, reason: "MethodNotAllowed", detail: "pushes are POSTed")
             return
         }
         let prefix = "/3/device/"
-        guard request.path.hasPrefix(prefix) else {
+        guard request.head.path.hasPrefix(prefix) else {
             respond(descriptor, status: 404, reason: "BadPath", detail: "the path is /3/device/<device token>")
             return
         }
         var priority: Int?
-        if let value = request.headers["apns-priority"] {
+        if let value = request.head.headers["apns-priority"] {
             guard let number = Int(value) else {
                 respond(descriptor, status: 400, reason: "BadPriority", detail: "apns-priority is 5 or 10")
                 return
@@ -130,14 +130,14 @@ package final class PushEndpoint: @unchecked Sendable {
         }
         let push = IPCMessage.SendPush(
             request: 0,
-            deviceToken: String(request.path.dropFirst(prefix.count)),
+            deviceToken: String(request.head.path.dropFirst(prefix.count)),
             payload: request.body,
-            pushType: request.headers["apns-push-type"],
+            pushType: request.head.headers["apns-push-type"],
             priority: priority
         )
         let receipt = handle(push)
         if receipt.status == 200 {
-            let id = request.headers["apns-id"] ?? receipt.id ?? UUID().uuidString
+            let id = request.head.headers["apns-id"] ?? receipt.id ?? UUID().uuidString
             write(descriptor, "HTTP/1.1 200 OK\r\napns-id: \(id)\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
         } else {
             respond(descriptor, status: receipt.status, reason: receipt.reason ?? "BadRequest", detail: receipt.detail)
@@ -145,10 +145,7 @@ package final class PushEndpoint: @unchecked Sendable {
     }
 
     private struct Request {
-        var method: String
-        var path: String
-        /// Lowercased names.
-        var headers: [String: String]
+        var head: PushRequestHead
         var body: Data
     }
 
@@ -167,40 +164,18 @@ package final class PushEndpoint: @unchecked Sendable {
             buffer.append(chunk)
             headEnd = buffer.range(of: Data("\r\n\r\n".utf8))
         }
-        guard let headEnd else {
-            return nil
-        }
-        let lines = String(decoding: buffer[..<headEnd.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
-        let requestLine = lines[0].split(separator: " ")
-        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1.") else {
-            return nil
-        }
-        var headers: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else {
-                return nil
-            }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        let length = headers["content-length"].flatMap { Int($0) } ?? 0
-        // More than APNs accepts is still read (to answer PayloadTooLarge), up to a bound.
-        guard length >= 0, length <= 1 << 20 else {
+        guard let headEnd, let head = PushRequestHead(buffer[..<headEnd.lowerBound]) else {
             return nil
         }
         var body = buffer[headEnd.upperBound...]
-        while body.count < length {
+        while body.count < head.contentLength {
             let chunk = UnixSocket.read(from: descriptor)
             guard !chunk.isEmpty else {
                 return nil
             }
             body.append(chunk)
         }
-        return Request(
-            method: String(requestLine[0]),
-            path: String(requestLine[1]),
-            headers: headers,
-            body: Data(body.prefix(length))
-        )
+        return Request(head: head, body: Data(body.prefix(head.contentLength)))
     }
 
     private func respond(_ descriptor: Int32, status: Int, reason: String, detail: String?) {

@@ -5,10 +5,11 @@ import Foundation
 ///
 /// Both parameters are read: `filename*` (RFC 5987: `UTF-8''na%C3%AFve.txt`, or `ISO-8859-1''…`) wins over
 /// `filename` (a token or a quoted string). The disposition type (`attachment`, `inline`) does not matter. The
-/// name is the server's raw suggestion: it must go through ``FileNaming/sanitize(_:)`` before any use.
-enum ContentDisposition {
+/// name is the server's raw suggestion: whoever uses it makes it safe first (the `courier` tool's `FileNaming`).
+/// Outside input: fuzzed (docs/reliability.md).
+package enum ContentDisposition {
     /// The suggested file name in the header value `header`, or nil when there is none (or it is empty).
-    static func fileName(in header: String) -> String? {
+    package static func fileName(in header: String) -> String? {
         var plain: String?
         var extended: String?
         for (name, value) in parameters(of: header) {
