@@ -48,6 +48,11 @@ final class Daemon {
         self.environment = base.merging(environment) { $1 }
     }
 
+    /// The process the last `start()` launched, while it runs.
+    var pid: pid_t? {
+        child?.pid
+    }
+
     /// The environment of an app or a `courier` run against this daemon (the daemon's own).
     var clientEnvironment: [String: String] {
         environment
