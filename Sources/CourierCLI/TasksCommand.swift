@@ -136,11 +136,22 @@ extension Tasks {
                 sessions = all.map(\.identifier)
             }
             return try sessions.flatMap { session -> [(String, IPCMessage.TaskSnapshot)] in
-                let result = try DaemonClient.request(connection) {
-                    .listTasks(.init(request: $0, session: session, includesEnded: includesEnded))
-                }
-                guard case .tasks(let snapshots) = result else {
-                    return []
+                let snapshots = try IPCMessage.ListTasks.allPages { offset, limit in
+                    let result = try DaemonClient.request(connection) {
+                        .listTasks(
+                            .init(
+                                request: $0,
+                                session: session,
+                                includesEnded: includesEnded,
+                                offset: offset,
+                                limit: limit
+                            )
+                        )
+                    }
+                    guard case .tasks(let page) = result else {
+                        return []
+                    }
+                    return page
                 }
                 return snapshots.map { (session, $0) }
             }

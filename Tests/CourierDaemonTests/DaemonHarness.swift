@@ -65,7 +65,9 @@ final class Daemon {
     /// A courierd process on this daemon's directories; its log goes to the test's standard error.
     func launch() throws -> ChildProcess {
         let command =
-            launchPrefix + [try Daemon.executable(), "--runtime-directory", runtime.path, "--state-directory", state.path]
+            launchPrefix + [
+                try Daemon.executable(), "--runtime-directory", runtime.path, "--state-directory", state.path,
+            ]
             + extraArguments
         return try ChildProcess(
             command[0],
@@ -249,9 +251,19 @@ struct Client {
     ) throws -> [IPCMessage.TaskSnapshot] {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
-            let answer = try request { .listTasks(.init(request: $0, session: session)) }
-            guard case .reply(let reply)? = answer, case .tasks(let snapshots) = reply.result else {
-                Issue.record("no task list: \(String(describing: answer))")
+            var failure: String?
+            let snapshots = try IPCMessage.ListTasks.allPages { offset, limit in
+                let answer = try request {
+                    .listTasks(.init(request: $0, session: session, offset: offset, limit: limit))
+                }
+                guard case .reply(let reply)? = answer, case .tasks(let page) = reply.result else {
+                    failure = String(describing: answer)
+                    return []
+                }
+                return page
+            }
+            if let failure {
+                Issue.record("no task list: \(failure)")
                 return []
             }
             if ready(snapshots) || Date() >= deadline {

@@ -67,7 +67,8 @@ struct DaemonScaleTests {
         }
         let enqueueSeconds = Date().timeIntervalSince(started)
         let resident = Self.residentBytes(of: try #require(daemon.pid))
-        let journal = Self.size(daemon.paths.journal) + Self.size(URL(fileURLWithPath: daemon.paths.journal.path + "-wal"))
+        let journal =
+            Self.size(daemon.paths.journal) + Self.size(URL(fileURLWithPath: daemon.paths.journal.path + "-wal"))
 
         // `courier tasks`, as a user runs it.
         let listStarted = Date()
@@ -83,7 +84,7 @@ struct DaemonScaleTests {
         #expect(lines >= count, "courier tasks printed \(lines) lines for \(count) tasks")
 
         // Restart: stopped, started, serving the whole list again.
-        client.close()
+        // The app's connection stays open (the session held): a restart ends it.
         #expect(daemon.stop() == .exited(0))
         let restartStarted = Date()
         try daemon.start()
@@ -198,7 +199,8 @@ struct DaemonScaleTests {
         let half = samples.count / 2
         let first = samples.prefix(max(half, 1))
         let second = samples.suffix(max(samples.count - half, 1))
-        let residentGrowth = Double(second.map(\.resident).max() ?? 0) / Double(max(first.map(\.resident).max() ?? 1, 1))
+        let residentGrowth =
+            Double(second.map(\.resident).max() ?? 0) / Double(max(first.map(\.resident).max() ?? 1, 1))
         let walPeak = samples.map(\.wal).max() ?? 0
         print(
             "daemon scale: \(completed) transfers of 1 KiB in \(String(format: "%.1f", seconds)) s "

@@ -64,7 +64,7 @@ struct DiskFaultTests {
     }
 
     @Test(
-        "the state directory's disk fills during a download: it waits, the journal stays intact, it goes on when room returns",
+        "the state directory's disk fills mid-download: it waits, the journal stays intact, it goes on when room returns",
         .enabled(if: geteuid() == 0, "mounting a tmpfs needs root")
     )
     func diskFillsDuringADownload() async throws {
@@ -133,7 +133,6 @@ struct DiskFaultTests {
         print("disk full: waited with \(kept) bytes kept (\(reason)); went on with \(ranges)")
 
         // The journal is intact: courierd starts on it again without setting it aside.
-        client.close()
         #expect(daemon.stop() == .exited(0))
         try daemon.start()
         let names = try FileManager.default.contentsOfDirectory(atPath: daemon.state.path)
@@ -221,7 +220,9 @@ struct DiskFaultTests {
             var refusal: CourierError?
             switch try Self.create(Self.download(1, path, server: server), on: &client) {
             case .reply(let reply)? where reply.result == .taskCreated:
-                completion = try Self.completion(of: 1, on: &client) { handedOver = FileManager.default.contents(atPath: $0) }
+                completion = try Self.completion(of: 1, on: &client) {
+                    handedOver = FileManager.default.contents(atPath: $0)
+                }
             case .failure(let failure)?:
                 // The journal refused the task: a typed error, at once.
                 refusal = failure.error
@@ -231,7 +232,10 @@ struct DiskFaultTests {
             }
             client.close()
             if let handedOver {
-                #expect(handedOver == TestServer.bytes(count: count, seed: index), "\(injected): a wrong file handed over")
+                #expect(
+                    handedOver == TestServer.bytes(count: count, seed: index),
+                    "\(injected): a wrong file handed over"
+                )
             }
             switch injected.outcome {
             case .completes:

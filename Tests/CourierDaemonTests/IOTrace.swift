@@ -61,7 +61,12 @@ struct IOTrace {
             switch operation {
             case "O":
                 records.append(
-                    .open(descriptor: descriptor, path: paths[0], flags: Int32(truncatingIfNeeded: first), created: second != 0)
+                    .open(
+                        descriptor: descriptor,
+                        path: paths[0],
+                        flags: Int32(truncatingIfNeeded: first),
+                        created: second != 0
+                    )
                 )
             case "W": records.append(.write(descriptor: descriptor, offset: first, bytes: payload))
             case "T": records.append(.truncate(descriptor: descriptor, length: first))

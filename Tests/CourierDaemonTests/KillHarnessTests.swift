@@ -634,23 +634,7 @@ final class CountingProxy: @unchecked Sendable {
 
     init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else {
-            throw POSIXError(.EMFILE)
-        }
-        var address = CountingProxy.loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-            }
-        }
-        guard bound, listen(descriptor, 512) == 0 else {
-            close(descriptor)
-            throw POSIXError(.EADDRINUSE)
-        }
-        listener = descriptor
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try TCPSocket.listen(on: "127.0.0.1", backlog: 512)
         Thread.detachNewThread { [self] in
             self.acceptConnections()
         }
@@ -669,14 +653,6 @@ final class CountingProxy: @unchecked Sendable {
 
     private var isStopping: Bool {
         lock.withLock { stopping }
-    }
-
-    private static func loopback(port: UInt16) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        return address
     }
 
     private func acceptConnections() {
@@ -701,21 +677,7 @@ final class CountingProxy: @unchecked Sendable {
     }
 
     private func connectUpstream() -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else {
-            return -1
-        }
-        var address = CountingProxy.loopback(port: UInt16(upstreamPort))
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else {
-            close(descriptor)
-            return -1
-        }
-        return descriptor
+        TCPSocket.connect(to: "127.0.0.1", port: upstreamPort)
     }
 
     /// Sends `count` bytes of `buffer`; returns how many went (fewer when the peer is gone).

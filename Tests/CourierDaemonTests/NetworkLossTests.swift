@@ -47,7 +47,7 @@ struct NetworkLossTests {
     }
 
     @Test(
-        "link down, route gone, latency, throttling, a stall, a reset: every background download completes byte-identical",
+        "link down, route gone, latency, throttling, a stall, a reset: each background download ends byte-identical",
         .enabled(if: VethNetwork.canMake, "needs root and iproute2 (a network namespace and a veth pair)")
     )
     func everyBreak() async throws {
@@ -89,7 +89,11 @@ struct NetworkLossTests {
             defer { proxy?.stop() }
             server.removeAllRequests()
             let started = Date()
-            let task = IPCMessage.BackgroundTask(identifier: index + 1, kind: .download, request: TaskRequest(URLRequest(url: url)))
+            let task = IPCMessage.BackgroundTask(
+                identifier: index + 1,
+                kind: .download,
+                request: TaskRequest(URLRequest(url: url))
+            )
             let created = try client.request { .createTask(.init(request: $0, session: Self.identifier, task: task)) }
             guard case .reply(let reply)? = created, reply.result == .taskCreated else {
                 Issue.record("\(scenario): not created: \(String(describing: created))")
@@ -123,9 +127,13 @@ struct NetworkLossTests {
                         completion = ended
                     }
                 }
-                try client.send(.acknowledge(.init(session: Self.identifier, through: batch.events.last?.sequence ?? 0)))
+                try client.send(
+                    .acknowledge(.init(session: Self.identifier, through: batch.events.last?.sequence ?? 0))
+                )
             }
-            let ranges = server.requests.filter { $0.path.hasPrefix("/bytes/\(count)") }.compactMap { $0.header("Range") }
+            let ranges = server.requests.filter { $0.path.hasPrefix("/bytes/\(count)") }.compactMap {
+                $0.header("Range")
+            }
             #expect(completion != nil && completion?.error == nil, "\(scenario): \(String(describing: completion))")
             #expect(file == TestServer.bytes(count: count, seed: seed), "\(scenario): not the server's bytes")
             if file == TestServer.bytes(count: count, seed: seed) {

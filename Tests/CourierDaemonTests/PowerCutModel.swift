@@ -168,9 +168,14 @@ struct PowerCutModel {
             let url = root.appendingPathComponent(path)
             switch entry {
             case .directory:
-                try manager.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try manager.createDirectory(
+                    at: url,
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
+                )
             case .file(let bytes):
-                guard manager.createFile(atPath: url.path, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+                guard
+                    manager.createFile(atPath: url.path, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
                 else {
                     throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
                 }

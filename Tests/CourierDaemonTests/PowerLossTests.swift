@@ -13,8 +13,8 @@ import Glibc
 
 /// Power loss at every durable step (docs/reliability.md). courierd runs a workload — downloads that finish, trickled
 /// ones that are checkpointed, one cancelled with resume data and resumed from it by a new task, every event
-/// delivered and acknowledged — with `Tests/Interposers/courier_io.c` preloaded, which records every call that changes
-/// its state directory (its own files and SQLite's alike). The test, acting as the app over the socket, appends
+/// delivered and acknowledged — with `Tests/Interposers/courier_io.c` preloaded, which records every call that
+/// changes its state directory (its own files and SQLite's alike). The test, acting as the app over the socket, appends
 /// markers to the same trace as it goes: a task's `createTask` answered (`resume()` returned), each event delivered,
 /// each acknowledgement sent and known to be journaled (a request answered after it on the same connection).
 ///
@@ -84,7 +84,9 @@ struct PowerLossTests {
         daemon.environment.merge(preload) { $1 }
 
         var violations: [String] = []
-        try Self.runWorkload(on: daemon, server: server, markers: try TraceMarkers(traceURL), violations: &violations)
+        let markers = try TraceMarkers(traceURL)
+        try Self.runWorkload(on: daemon, server: server, markers: markers, violations: &violations)
+        markers.close()
         #expect(daemon.stop() == .exited(0))
         for name in preload.keys {
             daemon.environment[name] = nil
@@ -113,7 +115,9 @@ struct PowerLossTests {
                     let expected = Self.expected(for: handed.task).map { [UInt8]($0.bytes) }
                     if case .file(let bytes)? = model.afterPowerCut()[relative], bytes == expected {
                     } else {
-                        violations.append("call \(point): task \(handed.task)'s file \(relative) handed over, not durable")
+                        violations.append(
+                            "call \(point): task \(handed.task)'s file \(relative) handed over, not durable"
+                        )
                     }
                 }
                 powerCuts[powerCuts.count - 1].promises.append(promises)
@@ -144,7 +148,9 @@ struct PowerLossTests {
         for candidate in kills {
             try PowerCutModel.materialize(candidate.state, at: stateRoot)
             let recovery = Self.recover(daemon, finish: false)
-            found.formUnion(recovery.violations(of: candidate.promises[0]).map { "kill after call \(candidate.points): \($0)" })
+            found.formUnion(
+                recovery.violations(of: candidate.promises[0]).map { "kill after call \(candidate.points): \($0)" }
+            )
         }
         violations += found.sorted()
         print(
@@ -189,6 +195,10 @@ struct PowerLossTests {
             guard descriptor >= 0 else {
                 throw POSIXError(.EIO)
             }
+        }
+
+        func close() {
+            _ = Glibc.close(descriptor)
         }
 
         func mark(_ text: String) {
@@ -303,7 +313,8 @@ struct PowerLossTests {
         guard let data = FileManager.default.contents(atPath: path) else {
             return "task \(task): no file at \(path)"
         }
-        return data == expected ? nil : "task \(task): \(path) has \(data.count) bytes, not the \(expected.count) served"
+        return data == expected
+            ? nil : "task \(task): \(path) has \(data.count) bytes, not the \(expected.count) served"
     }
 
     // MARK: After the crash

@@ -23,7 +23,10 @@ public func fuzzOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
 /// With COURIER_FUZZ_WRITE_SEEDS=DIR, writes the target's seeds into DIR and exits (scripts/fuzz.sh adds them to
 /// each run's corpus).
 @_cdecl("LLVMFuzzerInitialize")
-public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>?, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> CInt {
+public func fuzzInitialize(
+    _ argc: UnsafeMutablePointer<CInt>?,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?
+) -> CInt {
     guard let directory = ProcessInfo.processInfo.environment["COURIER_FUZZ_WRITE_SEEDS"] else {
         return 0
     }

@@ -29,12 +29,17 @@ extension FuzzTarget {
             ].map { Data($0.utf8) }
         case .resumeData:
             [
-                #"{"format":"courier-resume/1","url":"http://127.0.0.1:8080/a.bin","method":"GET","headers":{"#
-                    + #""Accept":"*/*"},"file":"courier-1.partial","bytesOnDisk":1024,"validator":"\"abc\"","#
-                    + #""expectedLength":4096}"#,
-                #"{"format":"courier-resume/1","url":"https://example.invalid/b","originalURL":"https://e.invalid/","#
-                    + #""method":"GET","headers":{},"file":"p","bytesOnDisk":0,"validator":"Tue, 15 Nov 1994 08:12:31 GMT","#
-                    + #""segments":[{"start":0,"end":1048575,"done":1000},{"start":1048576,"end":2097151,"done":0}]}"#,
+                #"""
+                {"format": "courier-resume/1", "url": "http://127.0.0.1:8080/a.bin", "method": "GET",
+                 "headers": {"Accept": "*/*"}, "file": "courier-1.partial", "bytesOnDisk": 1024,
+                 "validator": "\"abc\"", "expectedLength": 4096}
+                """#,
+                #"""
+                {"format": "courier-resume/1", "url": "https://example.invalid/b", "originalURL": "https://e.invalid/",
+                 "method": "GET", "headers": {}, "file": "p", "bytesOnDisk": 0,
+                 "validator": "Tue, 15 Nov 1994 08:12:31 GMT",
+                 "segments": [{"start": 0, "end": 1048575, "done": 1000}, {"start": 1048576, "end": 2097151, "done": 0}]}
+                """#,
             ].map { Data($0.utf8) }
         case .contentDisposition:
             [
@@ -64,7 +69,11 @@ extension FuzzTarget {
         let progress = TransferProgress(received: 10, expectedToReceive: 10)
         let events: [IPCMessage.SequencedEvent] = [
             .init(sequence: 1, task: 7, event: .init(.progress, progress: progress)),
-            .init(sequence: 2, task: 7, event: .init(.response(held: false, resumeOffset: 0, head: head), progress: progress)),
+            .init(
+                sequence: 2,
+                task: 7,
+                event: .init(.response(held: false, resumeOffset: 0, head: head), progress: progress)
+            ),
             .init(sequence: 3, task: 7, event: .init(.downloaded(path: "/tmp/x.download"), progress: progress)),
             .init(sequence: 4, task: 7, event: .init(.complete(TransferCompletion(error: nil)), progress: progress)),
         ]
@@ -74,7 +83,9 @@ extension FuzzTarget {
             .createTask(.init(request: 2, session: "com.example.seed.background", task: spec)),
             .events(.init(session: "com.example.seed.background", events: events, finished: true)),
             .acknowledge(.init(session: "com.example.seed.background", through: 4)),
-            .command(.init(request: 3, session: "com.example.seed.background", task: 7, verb: .cancelProducingResumeData)),
+            .command(
+                .init(request: 3, session: "com.example.seed.background", task: 7, verb: .cancelProducingResumeData)
+            ),
         ]
         return messages.compactMap { try? $0.frame().encoded }
     }
@@ -98,7 +109,8 @@ extension FuzzTarget {
         seeds += (try? encoder.encode(task)).map { [Data([0]) + $0] } ?? []
         seeds += (try? encoder.encode(checkpoint)).map { [Data([1]) + $0] } ?? []
         seeds += (try? encoder.encode(event)).map { [Data([2]) + $0] } ?? []
-        seeds += (try? encoder.encode(IPCMessage.OpenSession(request: 1, identifier: "s"))).map { [Data([3]) + $0] } ?? []
+        seeds +=
+            (try? encoder.encode(IPCMessage.OpenSession(request: 1, identifier: "s"))).map { [Data([3]) + $0] } ?? []
         seeds += (try? encoder.encode(task.spec)).map { [Data([6]) + $0] } ?? []
         return seeds
     }

@@ -35,7 +35,8 @@ public final class FaultProxy: @unchecked Sendable {
 
     public let port: Int
     public let address: String
-    private let upstream: sockaddr_in
+    private let upstreamAddress: String
+    private let upstreamPort: Int
     private let listener: Int32
     private let fault: Fault
     private let faultyConnections: Int
@@ -58,24 +59,9 @@ public final class FaultProxy: @unchecked Sendable {
         self.address = address
         self.fault = fault
         self.faultyConnections = faultyConnections
-        upstream = try Self.socketAddress(upstreamAddress, port: upstreamPort)
-        var local = try Self.socketAddress(address, port: 0)
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else {
-            throw POSIXError(.EMFILE)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &local) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-            }
-        }
-        guard bound, listen(descriptor, 128) == 0 else {
-            close(descriptor)
-            throw POSIXError(.EADDRINUSE)
-        }
-        listener = descriptor
-        port = Int(UInt16(bigEndian: local.sin_port))
+        self.upstreamAddress = upstreamAddress
+        self.upstreamPort = upstreamPort
+        (listener, port) = try TCPSocket.listen(on: address)
         Thread.detachNewThread { [self] in
             self.acceptConnections()
         }
@@ -94,16 +80,6 @@ public final class FaultProxy: @unchecked Sendable {
     public func stop() {
         counters.withLock { $0.stopping = true }
         shutdown(listener, Int32(SHUT_RDWR))
-    }
-
-    private static func socketAddress(_ text: String, port: Int) throws -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        guard inet_pton(AF_INET, text, &address.sin_addr) == 1 else {
-            throw POSIXError(.EINVAL)
-        }
-        return address
     }
 
     private func acceptConnections() {
@@ -132,18 +108,9 @@ public final class FaultProxy: @unchecked Sendable {
     }
 
     private func relay(_ client: Int32, faulty: Bool) {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var target = upstream
-        let connected = withUnsafePointer(to: &target) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard server >= 0, connected else {
+        let server = TCPSocket.connect(to: upstreamAddress, port: upstreamPort)
+        guard server >= 0 else {
             close(client)
-            if server >= 0 {
-                close(server)
-            }
             return
         }
         // Requests: untouched. Each pump shuts down the other side's writing when its source ends.
@@ -183,7 +150,9 @@ public final class FaultProxy: @unchecked Sendable {
     private static func writeAll(_ buffer: [UInt8], from start: Int = 0, count: Int, to destination: Int32) -> Bool {
         var offset = start
         while offset < start + count {
-            let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + offset, start + count - offset) }
+            let written = buffer.withUnsafeBytes {
+                send(destination, $0.baseAddress! + offset, start + count - offset, Int32(MSG_NOSIGNAL))
+            }
             guard written > 0 else {
                 return false
             }

@@ -105,9 +105,13 @@ struct ConnectivityTests {
             let lines = Lines()
             let probe = try ChildProcess(
                 "/usr/sbin/ip",
-                arguments: network.command([try Self.probe(), url, "--request-timeout", "2"] + (waiting ? [] : ["--no-wait"])),
+                arguments: network.command(
+                    [try Self.probe(), url, "--request-timeout", "2"] + (waiting ? [] : ["--no-wait"])
+                ),
                 environment: ProcessInfo.processInfo.environment,
-                standardOutput: .stream { chunk in lines.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) } },
+                standardOutput: .stream { chunk in
+                    lines.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+                },
                 standardError: .inherit
             )
             defer {

@@ -51,7 +51,10 @@ struct DiskFullTests {
             let (file, _) = try await session.download(resumeFrom: resumeData)
             #expect(try fileContents(file) == TestServer.bytes(count: count, seed: 0))
             let range = server.requests.last?.header("Range")
-            #expect(range.map { $0.hasPrefix("bytes=") && $0 != "bytes=0-" } == true, "Range: \(String(describing: range))")
+            #expect(
+                range.map { $0.hasPrefix("bytes=") && $0 != "bytes=0-" } == true,
+                "Range: \(String(describing: range))"
+            )
         }
     }
 }

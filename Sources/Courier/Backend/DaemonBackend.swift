@@ -138,11 +138,18 @@ final class DaemonBackend: TransferBackend {
 
     /// What courierd knows of this session's tasks.
     func taskSnapshots() -> Result<[IPCMessage.TaskSnapshot], CourierError> {
-        switch request({ .listTasks(.init(request: $0, session: self.identifier)) }) {
-        case .success(.tasks(let snapshots)): .success(snapshots)
-        case .success:
-            .failure(CourierError(.badServerResponse, "courierd answered a task listing with something else"))
-        case .failure(let error): .failure(error)
+        Result { () throws(CourierError) in
+            try IPCMessage.ListTasks.allPages { offset, limit throws(CourierError) in
+                let list = {
+                    IPCMessage.listTasks(.init(request: $0, session: self.identifier, offset: offset, limit: limit))
+                }
+                switch request(list) {
+                case .success(.tasks(let snapshots)): return snapshots
+                case .success:
+                    throw CourierError(.badServerResponse, "courierd answered a task listing with something else")
+                case .failure(let error): throw error
+                }
+            }
         }
     }
 

@@ -201,9 +201,15 @@ extension Journal {
     }
 
     /// The session's tasks, by identifier.
-    package func tasks(session: String) throws(JournalError) -> [JournaledTask] {
+    /// The session's tasks by identifier; with `limit`, at most that many from position `offset` (a page of
+    /// `courier tasks`: only those are decoded).
+    package func tasks(session: String, offset: Int = 0, limit: Int? = nil) throws(JournalError) -> [JournaledTask] {
         let rows = try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM task WHERE session = ? ORDER BY identifier", arguments: [session])
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM task WHERE session = ? ORDER BY identifier LIMIT ? OFFSET ?",
+                arguments: [session, limit ?? -1, offset]
+            )
         }
         var tasks: [JournaledTask] = []
         for row in rows {

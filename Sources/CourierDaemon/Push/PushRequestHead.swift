@@ -26,7 +26,9 @@ package struct PushRequestHead: Sendable, Equatable {
             guard let colon = line.firstIndex(of: ":") else {
                 return nil
             }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces
+            )
         }
         let length = headers["content-length"].map { Int($0) } ?? 0
         guard let length, length >= 0, length <= Self.maximumContentLength else {

@@ -33,11 +33,20 @@ extension DaemonServer {
             openSession(open, app: app, on: connection)
         case .listTasks(let list):
             reply(list.request, on: connection) { () throws(JournalError) in
-                if let runner = sessions.runner(list.session) {
-                    let ended = list.includesEnded == true ? try journal.history(session: list.session) : []
+                guard let runner = sessions.runner(list.session) else {
+                    return .tasks(snapshots: [])
+                }
+                // The ended ones first (at most Journal.historyLimit), then the journaled tasks by identifier.
+                let ended = list.includesEnded == true ? try journal.history(session: list.session) : []
+                guard let limit = list.limit.map({ max($0, 0) }) else {
                     return .tasks(snapshots: ended + (try runner.snapshots()))
                 }
-                return .tasks(snapshots: [])
+                let start = max(list.offset ?? 0, 0)
+                var page = Array(ended.dropFirst(start).prefix(limit))
+                if page.count < limit {
+                    page += try runner.snapshots(offset: max(start - ended.count, 0), limit: limit - page.count)
+                }
+                return .tasks(snapshots: page)
             }
         case .acknowledge(let acknowledgement):
             acknowledge(acknowledgement)
@@ -285,7 +294,12 @@ extension DaemonServer {
         _ result: () throws(JournalError) -> IPCMessage.Reply.Result
     ) {
         do {
-            _ = connection.send(.reply(.init(request: request, result: try result())))
+            guard connection.send(.reply(.init(request: request, result: try result()))) else {
+                // Too large for one frame (a whole task list asked for by an older client): said, not left unanswered.
+                let error = CourierError(.unknown, "the answer does not fit in one frame; ask for the list in pages")
+                _ = connection.send(.failure(.init(request: request, error: error)))
+                return
+            }
         } catch {
             _ = connection.send(.failure(.init(request: request, error: error.courierError)))
         }

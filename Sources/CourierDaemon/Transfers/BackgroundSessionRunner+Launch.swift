@@ -133,7 +133,9 @@ extension BackgroundSessionRunner {
     /// Resume data for the next attempt of a download: from the last checkpoint's partial file, or the app's resume
     /// data for a first attempt; nil to start from zero.
     private func resumeData(for journaled: JournaledTask) -> Data? {
-        if let checkpoint = journaled.checkpoint ?? takeOverResumeData(of: journaled), let partial = checkpoint.partial {
+        if let checkpoint = journaled.checkpoint ?? takeOverResumeData(of: journaled),
+            let partial = checkpoint.partial
+        {
             guard let length = FileManager.default.fileLength(atPath: partial.file) else {
                 logger.notice(
                     "partial file gone; the download starts again from zero",

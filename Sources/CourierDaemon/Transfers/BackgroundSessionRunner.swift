@@ -233,9 +233,10 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         }
     }
 
-    /// What `listTasks` answers: the journal's record, with the live counters and why a task waits.
-    package func snapshots() throws(JournalError) -> [IPCMessage.TaskSnapshot] {
-        let journaled = try journal.tasks(session: identifier)
+    /// What `listTasks` answers: the journal's record, with the live counters and why a task waits; with `limit`, the
+    /// page of that many from position `offset`.
+    package func snapshots(offset: Int = 0, limit: Int? = nil) throws(JournalError) -> [IPCMessage.TaskSnapshot] {
+        let journaled = try journal.tasks(session: identifier, offset: offset, limit: limit)
         let machines = state.withLock { $0.machines }
         // How each ended task ended, and its counts then, from its completion the app has not acknowledged yet.
         var endings: [Int: IPCMessage.BackgroundEvent] = [:]

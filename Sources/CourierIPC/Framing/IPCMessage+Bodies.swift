@@ -258,11 +258,40 @@ extension IPCMessage {
         /// Also the tasks whose apps have heard their end, from the history (oldest first, before the others); nil
         /// (an older client) is false.
         package var includesEnded: Bool?
+        /// A page of the list: `limit` snapshots from position `offset` (nil, an older client: the whole list, which
+        /// courierd refuses when it does not fit in one frame).
+        package var offset: Int?
+        package var limit: Int?
 
-        package init(request: UInt64, session: String, includesEnded: Bool = false) {
+        /// The snapshots a page holds: about 1 KiB each with its spec, so a page is well inside a frame.
+        package static let pageSize = 1_000
+
+        package init(
+            request: UInt64,
+            session: String,
+            includesEnded: Bool = false,
+            offset: Int? = nil,
+            limit: Int? = nil
+        ) {
             self.request = request
             self.session = session
             self.includesEnded = includesEnded ? true : nil
+            self.offset = offset
+            self.limit = limit
+        }
+
+        /// The whole list, a page at a time: `fetch(offset, limit)` answers one page; a short page is the last.
+        package static func allPages<Failure: Error>(
+            _ fetch: (_ offset: Int, _ limit: Int) throws(Failure) -> [TaskSnapshot]
+        ) throws(Failure) -> [TaskSnapshot] {
+            var snapshots: [TaskSnapshot] = []
+            while true {
+                let page = try fetch(snapshots.count, pageSize)
+                snapshots += page
+                if page.count < pageSize {
+                    return snapshots
+                }
+            }
         }
     }
 
