@@ -159,6 +159,7 @@ struct PowerLossTests {
                 + "\(violations.count) violations"
         )
         #expect(violations.isEmpty, "\(violations.prefix(30).joined(separator: "\n"))")
+        try await server.shutdown()
     }
 
     /// Each call and marker, numbered as the labels number them (a write without its bytes).
