@@ -54,6 +54,7 @@ struct NetworkLossTests {
         let outage = Double(ProcessInfo.processInfo.environment["COURIER_NETWORK_OUTAGE"] ?? "") ?? 3
         let network = try VethNetwork()
         defer { network.remove() }
+        try network.link(up: true)
         var configuration = TestServer.Configuration()
         configuration.host = network.hostAddress
         let server = try await TestServer.start(configuration)
