@@ -39,6 +39,9 @@ struct Courierd: ParsableCommand {
     @Option(help: "Seconds between a waiting task's looks at the power supply and the network")
     var conditionPoll: Double = 10
 
+    @Option(help: "Seconds finished downloads handed over unflushed gather before one flush of the batch")
+    var fileFlushDelay: Double = 0.25
+
     @Option(help: "Seconds before an app is relaunched a second time for its background events; each later relaunch doubles it (the first is at once)")
     var relaunchDelay: Double = 60
 
@@ -114,6 +117,7 @@ struct Courierd: ParsableCommand {
             var settings = TransferSettings()
             settings.retryPolicy = RetryPolicy(initialDelay: retryDelay)
             settings.conditionPollInterval = conditionPoll
+            settings.fileFlushDelay = fileFlushDelay
             settings.bandwidthLimiter = bandwidthLimiter(logger: logger)
             settings.slots = TransferSlots(limit: maxTransfers)
             server = try DaemonServer(

@@ -32,8 +32,8 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
         }
     }
 
-    /// Whether the harness runs this client on `workload`. The background session runs W4 only, the workload its
-    /// target is set on (issue: at least 0.8× Courier's in-process throughput). W2 at curl's limit
+    /// Whether the harness runs this client on `workload`. The background session runs the workloads its targets are
+    /// set on: W4 (at least 0.8× Courier's in-process throughput) and W6 (at least 0.5×). W2 at curl's limit
     /// (``Workload/w2AtCurlLimit``) compares memory with curl at the same number in flight: Courier's two APIs and
     /// curl only.
     public func runs(_ workload: Workload) -> Bool {
@@ -41,7 +41,7 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
             return [.courier, .courierHTTPTypes, .curl].contains(self)
         }
         switch self {
-        case .courierBackground: return workload.name == Workload.w4.name
+        case .courierBackground: return [Workload.w4.name, Workload.w6.name].contains(workload.name)
         case .courier, .courierHTTPTypes, .urlsession, .ahc, .curl, .floor: return true
         }
     }

@@ -60,7 +60,12 @@ public struct Workload: Sendable, Hashable, Codable {
         name: "W5", summary: "500 uploads of 1 MiB, 32 in flight", kind: .upload, count: 500, concurrency: 32,
         fixture: .upload)
 
-    public static let all: [Workload] = [w1, w2, w2AtCurlLimit, w3, w4, w5]
+    /// Many small files: what a background session's per-task cost (journal, events, acknowledgements) comes to.
+    public static let w6 = Workload(
+        name: "W6", summary: "10,000 downloads of 1 KiB to disk, 32 in flight", kind: .disk, count: 10_000,
+        concurrency: 32, fixture: .small)
+
+    public static let all: [Workload] = [w1, w2, w2AtCurlLimit, w3, w4, w5, w6]
 
     public static func named(_ name: String) -> Workload? {
         all.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }

@@ -15,6 +15,20 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         set { storage.withLock { $0.expectedChecksum = newValue } }
     }
 
+    /// A digest the engine computes of the file while it writes it, even when none is expected (courierd journals
+    /// it with the finished file, to check the file after a power cut). Set it before `resume()`. Not computed for a
+    /// segmented download (its segments arrive out of order).
+    package var fileDigestAlgorithm: Checksum.Algorithm? {
+        get { storage.withLock { $0.fileDigestAlgorithm } }
+        set { storage.withLock { $0.fileDigestAlgorithm = newValue } }
+    }
+
+    /// The digest the engine computed of the finished file, of ``expectedChecksum``'s algorithm or
+    /// ``fileDigestAlgorithm``; nil when it computed none. Read it in `didFinishDownloadingTo`.
+    package var fileDigest: Checksum? {
+        storage.withLock { $0.fileDigest }
+    }
+
     /// The most ranged connections this download uses at once (aria2's `-s`), or nil (the default) for the session's
     /// ``SessionConfiguration/maximumSegmentsPerDownload``; 1 to 16. A response of at least 2 MiB from a server that
     /// serves byte ranges (with a strong validator and no content coding) is split in segments of at least 1 MiB,

@@ -19,7 +19,7 @@ extension SessionTask {
         }
         let actual =
             final.fileDigest?.algorithm == expected.algorithm
-            ? final.fileDigest : Self.digest(of: file, length: final.bytesOnDisk, expected.algorithm)
+            ? final.fileDigest : Checksum(of: file.path, length: final.bytesOnDisk, expected.algorithm)
         guard actual != expected else {
             return nil
         }
@@ -31,12 +31,18 @@ extension SessionTask {
             failingURL: final.response?.url
         )
     }
+}
 
-    /// The digest of the first `length` bytes of `file`, read now; nil when it cannot be read that far.
-    private static func digest(of file: URL, length: Int64, _ algorithm: Checksum.Algorithm) -> Checksum? {
+extension Checksum {
+    /// The digest of the first `length` bytes of the file at `path`, read now (by the engine's hash, SHA-NI where the
+    /// processor has it); nil when it cannot be read that far.
+    package init?(of path: String, length: Int64, _ algorithm: Algorithm) {
         var bytes = [UInt8](repeating: 0, count: 64)
         let kind = algorithm == .sha256 ? CR_DIGEST_SHA256 : CR_DIGEST_SHA512
-        let count = file.path.withCString { cr_file_digest($0, length, kind, &bytes) }
-        return count == 0 ? nil : Checksum(algorithm, digest: Data(bytes.prefix(count)))
+        let count = path.withCString { cr_file_digest($0, length, kind, &bytes) }
+        guard count > 0 else {
+            return nil
+        }
+        self.init(algorithm, digest: Data(bytes.prefix(count)))
     }
 }

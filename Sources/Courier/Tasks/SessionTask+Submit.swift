@@ -153,12 +153,14 @@ extension SessionTask {
             guard let staging = plan.staging else {
                 return .failure(CourierError(.cannotCreateFile, "no staging file", failingURL: url))
             }
-            let (checksum, segments) = storage.withLock { ($0.expectedChecksum, $0.maximumSegments) }
+            let (checksum, segments, hashing) = storage.withLock {
+                ($0.expectedChecksum, $0.maximumSegments, $0.fileDigestAlgorithm)
+            }
             spec.segments = min(segments ?? configuration.maximumSegmentsPerDownload, DownloadSegment.maximumCount)
             spec.segmentMap = plan.resume?.segments
             spec.sink = .file(path: staging.path, append: plan.resumeOffset > 0 || spec.segmentMap != nil)
             spec.resumeOffset = plan.resumeOffset
-            spec.digest = checksum?.algorithm
+            spec.digest = checksum?.algorithm ?? hashing
             spec.announcedDigest = spec.digest == nil
             // A resumed download holds its response so that a 416 "already complete" is not written to the file.
             spec.askResponse = plan.resumeOffset > 0

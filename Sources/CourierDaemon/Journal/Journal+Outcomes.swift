@@ -6,12 +6,13 @@ import GRDB
 extension Journal {
     /// Ends a task: marks it completed and journals its last events (a final `progress`, `relocated`, `response`,
     /// `downloaded`, `complete`) in one transaction, so a crash leaves either all of them or none. `file` is the
-    /// finished download that `downloaded` hands over.
+    /// finished download that `downloaded` hands over; `unsynced`, its record when its bytes are not flushed yet.
     package func finish(
         session: String,
         task: Int,
         events: [IPCMessage.BackgroundEvent],
-        file: String? = nil
+        file: String? = nil,
+        unsynced: UnsyncedFile? = nil
     ) throws(JournalError) -> [IPCMessage.SequencedEvent] {
         var bodies: [Data] = []
         for event in events {
@@ -25,6 +26,9 @@ extension Journal {
                 sql: "state = ?, retryAt = NULL",
                 arguments: [JournaledTask.State.completed.rawValue]
             )
+            if let unsynced {
+                try Journal.insert(unsynced, in: db)
+            }
             var sequenced: [IPCMessage.SequencedEvent] = []
             for (event, body) in zip(events, bodies) {
                 let handsOverFile: String?
@@ -55,7 +59,8 @@ extension Journal {
     package struct Acknowledgement: Sendable, Equatable {
         /// Events deleted.
         package var events: Int
-        /// Files the deleted events had handed over; the daemon deletes them.
+        /// Files the deleted events had handed over that are flushed; the daemon deletes them (``FileFlusher`` deletes
+        /// the others once they are).
         package var files: [String]
         /// Completed tasks whose every event is now acknowledged: gone from the journal.
         package var tasks: [Int]
@@ -94,7 +99,8 @@ extension Journal {
                     """,
                 arguments: [session, JournaledTask.State.completed.rawValue]
             )
-            return Acknowledgement(events: events, files: files, tasks: finished)
+            let deletable = try Journal.deletableAfterAcknowledgement(files, in: db)
+            return Acknowledgement(events: events, files: deletable, tasks: finished)
         }
     }
 }
@@ -115,11 +121,15 @@ extension Journal {
         }
     }
 
-    /// Every file the journal still refers to: files events hand over, upload copies, checkpointed partial files.
+    /// Every file the journal still refers to: files events hand over or that are not flushed yet, upload copies,
+    /// checkpointed partial files.
     package func referencedFiles() throws(JournalError) -> Set<String> {
         let (eventFiles, specs, checkpoints) = try read { db in
             (
-                try String.fetchAll(db, sql: "SELECT file FROM event WHERE file IS NOT NULL"),
+                try String.fetchAll(
+                    db,
+                    sql: "SELECT file FROM event WHERE file IS NOT NULL UNION SELECT path FROM unsyncedFile"
+                ),
                 try Data.fetchAll(db, sql: "SELECT spec FROM task"),
                 try Data.fetchAll(db, sql: "SELECT checkpoint FROM task WHERE checkpoint IS NOT NULL")
             )

@@ -11,7 +11,7 @@ package import Logging
 /// newer courierd) is moved aside with a log line and a fresh one is started: the daemon always starts.
 package final class Journal: Sendable {
     /// The version of the schema this build writes; the migrations are named `v1`, `v2`, …
-    package static let schemaVersion = 3
+    package static let schemaVersion = 5
 
     private let database: DatabaseQueue
     package let url: URL
@@ -168,6 +168,19 @@ package final class Journal: Sendable {
                 table.primaryKey(["session", "identifier"])
             }
             try db.create(index: "history_endedAt", on: "history", columns: ["endedAt"])
+        }
+        migrator.registerMigration("v5") { db in
+            try db.create(table: "unsyncedFile") { table in
+                // A finished download handed over before its bytes were flushed (Journal+UnsyncedFiles.swift).
+                table.primaryKey("path", .text)
+                table.column("session", .text).notNull()
+                table.column("task", .integer).notNull()
+                table.column("length", .integer).notNull()
+                table.column("digest", .text).notNull()
+                table.column("boot", .text).notNull()
+                table.column("request", .blob).notNull()
+                table.column("acknowledged", .boolean).notNull().defaults(to: false)
+            }
         }
         return migrator
     }

@@ -2,6 +2,10 @@ import Courier
 import Foundation
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Start-up: what an earlier run of courierd left is taken up (its sessions and tasks) or removed (files nothing
 /// names any more).
 extension DaemonServer {
@@ -11,6 +15,7 @@ extension DaemonServer {
     func restoreSessions() {
         // Before any transfer starts: a download finishing meanwhile would be a file the journal does not name yet.
         sweepUnreferencedFiles()
+        recoverUnsyncedFiles()
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: paths.staging.path)) ?? []
         do {
             for (configuration, _) in try journal.sessionConfigurations() {
@@ -54,6 +59,53 @@ extension DaemonServer {
         }
         if removed > 0 {
             logger.info("removed files an earlier run left behind", metadata: ["count": "\(removed)"])
+        }
+    }
+}
+
+extension DaemonServer {
+    /// Takes up the finished downloads an earlier run handed over before they were flushed (``UnsyncedFile``). In the
+    /// same boot (courierd was killed, the machine was not), the page cache still holds their bytes: they are queued to
+    /// be flushed. After another boot each is read back and checked against its digest: a whole one is queued too; a
+    /// damaged or missing one whose app has not acknowledged it makes its task run again from zero (the app hears of it
+    /// again, with a whole file); one the app already has is fetched again in place (``FileRepairs``).
+    func recoverUnsyncedFiles() {
+        let files: [UnsyncedFile]
+        do {
+            files = try journal.unsyncedFiles()
+        } catch {
+            logger.error("unflushed downloads not read from the journal", metadata: ["error": "\(error)"])
+            return
+        }
+        var damagedAndHeld: [UnsyncedFile] = []
+        for file in files {
+            if file.boot == BootIdentifier.current || file.isIntact {
+                flusher.enqueue(file.path)
+                continue
+            }
+            let metadata: Logger.Metadata = [
+                "session": "\(file.session)", "task": "\(file.task)", "file": "\(file.path)",
+            ]
+            if file.acknowledged {
+                damagedAndHeld.append(file)
+                continue
+            }
+            do {
+                try journal.runAgain(file)
+                unlink(file.path)
+                logger.notice(
+                    "a finished download was damaged by a power cut before its app took it; it runs again",
+                    metadata: metadata
+                )
+            } catch {
+                logger.error(
+                    "a damaged download could not be set to run again",
+                    metadata: metadata.merging(["error": "\(error)"]) { $1 }
+                )
+            }
+        }
+        if !damagedAndHeld.isEmpty {
+            repairs.start(damagedAndHeld, staging: paths.staging)
         }
     }
 }

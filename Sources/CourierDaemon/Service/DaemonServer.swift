@@ -38,6 +38,11 @@ package final class DaemonServer: @unchecked Sendable {
     private let stopPipe: (read: Int32, write: Int32)
     private let instance: InstanceLock
     let settings: TransferSettings
+    /// Flushes finished downloads after they are handed over; their records are checked at start
+    /// (``recoverUnsyncedFiles()``).
+    let flusher: FileFlusher
+    /// Fetches again files an app was handed that a power cut damaged (``recoverUnsyncedFiles()``).
+    let repairs: FileRepairs
     let launcher: AppLauncher
     let notifier: DesktopNotifier?
     let backgroundWork: BackgroundWorkService
@@ -103,6 +108,13 @@ package final class DaemonServer: @unchecked Sendable {
             startedAt: Date()
         )
         self.settings = settings
+        flusher = FileFlusher(
+            journal: journal,
+            directory: paths.downloads,
+            delay: settings.fileFlushDelay,
+            logger: logger
+        )
+        repairs = FileRepairs(journal: journal, flusher: flusher, logger: logger)
         self.idleReclaimDelay = idleReclaimDelay
         self.uid = uid
         launcher = AppLauncher(limiter: relaunchLimiter, logger: logger, paths: paths)
@@ -176,6 +188,8 @@ package final class DaemonServer: @unchecked Sendable {
         for runner in sessions.removeAllRunners() {
             runner.stop()
         }
+        repairs.stop()
+        flusher.drain()
         do {
             try journal.foldWriteAheadLog()
         } catch {
@@ -230,6 +244,7 @@ package final class DaemonServer: @unchecked Sendable {
                 journal: journal,
                 paths: paths,
                 settings: settings,
+                flusher: flusher,
                 logger: logger,
                 // Strong: the cycle (server → runner → closure → server) ends when `run()` drops the runners.
                 undelivered: { [self] session, events in self.endedWhileAway(session, events) }

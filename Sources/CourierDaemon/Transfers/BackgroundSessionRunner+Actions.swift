@@ -95,7 +95,13 @@ extension BackgroundSessionRunner {
             }
         case .finishDownload(let leading, let completion):
             settings.counters.ended(completion)
-            finishDownload(identifier, leading: leading, completion: completion, location: location)
+            finishDownload(
+                task,
+                leading: leading,
+                completion: completion,
+                location: location,
+                digest: (attempt as? DownloadTask)?.fileDigest
+            )
         case .finish(let events):
             events.last.map(settings.counters.ended)
             flushResumeData(of: events)
@@ -203,23 +209,42 @@ extension BackgroundSessionRunner {
         }
     }
 
-    /// Moves the finished download under the downloads directory (flushed), then journals `leading`, `downloaded`
-    /// and `completion` in one transaction (or `completion` with why the file could not move).
+    /// Moves the finished download under the downloads directory, then journals `leading`, `downloaded` and
+    /// `completion` in one transaction (or `completion` with why the file could not move). A file the engine hashed
+    /// (`digest`) moves with its bytes unflushed (its name is flushed: it is how courierd finds the file again): the
+    /// transaction records it as an ``UnsyncedFile`` and the ``FileFlusher`` flushes it in a later batch; any other is
+    /// flushed before it is journaled.
     private func finishDownload(
-        _ identifier: Int,
+        _ task: JournaledTask,
         leading: [IPCMessage.BackgroundEvent],
         completion: IPCMessage.BackgroundEvent,
-        location: URL?
+        location: URL?,
+        digest: Checksum?
     ) {
+        let identifier = task.identifier
         var events = leading
         var file: String?
+        var unsynced: UnsyncedFile?
         do {
             guard let location else {
                 throw CourierError(.cannotMoveFile, "the finished download's file is not known")
             }
             let destination = paths.downloads.appendingPathComponent("\(UUID().uuidString).download")
             try DurableDirectory.make(paths.downloads)
-            try DurableFile.move(location, to: destination)
+            if let digest, let boot = BootIdentifier.current,
+                let length = FileManager.default.fileLength(atPath: location.path)
+            {
+                unsynced = UnsyncedFile(
+                    path: destination.path,
+                    session: self.identifier,
+                    task: identifier,
+                    length: length,
+                    digest: digest,
+                    boot: boot,
+                    request: task.spec.request
+                )
+            }
+            try DurableFile.move(location, to: destination, flushingBytes: unsynced == nil)
             file = destination.path
             let downloaded = IPCMessage.BackgroundEvent(
                 .downloaded(path: destination.path),
@@ -237,7 +262,10 @@ extension BackgroundSessionRunner {
             events.append(failed)
         }
         record { () throws(JournalError) in
-            try journal.finish(session: self.identifier, task: identifier, events: events, file: file)
+            try journal.finish(session: self.identifier, task: identifier, events: events, file: file, unsynced: unsynced)
+        }
+        if let unsynced {
+            flusher.enqueue(unsynced.path)
         }
     }
 }

@@ -95,8 +95,10 @@ extension BackgroundSessionRunner {
 
     private func makeTask(for journaled: JournaledTask, in session: Session) -> SessionTask {
         let task = makeBareTask(for: journaled, in: session)
-        // courierd checks the file before the app hears of it.
+        // courierd checks the file before the app hears of it; any other file is hashed too, to be handed over before
+        // it is flushed (``UnsyncedFile``).
         (task as? DownloadTask)?.expectedChecksum = journaled.spec.spec.task?.expectedChecksum
+        (task as? DownloadTask)?.fileDigestAlgorithm = .sha256
         task.maximumBytesPerSecond = journaled.spec.spec.task?.maximumBytesPerSecond
         (task as? DownloadTask)?.maximumSegments = journaled.spec.spec.task?.maximumSegments
         return task

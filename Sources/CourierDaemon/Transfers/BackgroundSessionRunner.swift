@@ -37,6 +37,8 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     let journal: Journal
     let paths: DaemonPaths
     let settings: TransferSettings
+    /// Flushes the finished downloads handed over unflushed (every runner's: one per courierd).
+    let flusher: FileFlusher
     let logger: Logger
     /// Called with the session's identifier and the events when a task's end was journaled while no app is
     /// connected (courierd may relaunch the app, or tell the user).
@@ -52,6 +54,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         journal: Journal,
         paths: DaemonPaths,
         settings: TransferSettings,
+        flusher: FileFlusher,
         logger: Logger,
         undelivered: @escaping @Sendable (String, [IPCMessage.SequencedEvent]) -> Void = { _, _ in }
     ) {
@@ -60,6 +63,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         self.journal = journal
         self.paths = paths
         self.settings = settings
+        self.flusher = flusher
         self.logger = logger
         state = LockedValue(State(configuration: configuration))
         var sessionConfiguration = SessionConfiguration.ephemeral

@@ -28,9 +28,10 @@ package enum DurableFile {
     }
 
     /// Flushes `source`, renames it to `destination` (same file system) and flushes the destination's directory, so
-    /// that the new name survives a crash. Throws `cannotMoveFile`.
-    package static func move(_ source: URL, to destination: URL) throws(CourierError) {
-        guard sync(source.path) != nil else {
+    /// that the new name survives a crash; with `flushingBytes` false, the file's bytes are not flushed (a
+    /// ``FileFlusher`` batch does it later), its name is. Throws `cannotMoveFile`.
+    package static func move(_ source: URL, to destination: URL, flushingBytes: Bool = true) throws(CourierError) {
+        guard !flushingBytes || sync(source.path) != nil else {
             throw CourierError(.cannotMoveFile, "cannot flush \(source.path): \(String(cString: strerror(errno)))")
         }
         guard rename(source.path, destination.path) == 0 else {

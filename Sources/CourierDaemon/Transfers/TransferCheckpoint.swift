@@ -60,9 +60,13 @@ package struct TransferCheckpoint: Codable, Sendable, Equatable {
     }
 }
 
-/// `/proc/sys/kernel/random/boot_id`: changes with every boot of the machine.
+/// `/proc/sys/kernel/random/boot_id`: changes with every boot of the machine. `COURIER_BOOT_ID`, when set, stands
+/// for it (tests start courierd on the state a power cut leaves as though the machine had booted again).
 package enum BootIdentifier {
     package static let current: String? = {
+        if let simulated = ProcessInfo.processInfo.environment["COURIER_BOOT_ID"], !simulated.isEmpty {
+            return simulated
+        }
         guard let data = FileManager.default.contents(atPath: "/proc/sys/kernel/random/boot_id") else {
             return nil
         }

@@ -35,6 +35,8 @@ struct RareTaskState: Sendable {
     /// A download's expected checksum, and the digest its engine computed of the file.
     var expectedChecksum: Checksum?
     var fileDigest: Checksum?
+    /// ``DownloadTask/fileDigestAlgorithm``.
+    var fileDigestAlgorithm: Checksum.Algorithm?
     /// ``SessionTask/maximumBytesPerSecond``.
     var maximumBytesPerSecond: Int64?
     /// ``DownloadTask/maximumSegments``, and where the segments of a segmented download stand.

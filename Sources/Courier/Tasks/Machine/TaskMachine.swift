@@ -242,6 +242,11 @@ struct TaskMachine: Sendable {
         get { rare[\.fileDigest] }
         set { rare[\.fileDigest] = newValue }
     }
+    /// ``DownloadTask/fileDigestAlgorithm``.
+    var fileDigestAlgorithm: Checksum.Algorithm? {
+        get { rare[\.fileDigestAlgorithm] }
+        set { rare[\.fileDigestAlgorithm] = newValue }
+    }
     var resumeSourceError: CourierError? {
         get { rare[\.resumeSourceError] }
         set { rare[\.resumeSourceError] = newValue }

@@ -1,0 +1,140 @@
+package import Courier
+import Foundation
+import GRDB
+
+/// A finished download handed over before its bytes were flushed to disk (docs/reliability.md, "Files handed over
+/// before they are flushed"). courierd hashes every download while the engine writes it, renames the file under
+/// its downloads directory without `fsync`, and journals this record in the transaction that journals the
+/// completion; ``FileFlusher`` flushes such files in batches in the background and deletes the record. After a power
+/// cut (another boot), courierd checks each file still recorded against its digest before it trusts it.
+package struct UnsyncedFile: Sendable, Equatable {
+    /// courierd's name of the file, under its downloads directory (the app's hard link shares its bytes).
+    package var path: String
+    package var session: String
+    package var task: Int
+    package var length: Int64
+    package var digest: Checksum
+    /// ``BootIdentifier/current`` when the file was written: in the same boot, the page cache still holds its bytes.
+    package var boot: String
+    /// The request that fetched it, to fetch it again when the app already has the file.
+    package var request: TaskRequest
+    /// The app acknowledged the event that handed the file over: courierd deletes its own name once the bytes are
+    /// flushed (until then it is the only way to find the app's copy again).
+    package var acknowledged = false
+
+    package init(
+        path: String,
+        session: String,
+        task: Int,
+        length: Int64,
+        digest: Checksum,
+        boot: String,
+        request: TaskRequest
+    ) {
+        self.path = path
+        self.session = session
+        self.task = task
+        self.length = length
+        self.digest = digest
+        self.boot = boot
+        self.request = request
+    }
+
+    /// Whether the file at ``path`` holds the bytes it was handed over with (read from disk now).
+    package var isIntact: Bool {
+        FileManager.default.fileLength(atPath: path) == length
+            && Checksum(of: path, length: length, digest.algorithm) == digest
+    }
+}
+
+extension Journal {
+    /// Records `file` in the transaction of `db` (a task's finish).
+    static func insert(_ file: UnsyncedFile, in db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO unsyncedFile (path, session, task, length, digest, boot, request, acknowledged)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                file.path, file.session, file.task, file.length, file.digest.description, file.boot,
+                try Journal.encode(file.request), file.acknowledged,
+            ]
+        )
+    }
+
+    /// Of `files` (an acknowledgement's), those not flushed yet are marked acknowledged and left out: the rest may be
+    /// deleted now.
+    static func deletableAfterAcknowledgement(_ files: [String], in db: Database) throws -> [String] {
+        var deletable: [String] = []
+        for file in files {
+            try db.execute(sql: "UPDATE unsyncedFile SET acknowledged = 1 WHERE path = ?", arguments: [file])
+            if db.changesCount == 0 {
+                deletable.append(file)
+            }
+        }
+        return deletable
+    }
+
+    /// Every file handed over and not yet known flushed.
+    package func unsyncedFiles() throws(JournalError) -> [UnsyncedFile] {
+        let rows = try read { db in try Row.fetchAll(db, sql: "SELECT * FROM unsyncedFile ORDER BY path") }
+        var files: [UnsyncedFile] = []
+        for row in rows {
+            let text: String = row["digest"]
+            guard let digest = Checksum(text) else {
+                throw JournalError.failed("unsyncedFile \(row["path"] as String): digest \(text)")
+            }
+            var file = UnsyncedFile(
+                path: row["path"],
+                session: row["session"],
+                task: row["task"],
+                length: row["length"],
+                digest: digest,
+                boot: row["boot"],
+                request: try Journal.decode(TaskRequest.self, from: row["request"])
+            )
+            file.acknowledged = row["acknowledged"]
+            files.append(file)
+        }
+        return files
+    }
+
+    /// `paths` are on disk (flushed, or fetched again): their records go. Returns those whose events the app had
+    /// acknowledged: courierd deletes them now.
+    package func flushed(_ paths: [String]) throws(JournalError) -> [String] {
+        try write { db in
+            var acknowledged: [String] = []
+            for path in paths {
+                let wasAcknowledged = try Bool.fetchOne(
+                    db,
+                    sql: "SELECT acknowledged FROM unsyncedFile WHERE path = ?",
+                    arguments: [path]
+                )
+                try db.execute(sql: "DELETE FROM unsyncedFile WHERE path = ?", arguments: [path])
+                if wasAcknowledged == true {
+                    acknowledged.append(path)
+                }
+            }
+            return acknowledged
+        }
+    }
+
+    /// `file` was lost before its app acknowledged it: its task runs again from zero, as though it had not finished
+    /// (its unacknowledged events are withdrawn: the app hears of the task again, with a file that is whole).
+    package func runAgain(_ file: UnsyncedFile) throws(JournalError) {
+        try write { db in
+            try db.execute(
+                sql: "DELETE FROM event WHERE session = ? AND task = ?",
+                arguments: [file.session, file.task]
+            )
+            try Journal.update(
+                db,
+                session: file.session,
+                task: file.task,
+                sql: "state = ?, checkpoint = NULL, bytesOnDisk = 0, retryAt = NULL",
+                arguments: [JournaledTask.State.waiting.rawValue]
+            )
+            try db.execute(sql: "DELETE FROM unsyncedFile WHERE path = ?", arguments: [file.path])
+        }
+    }
+}

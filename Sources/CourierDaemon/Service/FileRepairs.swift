@@ -1,0 +1,118 @@
+import Courier
+import CourierConcurrency
+import Foundation
+package import Logging
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Fetches again the finished downloads a power cut damaged after their apps had acknowledged them
+/// (``UnsyncedFile``): the file is fetched into courierd's staging directory, checked against the digest it was
+/// handed over with, and its bytes are written back into the damaged file through courierd's own name for it. That
+/// name and the app's are links to one file, so the app's copy is whole again wherever the app moved it (a copy the
+/// app made to another file system is the app's). A file the server no longer sends (another digest, an error) is
+/// left as it is, with its record: the next start of courierd tries again.
+package final class FileRepairs: Sendable {
+    private let journal: Journal
+    private let flusher: FileFlusher
+    private let logger: Logger
+    private let session = LockedValue<Session?>(nil)
+
+    package init(journal: Journal, flusher: FileFlusher, logger: Logger) {
+        self.journal = journal
+        self.flusher = flusher
+        self.logger = logger
+    }
+
+    /// Repairs `files` one after another in the background, fetched into `staging`.
+    func start(_ files: [UnsyncedFile], staging: URL) {
+        var configuration = SessionConfiguration.ephemeral
+        configuration.temporaryDirectory = staging
+        configuration.engineLoopCount = 1
+        let session = Session(configuration: configuration)
+        self.session.withLock { $0 = session }
+        Task { [self] in
+            for file in files {
+                await repair(file, with: session)
+            }
+            session.finishTasksAndInvalidate()
+            self.session.withLock { $0 = nil }
+        }
+    }
+
+    /// Cancels the repairs under way (courierd stops; the next start tries again).
+    func stop() {
+        session.withLock { $0 }?.invalidateAndCancel()
+    }
+
+    private func repair(_ file: UnsyncedFile, with session: Session) async {
+        let metadata: Logger.Metadata = ["session": "\(file.session)", "task": "\(file.task)", "file": "\(file.path)"]
+        do {
+            let (location, response) = try await session.download(for: file.request.urlRequest)
+            defer { unlink(location.path) }
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            let fetched = UnsyncedFile(
+                path: location.path,
+                session: file.session,
+                task: file.task,
+                length: file.length,
+                digest: file.digest,
+                boot: file.boot,
+                request: file.request
+            )
+            guard status == 200, fetched.isIntact else {
+                logger.error(
+                    "a file an app was handed was damaged by a power cut; the server now sends other bytes",
+                    metadata: metadata.merging(["status": "\(status)"]) { $1 }
+                )
+                return
+            }
+            try Self.overwrite(file.path, with: location.path)
+            for path in try journal.flushed([file.path]) {
+                unlink(path)
+            }
+            logger.notice(
+                "a file an app was handed, damaged by a power cut, fetched again in place",
+                metadata: metadata
+            )
+        } catch {
+            logger.error(
+                "a file an app was handed was damaged by a power cut and could not be fetched again",
+                metadata: metadata.merging(["error": "\(error)"]) { $1 }
+            )
+        }
+    }
+
+    /// Writes `source`'s bytes over the file at `path` (the same file, not a new one: every link to it sees them) and
+    /// flushes it.
+    private static func overwrite(_ path: String, with source: String) throws {
+        guard let bytes = FileManager.default.contents(atPath: source) else {
+            throw POSIXError(.EIO)
+        }
+        let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        defer { close(descriptor) }
+        var written = 0
+        try bytes.withUnsafeBytes { buffer in
+            while written < buffer.count {
+                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if count < 0, errno == EINTR {
+                    continue
+                }
+                guard count > 0 else {
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                }
+                written += count
+            }
+        }
+        guard fsync(descriptor) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+}
