@@ -111,6 +111,11 @@ let package = Package(
         ),
         // Runs one client and reports its own costs (C: its small resident set is the floor of every peak RSS).
         .executableTarget(name: "bench-launch"),
+        // The C reference client: libcurl's multi interface on one libuv loop (curl's docs/examples/multi-uv.c).
+        .executableTarget(
+            name: "bench-c",
+            linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("uv")]
+        ),
         .executableTarget(
             name: "CourierMicro",
             dependencies: [

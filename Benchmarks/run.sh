@@ -12,7 +12,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bash "$here/../scripts/bootstrap.sh" nginx curl
 # The clients --peers selects (all of them without it): each is a release build, and AsyncHTTPClient's alone (NIO,
 # NIOSSL's BoringSSL) takes longer than the rest together on a clean checkout.
-peers="courier,courier-ht,courier-bg,urlsession,ahc,curl,floor"
+peers="courier,courier-ht,courier-bg,urlsession,ahc,curl,floor,c"
 previous=""
 for argument in "$@"; do
     if [ "$previous" = "--peers" ]; then
@@ -30,6 +30,7 @@ for peer in ${peers//,/ }; do
         urlsession) products="$products bench-urlsession" ;;
         ahc) products="$products bench-ahc" ;;
         floor) products="$products bench-floor" ;;
+        c) products="$products bench-c" ;;
     esac
 done
 for product in $products; do

@@ -107,7 +107,7 @@ struct BackgroundTransferTests {
             return
         }
         #expect(after.result == .tasks(snapshots: []))
-        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(eventuallyGone(file))
         client.close()
         #expect(daemon.stop() == .exited(0))
         // A clean stop folds the write-ahead log into the journal: the journal file alone is the whole state.
@@ -417,7 +417,7 @@ struct BackgroundTransferTests {
         for path in first.compactMap({ event -> String? in
             event.event.downloadedPath
         }) {
-            #expect(!FileManager.default.fileExists(atPath: path))
+            #expect(eventuallyGone(path))
         }
         client.close()
         #expect(daemon.stop() == .exited(0))

@@ -152,6 +152,16 @@ final class Daemon {
 
 /// A client connection speaking frames. Reads time out after 20 seconds (a hung daemon fails the test, it does not
 /// hang it).
+/// Whether the file at `path` is gone within `timeout` seconds (courierd deletes an acknowledged download once its
+/// flush batch is on disk, a moment after the acknowledgement).
+func eventuallyGone(_ path: String, timeout: TimeInterval = 10) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while FileManager.default.fileExists(atPath: path), Date() < deadline {
+        usleep(20_000)
+    }
+    return !FileManager.default.fileExists(atPath: path)
+}
+
 struct Client {
     let descriptor: Int32
     var decoder = IPCFrameDecoder()

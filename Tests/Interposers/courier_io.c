@@ -491,8 +491,10 @@ int fdatasync(int fd) {
 
 int syncfs(int fd) {
     ready();
+    /* A rule for "sync" fails it too when the descriptor is (a directory) under the traced root. */
+    const char *path = traced(fd);
     pthread_mutex_lock(&io.lock);
-    int result = io.syncfs(fd);
+    int result = path && injected(CALL_SYNC, path) ? -1 : io.syncfs(fd);
     int saved = errno;
     if (result == 0) record('Y', -1, 0, 0, NULL, 0);
     pthread_mutex_unlock(&io.lock);

@@ -19,6 +19,10 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
     /// hands the finished file to the app (`bench-courier-bg`, which starts its own courierd). Download workloads
     /// only (a background session has no data tasks and uploads only from files); the harness runs it on W4.
     case courierBackground = "courier-bg"
+    /// The C reference: libcurl's multi interface on one libuv loop, in the shape of curl's
+    /// `docs/examples/multi-uv.c`, bodies counted and dropped (`bench-c`). What the same libcurl costs with nothing
+    /// above it: the per-request targets are set against it.
+    case c
 
     public var displayName: String {
         switch self {
@@ -29,6 +33,7 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
         case .curl: "curl --parallel"
         case .floor: "Floor: engine + minimal async Swift"
         case .courierBackground: "Courier, background session (courierd)"
+        case .c: "C: libcurl multi + libuv (reference)"
         }
     }
 
@@ -42,7 +47,7 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
         }
         switch self {
         case .courierBackground: return [Workload.w4.name, Workload.w6.name].contains(workload.name)
-        case .courier, .courierHTTPTypes, .urlsession, .ahc, .curl, .floor: return true
+        case .courier, .courierHTTPTypes, .urlsession, .ahc, .curl, .floor, .c: return true
         }
     }
 }

@@ -71,6 +71,13 @@ public struct Workload: Sendable, Hashable, Codable {
         all.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
     }
 
+    /// The same workload with `count` transfers (its concurrency at most that).
+    public func scaled(to count: Int) -> Workload {
+        Workload(
+            name: name, summary: summary, kind: kind, count: count, concurrency: min(concurrency, count),
+            fixture: fixture)
+    }
+
     /// The same workload with `count` scaled by `factor` (at least one transfer, at most `count`); for quick runs.
     public func scaled(by factor: Double) -> Workload {
         let scaled = max(1, min(count, Int((Double(count) * factor).rounded())))

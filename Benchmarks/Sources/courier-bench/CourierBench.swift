@@ -22,15 +22,16 @@ struct CourierBench: ParsableCommand {
         help: "Runs of each download-to-disk workload (W3, W4) per client: their page-cache cost varies (README.md)")
     var diskRuns = 7
 
-    @Option(help: "Workloads, comma-separated (W1,W2,W2-300,W3,W4,W5)")
-    var workloads = "W1,W2,W2-300,W3,W4,W5"
+    @Option(help: "Workloads, comma-separated (W1,W2,W2-300,W3,W4,W5,W6)")
+    var workloads = "W1,W2,W2-300,W3,W4,W5,W6"
 
     @Option(
         help: """
-            Clients, comma-separated (courier,courier-ht,urlsession,ahc,curl,floor,courier-bg). courier-bg, a \
-            background session through courierd, runs W4 only and needs courierd ($COURIERD, or beside the clients)
+            Clients, comma-separated (courier,courier-ht,urlsession,ahc,curl,floor,c,courier-bg). courier-bg, a \
+            background session through courierd, runs W4 and W6 only and needs courierd ($COURIERD, or beside the \
+            clients)
             """)
-    var peers = "courier,courier-ht,urlsession,ahc,curl,floor,courier-bg"
+    var peers = "courier,courier-ht,urlsession,ahc,curl,floor,c,courier-bg"
 
     @Option(help: "Seconds a client run may take; a client still running then is killed and the run fails (a hung client is never waited on)")
     var runDeadline: Int = 300
@@ -49,6 +50,16 @@ struct CourierBench: ParsableCommand {
 
     @Flag(help: "Skip the 100,000 queued tasks measurement")
     var skipQueued = false
+
+    @Flag(
+        help: """
+            Also count each client's user-space instructions per request with valgrind's callgrind (W1's shape: 1 KiB \
+            GETs, 100 in flight), beside the wall-clock table
+            """)
+    var instructions = false
+
+    @Option(help: "The two request counts whose difference --instructions divides by")
+    var instructionCounts = "2000,6000"
 
     @Option(help: "Also write the table to this file")
     var markdown: String?
@@ -124,7 +135,30 @@ struct CourierBench: ParsableCommand {
                 client: command.executable(for: .courier), scratch: scratch)
         }
 
-        let table = ResultTable(results: results, workloads: selectedWorkloads, peers: selectedPeers).render()
+        if instructions {
+            let counts = instructionCounts.split(separator: ",").compactMap { Int($0) }
+            guard counts.count == 2, counts[0] < counts[1] else {
+                throw ValidationError("--instruction-counts takes two counts, the smaller first: 2000,6000")
+            }
+            try FixtureFiles.prepare([Workload.w1.fixture], in: fixtures, log: log)
+            let counter = InstructionCount(
+                command: command, scratch: scratch, counts: (counts[0], counts[1]), deadline: .seconds(runDeadline * 4))
+            for peer in selectedPeers where peer.runs(.w1) {
+                results.instructionsPerRequest[peer] = try counter.perRequest(peer, .w1)
+                log(
+                    "instructions per request, \(peer.rawValue): "
+                        + String(format: "%.0f", results.instructionsPerRequest[peer] ?? 0))
+            }
+        }
+
+        let rendered = ResultTable(results: results, workloads: selectedWorkloads, peers: selectedPeers)
+        var table = rendered.render()
+        let instructionTable = rendered.renderInstructions()
+        if !instructionTable.isEmpty {
+            table += "\n\nInstructions per request (callgrind; 1 KiB GETs, 100 in flight; "
+                + "(total at \(instructionCounts.split(separator: ",").last ?? "") − total at "
+                + "\(instructionCounts.split(separator: ",").first ?? "")) ÷ the difference):\n\n" + instructionTable
+        }
         print(table)
         if let markdown {
             try (table + "\n").write(toFile: markdown, atomically: true, encoding: .utf8)
@@ -156,6 +190,10 @@ struct CourierBench: ParsableCommand {
             throw HarnessError("\(workload.name) with \(peer.rawValue) failed (\(error)):\n\(said.suffix(2000))")
         }
         try verify(workload, peer: peer, output: command.output, nginx: nginx)
+        if peer == .courierBackground, let said = try? String(contentsOfFile: stderr, encoding: .utf8) {
+            // Where the run's time went: courierd's start, the resumes, the first file, the last, courierd's stop.
+            log(said.split(separator: "\n").last.map(String.init) ?? "")
+        }
         if workload.kind != .memory {
             // Write back what this run left dirty, so that the next run does not pay for it (not timed).
             sync()

@@ -23,6 +23,21 @@ struct PeerCommand {
                 "curl", "--parallel", "--parallel-max", String(min(workload.concurrency, Self.curlParallelLimit)),
                 "--silent", "--show-error", "--fail", "--config", config.path,
             ]
+        case .c:
+            var arguments = [
+                executable(for: peer), "--kind", workload.kind.rawValue, "--count", String(workload.count),
+                "--parallel", String(workload.concurrency), "--size", String(workload.fixture.size),
+            ]
+            switch workload.kind {
+            case .memory, .disk:
+                arguments += ["--url", "\(baseURL)/\(workload.fixture.fileName)?i=%d", "--output", output.path]
+            case .upload:
+                arguments += [
+                    "--url", "\(baseURL)/upload/%d.bin",
+                    "--upload-file", fixtures.appendingPathComponent(workload.fixture.fileName).path,
+                ]
+            }
+            return arguments
         case .courier, .courierHTTPTypes, .courierBackground, .urlsession, .ahc, .floor:
             return [
                 executable(for: peer), "run", workload.name, "--count", String(workload.count),

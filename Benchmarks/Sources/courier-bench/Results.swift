@@ -13,6 +13,8 @@ struct Results: Codable {
     /// transfer load.
     var startRSS: [Peer: Int] = [:]
     var queuedTaskBytes: Double?
+    /// User-space instructions per 1 KiB GET with 100 in flight (``InstructionCount``), when measured.
+    var instructionsPerRequest: [Peer: Double] = [:]
 
     mutating func record(_ measurement: Measurement, workload: Workload, peer: Peer) {
         runs[Key(workload: workload.name, peer: peer), default: []].append(measurement)
@@ -59,6 +61,7 @@ struct Target {
                 Target(workload: workload, subject: .courier, peer: .floor, ratio: 0.9),
             ]
         } + [
+            Target(workload: .w1, subject: .courierHTTPTypes, peer: .c, ratio: 0.9),
             Target(workload: .w3, subject: .courier, peer: .curl, ratio: 1.3),
             Target(workload: .w4, subject: .courier, peer: .ahc, ratio: 1.1),
             Target(workload: .w5, subject: .courier, peer: .ahc, ratio: 1.1),
@@ -66,6 +69,9 @@ struct Target {
 
     /// Memory: a client's growth (peak RSS above its own start RSS) may exceed curl's growth by at most this much.
     static let growthAllowanceOverCurl = 10 << 20
+
+    /// Instructions per request (callgrind, W1's shape): at most this many times the C reference's.
+    static let instructions: [(subject: Peer, ratio: Double)] = [(.courierHTTPTypes, 2), (.courier, 2.5)]
 
     /// 100,000 queued tasks: at most this many bytes each.
     static let queuedTaskBytes = 1536.0
@@ -80,6 +86,26 @@ struct ResultTable {
     let results: Results
     let workloads: [Workload]
     let peers: [Peer]
+
+    /// User-space instructions per request of each client measured, and its ratio to the C reference's.
+    func renderInstructions() -> String {
+        guard !results.instructionsPerRequest.isEmpty else {
+            return ""
+        }
+        var lines = [
+            "| Client | Instructions per request | ÷ C reference |",
+            "|---|---:|---:|",
+        ]
+        let reference = results.instructionsPerRequest[.c]
+        for peer in peers {
+            guard let count = results.instructionsPerRequest[peer] else {
+                continue
+            }
+            let ratio = reference.map { String(format: "%.2f×", count / $0) } ?? "–"
+            lines.append("| \(peer.displayName) | " + String(format: "%.0f", count) + " | \(ratio) |")
+        }
+        return lines.joined(separator: "\n")
+    }
 
     func render() -> String {
         var lines = [
@@ -138,6 +164,18 @@ struct ResultTable {
                     + " | \(ratio >= target.ratio ? "yes" : "**no**") |")
         }
         lines += memoryTargets()
+        if let reference = results.instructionsPerRequest[.c] {
+            for target in Target.instructions {
+                guard let subject = results.instructionsPerRequest[target.subject] else {
+                    continue
+                }
+                let ratio = subject / reference
+                lines.append(
+                    "| Instructions per request: \(target.subject.displayName) ≤ \(format(target.ratio))× "
+                        + "\(Peer.c.displayName) | " + String(format: "%.2f×", ratio)
+                        + " | \(ratio <= target.ratio ? "yes" : "**no**") |")
+            }
+        }
         if let bytes = results.queuedTaskBytes {
             lines.append(
                 "| 100,000 queued tasks: ≤ \(Int(Target.queuedTaskBytes)) bytes each | "

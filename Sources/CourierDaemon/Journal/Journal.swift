@@ -4,8 +4,9 @@ import GRDB
 package import Logging
 
 /// courierd's durable record of background sessions, their tasks and the events their apps have not yet
-/// acknowledged: one SQLite database in WAL mode, written with `synchronous = FULL`, so that a write that returned is
-/// on disk (a task is durable before `resume()` returns).
+/// acknowledged: one SQLite database in WAL mode, written with `synchronous = NORMAL` and flushed by group commit
+/// (``GroupCommit``): a write is on disk once a ``sync()`` called after it returned, and courierd calls it before it
+/// acts on what it wrote (a task is durable before `resume()` returns, an event before the app hears it).
 ///
 /// Thread-safe: every call runs on GRDB's serial writer. A journal that cannot be used (corrupt, torn, written by a
 /// newer courierd) is moved aside with a log line and a fresh one is started: the daemon always starts.
@@ -14,6 +15,7 @@ package final class Journal: Sendable {
     package static let schemaVersion = 5
 
     private let database: DatabaseQueue
+    private let groupCommit: GroupCommit
     package let url: URL
 
     /// Why the previous journal file was set aside at open, if it was.
@@ -48,6 +50,7 @@ package final class Journal: Sendable {
             throw JournalError.cannotOpen(path: url.path, reason: "\(error)")
         }
         self.recovery = recovery
+        groupCommit = GroupCommit(log: url.path + "-wal")
         // SQLite flushes the directory when it creates the WAL, not when it creates the database: the journal's own
         // name is flushed here, or a power cut after the first task could leave a WAL without its database.
         DurableDirectory.sync(url.deletingLastPathComponent().path)
@@ -61,9 +64,9 @@ package final class Journal: Sendable {
         let queue: DatabaseQueue
         do {
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
-            // GRDB sets `synchronous = NORMAL` when it turns WAL on, after `prepareDatabase`: FULL again, for good
-            // (a queue has one connection), so that a committed write is on disk when the call returns.
-            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            // NORMAL (GRDB's choice for WAL too, set here for good: a queue has one connection): a commit is not
+            // flushed; ``sync()`` flushes the log for every commit before it at once (group commit).
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         } catch let error as DatabaseError where error.isCorruption {
             throw JournalRecovery.Reason.corrupt("\(error.message ?? "\(error)")")
         }
@@ -214,7 +217,7 @@ package final class Journal: Sendable {
         try read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
     }
 
-    /// The SQLite `synchronous` level in force (2, FULL).
+    /// The SQLite `synchronous` level in force (1, NORMAL: ``sync()`` flushes).
     package func synchronousLevel() throws(JournalError) -> Int {
         try read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
@@ -237,9 +240,18 @@ package final class Journal: Sendable {
         }
     }
 
+    /// Returns once every write that returned before this call is on disk; concurrent callers share one flush (group
+    /// commit). False when the flush failed: those writes may not survive a power cut (the journal goes on).
+    @discardableResult
+    package func sync() -> Bool {
+        groupCommit.sync()
+    }
+
     func write<Value>(_ body: (Database) throws -> Value) throws(JournalError) -> Value {
         do {
-            return try database.write(body)
+            let value = try database.write(body)
+            groupCommit.committed()
+            return value
         } catch let error as JournalError {
             throw error
         } catch {

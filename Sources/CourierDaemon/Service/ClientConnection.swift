@@ -48,15 +48,21 @@ final class ClientConnection: Sendable {
     /// as a race.)
     private let writeLock = LockedValue<UInt64>(0)
 
-    init(descriptor: Int32, pid: pid_t) {
+    /// Called before each message is sent: every journal write made before it is then on disk (group commit), so
+    /// that nothing the app is told — a task exists, an event happened — can be undone by a power cut.
+    private let durability: @Sendable () -> Void
+
+    init(descriptor: Int32, pid: pid_t, durability: @escaping @Sendable () -> Void) {
         self.descriptor = descriptor
         self.pid = pid
+        self.durability = durability
     }
 
     func send(_ message: IPCMessage) -> Bool {
         guard let frame = try? message.frame() else {
             return false
         }
+        durability()
         return writeLock.withLock { written in
             written += 1
             return UnixSocket.write(frame.encoded, to: descriptor)

@@ -271,6 +271,8 @@ extension DaemonServer {
     func acknowledge(_ acknowledgement: IPCMessage.Acknowledge) {
         do {
             let removed = try journal.acknowledge(session: acknowledgement.session, through: acknowledgement.through)
+            // Deleted once the acknowledgement is on disk: a power cut before would replay events naming them.
+            journal.sync()
             for file in removed.files where file.hasPrefix(paths.downloads.path + "/") {
                 try? FileManager.default.removeItem(atPath: file)
             }

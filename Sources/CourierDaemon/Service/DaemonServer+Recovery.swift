@@ -92,6 +92,8 @@ extension DaemonServer {
             }
             do {
                 try journal.runAgain(file)
+                // The damaged file goes once the journal no longer names it on disk.
+                journal.sync()
                 unlink(file.path)
                 logger.notice(
                     "a finished download was damaged by a power cut before its app took it; it runs again",

@@ -163,7 +163,7 @@ package final class DaemonServer: @unchecked Sendable {
                 close(descriptor)
                 return true
             }
-            let connection = ClientConnection(descriptor: descriptor, pid: peer.pid)
+            let connection = ClientConnection(descriptor: descriptor, pid: peer.pid) { [journal] in journal.sync() }
             let admitted = state.withLock { state -> Bool in
                 guard !state.stopping else {
                     return false

@@ -72,7 +72,9 @@ package final class FileRepairs: Sendable {
                 return
             }
             try Self.overwrite(file.path, with: location.path)
-            for path in try journal.flushed([file.path]) {
+            let deletable = try journal.flushed([file.path])
+            journal.sync()
+            for path in deletable {
                 unlink(path)
             }
             logger.notice(

@@ -110,6 +110,8 @@ extension BackgroundSessionRunner {
             }
             if task.spec.kind == .upload, let upload = task.spec.uploadFile, upload.hasPrefix(paths.uploads.path + "/")
             {
+                // Once the end is on disk: a power cut before would leave a task that needs the file.
+                journal.sync()
                 try? FileManager.default.removeItem(atPath: upload)
             }
         case .rewriteTask(let spec):

@@ -173,6 +173,8 @@ extension BackgroundSessionRunner {
         } catch {
             return nil
         }
+        // On disk before the file moves.
+        journal.sync()
         return checkpoint
     }
 

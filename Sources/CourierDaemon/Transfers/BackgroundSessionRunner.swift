@@ -26,6 +26,8 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         var journalIdentifiers: [Int: Int] = [:]
         var sink: EventSink?
         var sinkOwner: Int32?
+        /// Events journaled and not yet pushed, in sequence order (``record(_:)``).
+        var outbox: [IPCMessage.SequencedEvent] = []
         var stopping = false
         /// Attempts the machines asked for, made together in ``StartOrder`` a moment later (``queueAttempt(_:)``).
         var startQueue: [JournaledTask] = []
@@ -44,9 +46,11 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     /// connected (courierd may relaunch the app, or tell the user).
     private let undelivered: @Sendable (String, [IPCMessage.SequencedEvent]) -> Void
     let state: LockedValue<State>
-    /// Held while an event is journaled and pushed; counts the batches recorded. (A counter rather than `()`:
-    /// TSan reports inout access to a zero-sized value as a race.)
+    /// Held while events are journaled and put in the outbox; counts the batches recorded. (A counter rather than
+    /// `()`: TSan reports inout access to a zero-sized value as a race.)
     private let delivery = LockedValue<UInt64>(0)
+    /// Held while the outbox is pushed (taken before `delivery` when both are); counts the pushes.
+    private let pushing = LockedValue<UInt64>(0)
     private let sessionSlot = LockedValue<Session?>(nil)
 
     package init(
@@ -115,13 +119,17 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     /// Sends the session's unacknowledged events to `sink` (with `finished`, so the app calls
     /// `urlSessionDidFinishEvents`), then pushes every new event to it until ``detach(owner:)``.
     package func attach(owner: Int32, sink: @escaping EventSink) {
-        delivery.withLock { _ in
-            if let pending = try? journal.pendingEvents(session: identifier), !pending.isEmpty {
-                _ = sink(IPCMessage.Events(session: identifier, events: pending, finished: true))
-            }
-            state.withLock { state in
-                state.sink = sink
-                state.sinkOwner = owner
+        pushing.withLock { _ in
+            delivery.withLock { _ in
+                // The outbox's events are in the journal: they go with the replay.
+                if let pending = try? journal.pendingEvents(session: identifier), !pending.isEmpty {
+                    _ = sink(IPCMessage.Events(session: identifier, events: pending, finished: true))
+                }
+                state.withLock { state in
+                    state.sink = sink
+                    state.sinkOwner = owner
+                    state.outbox = []
+                }
             }
         }
     }
@@ -153,21 +161,44 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     }
 
     /// Journals events and pushes them, in sequence order. `write` returns the journaled events.
+    ///
+    /// The journal write and the outbox keep the order; the push comes after, with whatever else was recorded
+    /// meanwhile, in one `events` message: the connection flushes the journal before it sends (group commit), so
+    /// records made by several threads while one push is under way share the next flush and the next message.
     func record(_ write: () throws(JournalError) -> [IPCMessage.SequencedEvent]) {
-        delivery.withLock { recorded in
+        let recordedAny = delivery.withLock { recorded -> Bool in
             recorded += 1
             let events: [IPCMessage.SequencedEvent]
             do {
                 events = try write()
             } catch {
                 logger.error("an event was not journaled", metadata: ["session": "\(identifier)", "error": "\(error)"])
-                return
+                return false
+            }
+            state.withLock { $0.outbox += events }
+            return !events.isEmpty
+        }
+        if recordedAny {
+            pushOutbox()
+        }
+    }
+
+    /// Pushes every event in the outbox to the app's connection (or, with none, hands the completions to
+    /// `undelivered`); nothing when another push already took them.
+    private func pushOutbox() {
+        pushing.withLock { pushes in
+            let (events, sink) = state.withLock { state in
+                defer { state.outbox = [] }
+                return (state.outbox, state.sink)
             }
             guard !events.isEmpty else {
                 return
             }
-            guard let sink = state.withLock({ $0.sink }) else {
+            pushes += 1
+            guard let sink else {
                 if events.contains(where: { $0.event.completion != nil }) {
+                    // On disk before the app is launched for them.
+                    journal.sync()
                     undelivered(identifier, events)
                 }
                 return

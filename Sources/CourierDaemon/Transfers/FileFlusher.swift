@@ -80,7 +80,9 @@ package final class FileFlusher: Sendable {
             )
         }
         do {
-            for path in try journal.flushed(flushed) {
+            let deletable = try journal.flushed(flushed)
+            journal.sync()
+            for path in deletable {
                 unlink(path)
             }
         } catch {

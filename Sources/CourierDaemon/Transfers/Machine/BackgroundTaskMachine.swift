@@ -217,9 +217,13 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         self.sent = sent ?? self.sent
         self.expectedToSend = expectedToSend ?? self.expectedToSend
         let moved = self.received + self.sent - checkpointedBytes
+        // A download whose bytes have all arrived is not checkpointed: its finish is journaled next (a small file's
+        // first progress is often its last).
+        let complete = self.expectedToReceive > 0 && self.received >= self.expectedToReceive
         let due =
-            !attemptCheckpointed || moved >= rules.checkpointBytes
-            || now.timeIntervalSince(checkpointedAt) >= rules.checkpointInterval
+            !complete
+            && (!attemptCheckpointed || moved >= rules.checkpointBytes
+                || now.timeIntervalSince(checkpointedAt) >= rules.checkpointInterval)
         return due ? [checkpoint(reportingProgress: true, now: now)] : []
     }
 
