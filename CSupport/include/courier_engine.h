@@ -113,7 +113,11 @@ typedef enum {
    * Digest (RFC 3230) field of the final response names, SHA-512 before
    * SHA-256; none when it names neither, or when the body is decoded from a
    * content coding (the digest is of the encoded bytes). */
-  CR_DIGEST_AUTO = 3
+  CR_DIGEST_AUTO = 3,
+  /* CRC-32C: not a digest of integrity against anyone, a check that the
+   * bytes written reached the disk (courierd's files handed over before
+   * their flush); 4 bytes, big-endian. */
+  CR_DIGEST_CRC32C = 4
 } cr_digest_t;
 
 typedef struct {
@@ -195,8 +199,8 @@ typedef struct {
   void* context;
 } cr_engine_config_t;
 
-/* The digest of the first `length` bytes of the file at `path` (SHA-256 or
- * SHA-512) into out; returns its length, or 0 when the file cannot be read
+/* The digest of the first `length` bytes of the file at `path` (SHA-256,
+ * SHA-512 or CRC-32C) into out; returns its length, or 0 when it cannot be read
  * that far. For a file the engine did not write (a resumed download that
  * was already whole). Blocking; any thread. */
 size_t cr_file_digest(const char* path, int64_t length, cr_digest_t kind,
@@ -286,9 +290,9 @@ struct cr_event_s {
                                     from offset 0, flushed to the fd (also
                                     on RESPONSE and PROGRESS: the file offset
                                     the kept body is written up to so far)   */
-  cr_digest_t digest_kind;       /* SHA256 or SHA512 when digest is set:
+  cr_digest_t digest_kind;       /* SHA256, SHA512 or CRC32C when set:   
                                     of the bytes_on_disk bytes; else NONE    */
-  unsigned char digest[64];      /* 32 bytes of SHA-256, 64 of SHA-512      */
+  unsigned char digest[64];      /* 32 bytes of SHA-256, 64 of SHA-512, 4 */
   cr_metrics_t metrics;
 };
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "sha2.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -211,6 +212,11 @@ void cr__sha2_init(cr_sha2_t* context, cr_digest_t kind) {
       0xa54ff53a5f1d36f1ULL, 0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL,
       0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL};
   memset(context, 0, sizeof(*context));
+  if (kind == CR_DIGEST_CRC32C) {
+    context->kind = CR_DIGEST_CRC32C;
+    context->state.w32[0] = 0xffffffffu;
+    return;
+  }
   context->kind = kind == CR_DIGEST_SHA512 ? CR_DIGEST_SHA512 : CR_DIGEST_SHA256;
   if (context->kind == CR_DIGEST_SHA512)
     memcpy(context->state.w64, h512, sizeof(h512));
@@ -221,6 +227,10 @@ void cr__sha2_init(cr_sha2_t* context, cr_digest_t kind) {
 void cr__sha2_update(cr_sha2_t* context, const void* data, size_t length) {
   const unsigned char* p = data;
   size_t size = block_size(context);
+  if (context->kind == CR_DIGEST_CRC32C) {
+    context->state.w32[0] = cr__crc32c_update(context->state.w32[0], data, length);
+    return;
+  }
   uint64_t before = context->length_low;
   context->length_low += length;
   if (context->length_low < before)
@@ -250,6 +260,14 @@ void cr__sha2_update(cr_sha2_t* context, const void* data, size_t length) {
 
 size_t cr__sha2_final(cr_sha2_t* context, unsigned char out[64]) {
   size_t size = block_size(context);
+  if (context->kind == CR_DIGEST_CRC32C) {
+    uint32_t crc = ~context->state.w32[0];
+    out[0] = (unsigned char)(crc >> 24);
+    out[1] = (unsigned char)(crc >> 16);
+    out[2] = (unsigned char)(crc >> 8);
+    out[3] = (unsigned char)crc;
+    return 4;
+  }
   size_t length_bytes = size == 128 ? 16 : 8;
   uint64_t bits_low = context->length_low << 3;
   uint64_t bits_high = context->length_high << 3 | context->length_low >> 61;
@@ -307,7 +325,7 @@ size_t cr_file_digest(const char* path, int64_t length, cr_digest_t kind,
                       unsigned char out[64]) {
   cr_sha2_t context;
   int fd, result;
-  if (kind != CR_DIGEST_SHA256 && kind != CR_DIGEST_SHA512)
+  if (kind != CR_DIGEST_SHA256 && kind != CR_DIGEST_SHA512 && kind != CR_DIGEST_CRC32C)
     return 0;
   fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)

@@ -13,8 +13,10 @@
 
 #include "courier_engine.h"
 
+/* One state for each digest a file sink computes: CR_DIGEST_CRC32C keeps its
+ * value in state.w32[0] (crc32c.h) and uses nothing else. */
 typedef struct {
-  cr_digest_t kind;          /* CR_DIGEST_SHA256 or CR_DIGEST_SHA512       */
+  cr_digest_t kind;          /* CR_DIGEST_SHA256, _SHA512 or _CRC32C       */
   uint64_t length_low;       /* bytes hashed (SHA-512 counts 128 bits)     */
   uint64_t length_high;
   size_t buffered;
@@ -32,7 +34,7 @@ void cr__sha2_update(cr_sha2_t* context, const void* data, size_t length);
  * for a file shorter than `to`). */
 int cr__sha2_update_from_file(cr_sha2_t* context, int fd, int64_t from,
                               int64_t to);
-/* Writes the digest to out (32 or 64 bytes) and returns its length. */
+/* Writes the digest to out (32, 64, or 4 bytes) and returns its length. */
 size_t cr__sha2_final(cr_sha2_t* context, unsigned char out[64]);
 #pragma GCC visibility pop
 

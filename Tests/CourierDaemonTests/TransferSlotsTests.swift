@@ -59,4 +59,31 @@ struct TransferSlotsTests {
         #expect(!log.withLock { $0 }.contains("start later"))
         withExtendedLifetime([low, normal, high, higher, later]) {}
     }
+
+    @Test("10,000 waiting: granted in arrival order within a priority; a withdrawn claim, even one asked again, once")
+    func manyWaiting() {
+        let log = LockedValue<[String]>([])
+        let slots = TransferSlots(limit: 1)
+        let first = Attempt("first", 0.5)
+        slots.request(first.claim(log))
+        let waiting = (0..<10_000).map { Attempt("\($0)", 0.5) }
+        for attempt in waiting {
+            slots.request(attempt.claim(log))
+        }
+        // Withdrawn, then asking again: it goes to the back, and starts once.
+        slots.release(ObjectIdentifier(waiting[1]))
+        slots.request(waiting[1].claim(log))
+        slots.release(ObjectIdentifier(waiting[2]))
+        #expect(slots.counts == (1, 9_999))
+        let byStart = Dictionary(uniqueKeysWithValues: waiting.map { ("start \($0.name)", $0) })
+        var running = first
+        for _ in 0..<9_999 {
+            slots.release(ObjectIdentifier(running))
+            running = log.withLock { $0.last }.flatMap { byStart[$0] } ?? running
+        }
+        let starts = log.withLock { $0 }.dropFirst()
+        let expected = ([0] + Array(3..<10_000) + [1]).map { "start \($0)" }
+        #expect(Array(starts) == expected)
+        #expect(slots.counts == (1, 0))
+    }
 }

@@ -3,7 +3,8 @@ import CourierTestSupport
 import Foundation
 import Testing
 
-/// The engine's SHA-256 and SHA-512 (`CSupport/src/sha2.c`) against swift-crypto's, at every padding boundary.
+/// The engine's SHA-256 and SHA-512 (`CSupport/src/sha2.c`) against swift-crypto's, at every padding boundary; its
+/// CRC-32C (`CSupport/src/crc32c.c`) against the bit-by-bit definition.
 @Suite("C engine: file digests")
 struct DigestTests {
     static let lengths = [0, 1, 3, 55, 56, 63, 64, 65, 111, 112, 119, 120, 127, 128, 129, 1000, 262_143, 262_145]
@@ -30,5 +31,30 @@ struct DigestTests {
         #expect(Self.hex(file.path, length: Self.lengths.last! + 1, CR_DIGEST_SHA256) == nil)
         #expect(Self.hex("/nonexistent/courier", length: 0, CR_DIGEST_SHA256) == nil)
         #expect(Self.hex(file.path, length: 0, CR_DIGEST_NONE) == nil)
+    }
+
+    /// CRC-32C one bit at a time (reflected, polynomial 0x82F63B78), in hex as the engine writes it (big-endian).
+    static func crc32cHex(_ bytes: Data) -> String {
+        var crc: UInt32 = 0xffff_ffff
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 {
+                crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82f6_3b78 : crc >> 1
+            }
+        }
+        return String(format: "%08x", ~crc)
+    }
+
+    @Test("cr_file_digest's CRC-32C is the standard one: the check value, and the bit-by-bit definition at every length")
+    func crc32c() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-crc-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data("123456789".utf8).write(to: file)
+        #expect(Self.hex(file.path, length: 9, CR_DIGEST_CRC32C) == "e3069283")
+        for length in Self.lengths + [7, 8, 9, 15, 16, 17] {
+            let body = TestServer.bytes(count: length, seed: length + 7)
+            try body.write(to: file)
+            #expect(Self.hex(file.path, length: length, CR_DIGEST_CRC32C) == Self.crc32cHex(body), "\(length)")
+        }
     }
 }

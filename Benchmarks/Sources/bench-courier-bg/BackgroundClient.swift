@@ -39,7 +39,8 @@ struct BackgroundClient: BenchmarkClient {
             return String(format: "%.3f", seconds)
         }
 
-        let daemon = try PrivateDaemon(stateParent: plan.output.deletingLastPathComponent())
+        let daemon = try PrivateDaemon(
+            stateParent: plan.output.deletingLastPathComponent(), maxTransfers: workload.concurrency)
         let daemonReady = clock.now
         let delegate = DownloadDelegate(plan: plan, clock: clock)
         var configuration = SessionConfiguration.background(withIdentifier: "bench.\(workload.name.lowercased())")

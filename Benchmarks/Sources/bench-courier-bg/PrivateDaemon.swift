@@ -26,8 +26,9 @@ final class PrivateDaemon {
 
     /// Starts courierd and waits (up to `timeout`) until its socket accepts a connection. The state directory is
     /// made under `stateParent`: on the file system of the downloads, so that handing a finished file to the
-    /// session is a hard link, as it is for an app whose state and cache directories share a disk.
-    init(stateParent: URL, timeout: TimeInterval = 10) throws {
+    /// session is a hard link, as it is for an app whose state and cache directories share a disk. `maxTransfers`:
+    /// courierd's `--max-transfers`, the workload's number in flight (the in-process clients run as many).
+    init(stateParent: URL, maxTransfers: Int, timeout: TimeInterval = 10) throws {
         let executable = try Self.executable()
         // The runtime directory holds a Unix socket, whose path may not exceed 107 bytes: keep it short.
         runtimeRoot = try Self.makeTemporaryDirectory(in: URL(fileURLWithPath: "/tmp"), prefix: "courier-bg-run")
@@ -52,6 +53,7 @@ final class PrivateDaemon {
                 executable,
                 "--runtime-directory", runtimeRoot.appendingPathComponent("courier").path,
                 "--state-directory", stateRoot.appendingPathComponent("courier").path,
+                "--max-transfers", String(maxTransfers),
             ],
             log: runtimeRoot.appendingPathComponent("courierd.log").path
         )

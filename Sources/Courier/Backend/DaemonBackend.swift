@@ -12,8 +12,9 @@ import Glibc
 /// journaled daemon tasks and the daemon's journaled events back into ``TransferEvent``s for the same task layer.
 ///
 /// A background task is one exchange as far as the app sees: the daemon follows redirects and retries on its own,
-/// so each task has one hop. `submit` returns once courierd has journaled the task (the task is durable when
-/// `resume()` returns). Each event batch is acknowledged to the daemon after the delegate calls it caused have run
+/// so each task has one hop. `submit` returns once the task's creation is written to courierd's socket, without
+/// waiting for the answer: courierd journals it (on disk, group commit) before it answers or says anything of it, and
+/// a refusal ends the task through its delegate. Each event batch is acknowledged to the daemon after the delegate calls it caused have run
 /// (a work item queued behind them), so an app that dies mid-delivery gets the unacknowledged events again; events
 /// already delivered in this process are recognised by their sequence number and skipped.
 ///
@@ -193,20 +194,67 @@ final class DaemonBackend: TransferBackend {
         }
         // Bound first: events of the task may arrive before the answer.
         state.withLock { $0.bindings[id.task] = Binding(hop: id.hop, sinkPath: sinkPath, journaled: false) }
-        var answer = request { .createTask(.init(request: $0, session: self.identifier, task: task)) }
-        if case .failure = answer, journaled(id.task) {
+        let session = identifier
+        let create: @Sendable (UInt64) -> IPCMessage = { .createTask(.init(request: $0, session: session, task: task)) }
+        let connection: DaemonConnection
+        switch currentConnection() {
+        case .success(let current): connection = current
+        case .failure(let error):
+            state.withLock { _ = $0.bindings.removeValue(forKey: id.task) }
+            return .failure(error)
+        }
+        // Written before `resume()` returns (an app that exits right after still has its task, as an XPC message
+        // sent to nsurlsessiond would); answered later, so that resuming many tasks costs no round trip each.
+        let written = connection.send(request: create) { [self] answer in
+            self.created(id.task, answer, connection: connection, create: create)
+        }
+        if !written {
+            commands.async { [self] in self.createAgain(id.task, create) }
+        }
+        return .success(UInt64(id.task))
+    }
+
+    /// courierd's answer to the creation of `task`: journaled, refused (the task ends with the error, through its
+    /// delegate, as any failure), or lost with the connection (sent again on the next one).
+    private func created(
+        _ task: Int,
+        _ answer: Result<IPCMessage.Reply.Result, CourierError>,
+        connection: DaemonConnection,
+        create: @escaping @Sendable (UInt64) -> IPCMessage
+    ) {
+        switch answer {
+        case .success:
+            state.withLock { $0.bindings[task]?.journaled = true }
+        case .failure where connection.hasEnded:
+            commands.async { [self] in self.createAgain(task, create) }
+        case .failure(let error):
+            refused(task, error)
+        }
+    }
+
+    /// Sends the creation of `task` again (the connection it went on ended before its answer), after every command
+    /// made before.
+    private func createAgain(_ task: Int, _ create: @escaping @Sendable (UInt64) -> IPCMessage) {
+        var answer = request(create)
+        if case .failure = answer, journaled(task) {
             // courierd journaled it, then the connection ended before its answer came; the retry on the new
             // connection was refused as a duplicate.
             answer = .success(.taskCreated)
         }
         switch answer {
         case .success:
-            state.withLock { $0.bindings[id.task]?.journaled = true }
-            return .success(UInt64(id.task))
+            state.withLock { $0.bindings[task]?.journaled = true }
         case .failure(let error):
-            state.withLock { _ = $0.bindings.removeValue(forKey: id.task) }
-            return .failure(error)
+            refused(task, error)
         }
+    }
+
+    /// courierd did not take `task`: it ends with `error`.
+    private func refused(_ task: Int, _ error: CourierError) {
+        guard let binding = state.withLock({ $0.bindings.removeValue(forKey: task) }) else {
+            return
+        }
+        complete([task: binding], error: error)
     }
     /// A download asked for resume data (`cancel(byProducingResumeData:)`) is cancelled by courierd with resume data
     /// naming its partial file; any other is just cancelled.

@@ -301,6 +301,7 @@ extension Engine {
         switch spec.digest {
         case .sha256: CR_DIGEST_SHA256
         case .sha512: CR_DIGEST_SHA512
+        case .crc32c: CR_DIGEST_CRC32C
         case nil: spec.announcedDigest ? CR_DIGEST_AUTO : CR_DIGEST_NONE
         }
     }

@@ -101,12 +101,13 @@ extension TransferMetrics {
 }
 
 extension Checksum {
-    /// The digest of a COMPLETE event: the first 32 or 64 of `bytes` for `kind`; nil for `CR_DIGEST_NONE`.
+    /// The digest of a COMPLETE event: the first 32, 64 or 4 of `bytes` for `kind`; nil for `CR_DIGEST_NONE`.
     init?(engineKind kind: cr_digest_t, bytes: UnsafeRawBufferPointer) {
         let algorithm: Algorithm
         switch kind {
         case CR_DIGEST_SHA256: algorithm = .sha256
         case CR_DIGEST_SHA512: algorithm = .sha512
+        case CR_DIGEST_CRC32C: algorithm = .crc32c
         default: return nil
         }
         self.init(algorithm, digest: Data(bytes.prefix(algorithm.length)))

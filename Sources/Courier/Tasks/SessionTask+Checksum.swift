@@ -34,11 +34,16 @@ extension SessionTask {
 }
 
 extension Checksum {
-    /// The digest of the first `length` bytes of the file at `path`, read now (by the engine's hash, SHA-NI where the
-    /// processor has it); nil when it cannot be read that far.
+    /// The digest of the first `length` bytes of the file at `path`, read now (by the engine's code: SHA-NI and SSE4.2
+    /// where the processor has them); nil when it cannot be read that far.
     package init?(of path: String, length: Int64, _ algorithm: Algorithm) {
         var bytes = [UInt8](repeating: 0, count: 64)
-        let kind = algorithm == .sha256 ? CR_DIGEST_SHA256 : CR_DIGEST_SHA512
+        let kind =
+            switch algorithm {
+            case .sha256: CR_DIGEST_SHA256
+            case .sha512: CR_DIGEST_SHA512
+            case .crc32c: CR_DIGEST_CRC32C
+            }
         let count = path.withCString { cr_file_digest($0, length, kind, &bytes) }
         guard count > 0 else {
             return nil

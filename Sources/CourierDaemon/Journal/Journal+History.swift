@@ -8,7 +8,8 @@ import GRDB
 extension Journal {
     /// How long an ended task stays in the history.
     package static let historyRetention: TimeInterval = 7 * 24 * 3600
-    /// The most ended tasks a session keeps in the history (the latest).
+    /// The most ended tasks a session keeps in the history (the latest): trimmed back to this once it is a tenth over,
+    /// so that an acknowledgement sorts the history once per hundred ended tasks, not every time.
     package static let historyLimit = 1000
 
     /// The ended tasks of `session` still in the history, oldest first.
@@ -83,6 +84,10 @@ extension Journal {
             )
         }
         try db.execute(sql: "DELETE FROM history WHERE endedAt < ?", arguments: [now - historyRetention])
+        let kept = try Int.fetchOne(db, sql: "SELECT count(*) FROM history WHERE session = ?", arguments: [session]) ?? 0
+        guard kept > historyLimit + historyLimit / 10 else {
+            return
+        }
         try db.execute(
             sql: """
                 DELETE FROM history WHERE session = ? AND identifier NOT IN

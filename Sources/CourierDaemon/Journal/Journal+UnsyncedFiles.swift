@@ -120,9 +120,25 @@ extension Journal {
     }
 
     /// `file` was lost before its app acknowledged it: its task runs again from zero, as though it had not finished
-    /// (its unacknowledged events are withdrawn: the app hears of the task again, with a file that is whole).
+    /// (its unacknowledged events are withdrawn: the app hears of the task again, with a file that is whole). A task
+    /// made from resume data forgets it: its partial file became the lost one.
     package func runAgain(_ file: UnsyncedFile) throws(JournalError) {
         try write { db in
+            if let body = try Data.fetchOne(
+                db,
+                sql: "SELECT spec FROM task WHERE session = ? AND identifier = ?",
+                arguments: [file.session, file.task]
+            ) {
+                var spec = try Journal.decode(IPCMessage.BackgroundTask.self, from: body)
+                spec.spec.task?.resumeData = nil
+                try Journal.update(
+                    db,
+                    session: file.session,
+                    task: file.task,
+                    sql: "spec = ?",
+                    arguments: [try Journal.encode(spec)]
+                )
+            }
             try db.execute(
                 sql: "DELETE FROM event WHERE session = ? AND task = ?",
                 arguments: [file.session, file.task]

@@ -184,6 +184,10 @@ package final class Journal: Sendable {
                 table.column("request", .blob).notNull()
                 table.column("acknowledged", .boolean).notNull().defaults(to: false)
             }
+            // An acknowledgement looks for the completed tasks with no event left: without these, it read every task
+            // of the session and, for each completed one, every event (quadratic with thousands of tasks queued).
+            try db.create(index: "task_session_state", on: "task", columns: ["session", "state"])
+            try db.create(index: "event_session_task", on: "event", columns: ["session", "task"])
         }
         return migrator
     }

@@ -98,7 +98,7 @@ extension BackgroundSessionRunner {
         // courierd checks the file before the app hears of it; any other file is hashed too, to be handed over before
         // it is flushed (``UnsyncedFile``).
         (task as? DownloadTask)?.expectedChecksum = journaled.spec.spec.task?.expectedChecksum
-        (task as? DownloadTask)?.fileDigestAlgorithm = .sha256
+        (task as? DownloadTask)?.fileDigestAlgorithm = .crc32c
         task.maximumBytesPerSecond = journaled.spec.spec.task?.maximumBytesPerSecond
         (task as? DownloadTask)?.maximumSegments = journaled.spec.spec.task?.maximumSegments
         return task

@@ -37,8 +37,8 @@ package final class TransferSlots: Sendable {
         var running: [Claim] = []
         /// Preempted, not yet released: they still hold their slots, and are not preempted twice.
         var preempted: Set<ObjectIdentifier> = []
-        /// In arrival order; granted by priority, then arrival.
-        var waiting: [Claim] = []
+        /// Granted by priority, then arrival.
+        var waiting = WaitingClaims()
     }
 
     /// The default cap: what aria2 and nsurlsessiond do at once, several times over.
@@ -81,17 +81,14 @@ package final class TransferSlots: Sendable {
     /// The attempt ended (or never needs its slot): its slot goes to the waiting claims of the highest priority.
     package func release(_ attempt: ObjectIdentifier) {
         let starts = state.withLock { state -> [@Sendable () -> Void] in
-            state.waiting.removeAll { $0.attempt == attempt }
+            state.waiting.withdraw(attempt)
             state.preempted.remove(attempt)
             guard let index = state.running.firstIndex(where: { $0.attempt == attempt }) else {
                 return []
             }
             state.running.remove(at: index)
             var starts: [@Sendable () -> Void] = []
-            while state.running.count < limit, !state.waiting.isEmpty {
-                let best = state.waiting.indices.max { state.waiting[$0].priority < state.waiting[$1].priority
-                    || (state.waiting[$0].priority == state.waiting[$1].priority && $0 > $1) }!
-                let claim = state.waiting.remove(at: best)
+            while state.running.count < limit, let claim = state.waiting.takeBest() {
                 state.running.append(claim)
                 starts.append(claim.start)
             }

@@ -16,9 +16,27 @@ package final class DaemonConnection: Sendable {
     package typealias WakeHandler = @Sendable (IPCMessage.Wake) -> Void
     package typealias EndHandler = @Sendable () -> Void
 
+    package typealias AnswerHandler = @Sendable (Result<IPCMessage.Reply.Result, CourierError>) -> Void
+
+    /// A request waiting for its answer: a thread blocked in ``request(timeout:_:)``, or a handler of
+    /// ``send(request:onAnswer:)``.
     private final class Waiter: Sendable {
         let done = DispatchSemaphore(value: 0)
         let answer = LockedValue<Result<IPCMessage.Reply.Result, CourierError>?>(nil)
+        let handler: AnswerHandler?
+
+        init(handler: AnswerHandler? = nil) {
+            self.handler = handler
+        }
+
+        func answer(_ result: Result<IPCMessage.Reply.Result, CourierError>) {
+            if let handler {
+                handler(result)
+            } else {
+                answer.withLock { $0 = result }
+                done.signal()
+            }
+        }
     }
 
     private struct State {
@@ -144,6 +162,30 @@ package final class DaemonConnection: Sendable {
         return waiter.answer.withLock { $0 } ?? .failure(CourierError(.unknown, "no answer"))
     }
 
+    /// Sends a request without waiting for its answer: returns once the frame is written (false, and `onAnswer` is
+    /// never called, when it could not be: the connection is gone). `onAnswer` is called once, on the reader thread,
+    /// with the reply or failure, or with the end of the connection when it ends first.
+    @discardableResult
+    package func send(request make: (UInt64) -> IPCMessage, onAnswer: @escaping AnswerHandler) -> Bool {
+        let waiter = Waiter(handler: onAnswer)
+        let number = state.withLock { state -> UInt64? in
+            guard state.ended == nil else {
+                return nil
+            }
+            defer { state.nextRequest += 1 }
+            state.waiting[state.nextRequest] = waiter
+            return state.nextRequest
+        }
+        guard let number else {
+            return false
+        }
+        guard send(make(number)) else {
+            // The reader may have failed it already at the end; else it never will.
+            return state.withLock { $0.waiting.removeValue(forKey: number) } == nil
+        }
+        return true
+    }
+
     /// Sends a message that has no reply (an acknowledgement). False when the connection is gone.
     @discardableResult
     package func send(_ message: IPCMessage) -> Bool {
@@ -258,8 +300,7 @@ package final class DaemonConnection: Sendable {
         }
         readerEnded.signal()
         for waiter in waiters {
-            waiter.answer.withLock { $0 = .failure(reason) }
-            waiter.done.signal()
+            waiter.answer(.failure(reason))
         }
         writeLock.withLock { closed in
             closed = true
@@ -305,7 +346,6 @@ package final class DaemonConnection: Sendable {
         guard let waiter = state.withLock({ $0.waiting.removeValue(forKey: request) }) else {
             return
         }
-        waiter.answer.withLock { $0 = result }
-        waiter.done.signal()
+        waiter.answer(result)
     }
 }

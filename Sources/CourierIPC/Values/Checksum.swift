@@ -9,10 +9,18 @@ public struct Checksum: Sendable, Hashable, Codable, CustomStringConvertible {
     public enum Algorithm: String, Sendable, Hashable, Codable, CaseIterable {
         case sha256 = "sha-256"
         case sha512 = "sha-512"
+        /// CRC-32C (Castagnoli): no protection against a server or a network that means harm, only against bytes
+        /// that did not reach the disk (what courierd checks after a power cut). RFC 9530 lists it as deprecated for
+        /// HTTP; a response announcing it is still checked.
+        case crc32c
 
         /// The digest's length in bytes.
         public var length: Int {
-            self == .sha256 ? 32 : 64
+            switch self {
+            case .sha256: 32
+            case .sha512: 64
+            case .crc32c: 4
+            }
         }
     }
 
@@ -29,7 +37,8 @@ public struct Checksum: Sendable, Hashable, Codable, CustomStringConvertible {
         self.digest = digest
     }
 
-    /// `sha-256=HEX` or `sha-512=HEX` (also `sha256:HEX`, as aria2 and Metalink write them; case-insensitive), or
+    /// `sha-256=HEX`, `sha-512=HEX` or `crc32c=HEX` (also `sha256:HEX`, as aria2 and Metalink write them;
+    /// case-insensitive), or
     /// nil when `text` is not one of those with the right number of hex digits.
     public init?(_ text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
