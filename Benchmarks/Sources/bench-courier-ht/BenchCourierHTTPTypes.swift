@@ -4,7 +4,7 @@ import BenchClientKit
 /// Courier's client through its swift-http-types API (`HTTPRequest` in, `HTTPResponse` out: no `HTTPURLResponse`
 /// is built), spawned by `courier-bench` once per run.
 @main
-struct BenchCourierHTTPTypes: AsyncParsableCommand, ClientMaker {
+struct BenchCourierHTTPTypes: ParsableCommand, ClientMaker {
     static let configuration = CommandConfiguration(
         commandName: "bench-courier-ht",
         abstract: "Runs one benchmark workload with Courier's swift-http-types API (spawned by courier-bench).",

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BenchClientKit
 import BenchmarkSupport
 import Courier
 import Foundation
@@ -10,14 +11,21 @@ import Glibc
 /// Measures what a task costs while it waits for a connection slot: `count` data tasks created and resumed on a
 /// session that runs one transfer at a time, against a listener that never accepts, so that all but one stay
 /// queued in the engine. Reports the growth of the resident set divided by `count`.
-struct Queued: AsyncParsableCommand {
+struct Queued: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Memory per task that is resumed but waiting for a connection slot.")
 
     @Option(help: "Tasks to queue")
     var count = 100_000
 
-    func run() async throws {
+    func run() throws {
+        let count = count
+        try runBlocking {
+            try await Self.measure(count: count)
+        }
+    }
+
+    static func measure(count: Int) async throws {
         let listener = try LoopbackServer(stalled: true)
         defer { listener.stop() }
         var configuration = SessionConfiguration.ephemeral
@@ -42,7 +50,7 @@ struct Queued: AsyncParsableCommand {
         print(try ClientReport(succeeded: count, bytes: after - before, bytesPerQueuedTask: perTask).line())
     }
 
-    private func residentBytes() -> Int {
+    private static func residentBytes() -> Int {
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else {
             return 0
         }

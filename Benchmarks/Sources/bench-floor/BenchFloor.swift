@@ -5,7 +5,7 @@ import BenchClientKit
 /// an async, URLSession-shaped API needs above it (see ``FloorEngine``). It links neither Courier nor
 /// AsyncHTTPClient.
 @main
-struct BenchFloor: AsyncParsableCommand, ClientMaker {
+struct BenchFloor: ParsableCommand, ClientMaker {
     static let configuration = CommandConfiguration(
         commandName: "bench-floor",
         abstract: "Runs one benchmark workload on the engine with a minimal async layer (spawned by courier-bench).",

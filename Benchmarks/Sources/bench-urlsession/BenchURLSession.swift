@@ -4,7 +4,7 @@ import SessionClientKit
 
 /// FoundationNetworking's `URLSession` as a client for the comparison, spawned by `courier-bench` once per run.
 @main
-struct BenchURLSession: AsyncParsableCommand, ClientMaker {
+struct BenchURLSession: ParsableCommand, ClientMaker {
     static let configuration = CommandConfiguration(
         commandName: "bench-urlsession",
         abstract: "Runs one benchmark workload with FoundationNetworking's URLSession (spawned by courier-bench).",

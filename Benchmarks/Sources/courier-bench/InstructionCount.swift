@@ -5,10 +5,9 @@ import Foundation
 /// a count does not move with whatever else the machine runs. Each client runs a memory workload (W1's shape) twice
 /// under callgrind, with `counts.small` and `counts.large` requests; the difference of the two totals divided by the
 /// difference of the counts is the cost of one more request, with the process's start and exit taken out. Every
-/// thread of the client is counted (callgrind runs them one at a time); nginx is not.
-///
-/// valgrind 3.19 cannot read the DWARF 5 that Swift 6 emits: each Swift client is run from a copy stripped of its
-/// debug information (`strip --strip-debug`), in the scratch folder.
+/// thread of the client is counted (callgrind runs them one at a time); nginx is not. (valgrind 3.19 faults in the
+/// `sigsuspend` where an async `main` parks the main thread: the Swift clients' entry points are synchronous,
+/// `runBlocking`.)
 struct InstructionCount {
     let command: PeerCommand
     let scratch: URL
@@ -24,10 +23,7 @@ struct InstructionCount {
 
     /// Every instruction of one run of `workload` with `peer`.
     private func total(_ peer: Peer, _ workload: Workload) throws -> Int {
-        var arguments = try command.arguments(for: peer, workload: workload)
-        if peer != .curl {
-            arguments[0] = try strippedCopy(of: arguments[0])
-        }
+        let arguments = try command.arguments(for: peer, workload: workload)
         let output = scratch.appendingPathComponent("callgrind.out").path
         let stdout = scratch.appendingPathComponent("callgrind-stdout.txt").path
         let stderr = scratch.appendingPathComponent("callgrind-stderr.txt").path
@@ -46,16 +42,5 @@ struct InstructionCount {
             }
         }
         throw HarnessError("callgrind of \(peer.rawValue) wrote no total to \(output)")
-    }
-
-    /// A copy of the executable at `path` without debug information, made once.
-    private func strippedCopy(of path: String) throws -> String {
-        let copy = scratch.appendingPathComponent(URL(fileURLWithPath: path).lastPathComponent + ".stripped").path
-        if FileManager.default.fileExists(atPath: copy) {
-            return copy
-        }
-        let log = scratch.appendingPathComponent("strip.txt").path
-        try ChildProcess(["strip", "--strip-debug", "-o", copy, path], stdout: log, stderr: log).wait()
-        return copy
     }
 }
