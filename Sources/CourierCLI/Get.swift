@@ -312,7 +312,7 @@ struct Get: AsyncParsableCommand {
             task.expectedChecksum = checksum.flatMap(Checksum.init)
             task.priority = priority.value
             task.maximumSegments = segments
-            if BackgroundTransfers.hand(task, subject: "\(url.absoluteString) -> \(path)") {
+            if BackgroundTransfers.hand(task, in: session, subject: "\(url.absoluteString) -> \(path)") {
                 handed += 1
             }
         }

@@ -141,7 +141,7 @@ struct Put: AsyncParsableCommand {
             let request = UploadCoordinator.request(for: plan, method: method, headers: headers)
             let task = session.uploadTask(with: request, fromFile: plan.fileURL.standardizedFileURL)
             task.taskDescription = plan.fileURL.standardizedFileURL.path
-            if BackgroundTransfers.hand(task, subject: plan.subject) {
+            if BackgroundTransfers.hand(task, in: session, subject: plan.subject) {
                 handed += 1
             }
         }

@@ -5,9 +5,12 @@ import Foundation
 /// a count does not move with whatever else the machine runs. Each client runs a memory workload (W1's shape) twice
 /// under callgrind, with `counts.small` and `counts.large` requests; the difference of the two totals divided by the
 /// difference of the counts is the cost of one more request, with the process's start and exit taken out. Every
-/// thread of the client is counted (callgrind runs them one at a time); nginx is not. (valgrind 3.19 faults in the
-/// `sigsuspend` where an async `main` parks the main thread: the Swift clients' entry points are synchronous,
-/// `runBlocking`.)
+/// thread of the client is counted (callgrind runs them one at a time); nginx is not.
+///
+/// Two things valgrind 3.19 cannot do with Swift 6's executables: read their DWARF 5 (each Swift client runs from a
+/// copy stripped of its debug information, `strip --strip-debug`, in the scratch folder; the toolchain's libraries
+/// read fine), and run an async `main` (it faults in the `sigsuspend` where `dispatch_main` parks the main thread: the
+/// clients' entry points are synchronous, `runBlocking`).
 struct InstructionCount {
     let command: PeerCommand
     let scratch: URL
@@ -23,7 +26,10 @@ struct InstructionCount {
 
     /// Every instruction of one run of `workload` with `peer`.
     private func total(_ peer: Peer, _ workload: Workload) throws -> Int {
-        let arguments = try command.arguments(for: peer, workload: workload)
+        var arguments = try command.arguments(for: peer, workload: workload)
+        if peer != .curl, peer != .c {
+            arguments[0] = try strippedCopy(of: arguments[0])
+        }
         let output = scratch.appendingPathComponent("callgrind.out").path
         let stdout = scratch.appendingPathComponent("callgrind-stdout.txt").path
         let stderr = scratch.appendingPathComponent("callgrind-stderr.txt").path
@@ -42,5 +48,15 @@ struct InstructionCount {
             }
         }
         throw HarnessError("callgrind of \(peer.rawValue) wrote no total to \(output)")
+    }
+
+    /// A copy of the executable at `path` without debug information, made once.
+    private func strippedCopy(of path: String) throws -> String {
+        let copy = scratch.appendingPathComponent(URL(fileURLWithPath: path).lastPathComponent + ".stripped").path
+        if !FileManager.default.fileExists(atPath: copy) {
+            let log = scratch.appendingPathComponent("strip.txt").path
+            try ChildProcess(["strip", "--strip-debug", "-o", copy, path], stdout: log, stderr: log).wait()
+        }
+        return copy
     }
 }

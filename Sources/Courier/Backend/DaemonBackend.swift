@@ -63,6 +63,8 @@ final class DaemonBackend: TransferBackend {
         var bindings: [Int: Binding] = [:]
         /// Daemon tasks of an earlier run of the app, recreated here: their submit binds, it creates nothing.
         var adopted: Set<Int> = []
+        /// Tasks whose creation courierd has not answered yet (``waitForAnswers(timeout:)``).
+        var unanswered: Set<Int> = []
         var lastSequence: UInt64 = 0
         /// The session was opened by an app relaunched for this session's events, or in the background to hear a
         /// replay (courierd's batch marked `finished`): the delegate is owed `urlSessionDidFinishEvents` once. As on
@@ -193,14 +195,20 @@ final class DaemonBackend: TransferBackend {
         case .failure(let error): return .failure(error)
         }
         // Bound first: events of the task may arrive before the answer.
-        state.withLock { $0.bindings[id.task] = Binding(hop: id.hop, sinkPath: sinkPath, journaled: false) }
+        state.withLock { state in
+            state.bindings[id.task] = Binding(hop: id.hop, sinkPath: sinkPath, journaled: false)
+            state.unanswered.insert(id.task)
+        }
         let session = identifier
         let create: @Sendable (UInt64) -> IPCMessage = { .createTask(.init(request: $0, session: session, task: task)) }
         let connection: DaemonConnection
         switch currentConnection() {
         case .success(let current): connection = current
         case .failure(let error):
-            state.withLock { _ = $0.bindings.removeValue(forKey: id.task) }
+            state.withLock { state in
+                state.bindings[id.task] = nil
+                state.unanswered.remove(id.task)
+            }
             return .failure(error)
         }
         // Written before `resume()` returns (an app that exits right after still has its task, as an XPC message
@@ -224,7 +232,7 @@ final class DaemonBackend: TransferBackend {
     ) {
         switch answer {
         case .success:
-            state.withLock { $0.bindings[task]?.journaled = true }
+            answered(task)
         case .failure where connection.hasEnded:
             commands.async { [self] in self.createAgain(task, create) }
         case .failure(let error):
@@ -243,18 +251,39 @@ final class DaemonBackend: TransferBackend {
         }
         switch answer {
         case .success:
-            state.withLock { $0.bindings[task]?.journaled = true }
+            answered(task)
         case .failure(let error):
             refused(task, error)
         }
     }
 
+    /// courierd journaled `task`.
+    private func answered(_ task: Int) {
+        state.withLock { state in
+            state.bindings[task]?.journaled = true
+            state.unanswered.remove(task)
+        }
+    }
+
     /// courierd did not take `task`: it ends with `error`.
     private func refused(_ task: Int, _ error: CourierError) {
-        guard let binding = state.withLock({ $0.bindings.removeValue(forKey: task) }) else {
-            return
+        if let binding = state.withLock({ $0.bindings.removeValue(forKey: task) }) {
+            complete([task: binding], error: error)
         }
-        complete([task: binding], error: error)
+        state.withLock { _ = $0.unanswered.remove(task) }
+    }
+
+    /// Returns once courierd has answered the creation of every task resumed so far (each journaled, or ended with
+    /// its refusal), or after `timeout`; whether it had.
+    func waitForAnswers(timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !state.withLock({ $0.unanswered.isEmpty }) {
+            guard Date() < deadline else {
+                return false
+            }
+            usleep(2_000)
+        }
+        return true
     }
     /// A download asked for resume data (`cancel(byProducingResumeData:)`) is cancelled by courierd with resume data
     /// naming its partial file; any other is just cancelled.

@@ -134,6 +134,14 @@ extension Session {
 }
 
 extension Session {
+    /// Returns once courierd has answered the creation of every task of this background session resumed so far (each
+    /// journaled, or ended with courierd's refusal), or after `timeout`; whether it had. `resume()` does not wait for
+    /// the answer; the `courier` tool does, to say which transfers courierd took before it exits.
+    @discardableResult
+    package func waitForBackgroundAnswers(timeout: Double = 30) -> Bool {
+        (core.runningBackend as? DaemonBackend)?.waitForAnswers(timeout: timeout) ?? true
+    }
+
     /// Why this session could not be opened with courierd (`backgroundSessionInUse`,
     /// `backgroundSessionWasDisconnected`, …), as its tasks would fail at `resume()`; nil when it was opened, and
     /// for a session that is not a background one. For the `courier` tool, which waits while another instance of itself

@@ -54,10 +54,11 @@ enum BackgroundTransfers {
         }
     }
 
-    /// Resumes `task` (courierd journals it before `resume()` returns) and says what became of it: `task N: subject`
-    /// on standard output, or an error line. Returns whether courierd took it.
-    static func hand(_ task: SessionTask, subject: String) -> Bool {
+    /// Resumes `task`, waits for courierd's answer (`resume()` itself does not) and says what became of it:
+    /// `task N: subject` on standard output, or an error line. Returns whether courierd took it.
+    static func hand(_ task: SessionTask, in session: Session, subject: String) -> Bool {
         task.resume()
+        session.waitForBackgroundAnswers()
         if let error = task.error {
             FileHandle.standardError.write(Data("error: \(subject): \(FailureText.describe(error))\n".utf8))
             return false

@@ -117,7 +117,7 @@ extension Journal {
 
     // MARK: Tasks
 
-    /// Journals a new task; when this returns, the task survives a crash of the daemon or of the machine.
+    /// Journals a new task: it survives a crash of the daemon when this returns, of the machine once ``sync()`` has.
     package func insertTask(
         _ task: IPCMessage.BackgroundTask,
         session: String,

@@ -6,7 +6,7 @@ package import Logging
 /// courierd's durable record of background sessions, their tasks and the events their apps have not yet
 /// acknowledged: one SQLite database in WAL mode, written with `synchronous = NORMAL` and flushed by group commit
 /// (``GroupCommit``): a write is on disk once a ``sync()`` called after it returned, and courierd calls it before it
-/// acts on what it wrote (a task is durable before `resume()` returns, an event before the app hears it).
+/// acts on what it wrote (a task is durable before its `createTask` is answered, an event before the app hears it).
 ///
 /// Thread-safe: every call runs on GRDB's serial writer. A journal that cannot be used (corrupt, torn, written by a
 /// newer courierd) is moved aside with a log line and a fresh one is started: the daemon always starts.
