@@ -26,6 +26,7 @@ enum SampleMessages {
             .hello(.init(app: "com.example.podcasts", pid: 4242, launchCommand: ["/usr/bin/podcasts", "-b"])),
             .welcome(.init(daemonVersion: "1.0")),
             .openSession(.init(request: 1, identifier: "com.example.podcasts.bg", isDiscretionary: true)),
+            .openSession(.init(request: 1, identifier: "com.example.podcasts.bg", maximumConnectionsPerHost: 32)),
             .createTask(
                 .init(
                     request: 2,

@@ -48,6 +48,8 @@ struct BackgroundClient: BenchmarkClient {
         configuration.sessionSendsLaunchEvents = false
         // Where each finished file is linked for the delegate: the output folder, so that the move is a rename.
         configuration.temporaryDirectory = plan.output
+        // As many connections as transfers in flight, as every client of the comparison (courierd honours it).
+        configuration.httpMaximumConnectionsPerHost = workload.concurrency
         let session = Session(configuration: configuration, delegate: delegate)
         let sessionOpen = clock.now
 

@@ -35,7 +35,8 @@ extension SessionCore {
                 allowsExpensiveNetworkAccess: configuration.allowsExpensiveNetworkAccess,
                 resourceTimeout: configuration.timeoutIntervalForResource,
                 requestTimeout: configuration.timeoutIntervalForRequest,
-                additionalHeaders: configuration.httpAdditionalHeaders ?? [:]
+                additionalHeaders: configuration.httpAdditionalHeaders ?? [:],
+                maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost
             )
         )
         let opened: DaemonSessionOpener.Opened

@@ -15,8 +15,9 @@ extension DaemonServer {
     func restoreSessions() {
         // Before any transfer starts: a download finishing meanwhile would be a file the journal does not name yet.
         sweepUnreferencedFiles()
-        recoverUnsyncedFiles()
+        // Listed before the repairs start: they fetch into the staging directory too.
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: paths.staging.path)) ?? []
+        recoverUnsyncedFiles()
         do {
             for (configuration, _) in try journal.sessionConfigurations() {
                 let runner = makeRunner(configuration)

@@ -77,6 +77,11 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         // for one (within the resource timeout) instead of failing with notConnectedToInternet, which is not retried.
         sessionConfiguration.waitsForConnectivity = true
         sessionConfiguration.httpAdditionalHeaders = configuration.additionalHeaders
+        // The app's, as Apple's background sessions take it (from the configuration courierd first runs the session
+        // with in this run).
+        if let connections = configuration.maximumConnectionsPerHost, connections > 0 {
+            sessionConfiguration.httpMaximumConnectionsPerHost = connections
+        }
         sessionConfiguration.temporaryDirectory = paths.staging
         sessionConfiguration.resumeDataDirectory = paths.partials
         sessionConfiguration.engineLoopCount = 1

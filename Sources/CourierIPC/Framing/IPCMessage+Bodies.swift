@@ -61,6 +61,8 @@ extension IPCMessage {
         package var resourceTimeout: Double
         package var requestTimeout: Double
         package var additionalHeaders: [String: String]
+        /// `httpMaximumConnectionsPerHost`; nil (a session opened by an earlier Courier): courierd's default.
+        package var maximumConnectionsPerHost: Int?
 
         package init(
             request: UInt64,
@@ -70,7 +72,8 @@ extension IPCMessage {
             allowsExpensiveNetworkAccess: Bool = true,
             resourceTimeout: Double = 7 * 24 * 3600,
             requestTimeout: Double = 60,
-            additionalHeaders: [String: String] = [:]
+            additionalHeaders: [String: String] = [:],
+            maximumConnectionsPerHost: Int? = nil
         ) {
             self.request = request
             self.identifier = identifier
@@ -80,6 +83,7 @@ extension IPCMessage {
             self.resourceTimeout = resourceTimeout
             self.requestTimeout = requestTimeout
             self.additionalHeaders = additionalHeaders
+            self.maximumConnectionsPerHost = maximumConnectionsPerHost
         }
     }
 
