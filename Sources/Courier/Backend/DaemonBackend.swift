@@ -14,9 +14,10 @@ import Glibc
 /// A background task is one exchange as far as the app sees: the daemon follows redirects and retries on its own,
 /// so each task has one hop. `submit` returns once the task's creation is written to courierd's socket, without
 /// waiting for the answer: courierd journals it (on disk, group commit) before it answers or says anything of it, and
-/// a refusal ends the task through its delegate. Each event batch is acknowledged to the daemon after the delegate calls it caused have run
-/// (a work item queued behind them), so an app that dies mid-delivery gets the unacknowledged events again; events
-/// already delivered in this process are recognised by their sequence number and skipped.
+/// a refusal ends the task through its delegate. Each event batch is acknowledged to the daemon after the delegate
+/// calls it caused have run (a work item queued behind them), so an app that dies mid-delivery gets the
+/// unacknowledged events again; events already delivered in this process are recognised by their sequence number and
+/// skipped.
 ///
 /// The session outlives courierd: when the connection ends (courierd was killed, stopped or restarted), the backend
 /// connects again (starting courierd if none answers after ``startGrace`` and its state directory is still there),
