@@ -48,6 +48,14 @@ struct UnflushedFileTests {
         return (file, events.last?.sequence ?? 0, events.last?.event.completion?.error)
     }
 
+    /// A courierd in `boot` whose flush batches wait 600 s: every file it hands over stays unflushed.
+    static func daemonHoldingFlushes(boot: String) -> Daemon {
+        Daemon(
+            arguments: ["--retry-delay", "0.2", "--file-flush-delay", "600"],
+            environment: ["COURIER_BOOT_ID": boot]
+        )
+    }
+
     static func unflushedFiles(of daemon: Daemon) throws -> [UnsyncedFile] {
         try Journal(at: daemon.paths.journal).unsyncedFiles()
     }
@@ -55,10 +63,7 @@ struct UnflushedFileTests {
     @Test("after a power cut, a file the app took is fetched again in place, one it had not taken runs again")
     func powerCutBeforeFlush() async throws {
         let server = try await TestServer.start()
-        let daemon = Daemon(
-            arguments: ["--retry-delay", "0.2", "--file-flush-delay", "600"],
-            environment: ["COURIER_BOOT_ID": "boot-before"]
-        )
+        let daemon = Self.daemonHoldingFlushes(boot: "boot-before")
         defer { daemon.cleanup() }
         try daemon.start()
         let taken = TestServer.bytes(count: 3 << 20, seed: 61)
@@ -124,10 +129,7 @@ struct UnflushedFileTests {
     @Test("killed in the same boot, courierd trusts and flushes the files it handed over; a clean stop flushes all")
     func killWithoutPowerCut() async throws {
         let server = try await TestServer.start()
-        let daemon = Daemon(
-            arguments: ["--retry-delay", "0.2", "--file-flush-delay", "600"],
-            environment: ["COURIER_BOOT_ID": "one-boot"]
-        )
+        let daemon = Self.daemonHoldingFlushes(boot: "one-boot")
         defer { daemon.cleanup() }
         try daemon.start()
         var (client, _) = try Client.opening(Self.session, on: daemon)

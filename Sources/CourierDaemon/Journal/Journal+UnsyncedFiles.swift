@@ -42,8 +42,13 @@ package struct UnsyncedFile: Sendable, Equatable {
 
     /// Whether the file at ``path`` holds the bytes it was handed over with (read from disk now).
     package var isIntact: Bool {
-        FileManager.default.fileLength(atPath: path) == length
-            && Checksum(of: path, length: length, digest.algorithm) == digest
+        holdsItsBytes(at: path)
+    }
+
+    /// Whether the file at `other` (``path``, or a copy fetched again) has this file's length and checksum.
+    package func holdsItsBytes(at other: String) -> Bool {
+        FileManager.default.fileLength(atPath: other) == length
+            && Checksum(of: other, length: length, digest.algorithm) == digest
     }
 }
 

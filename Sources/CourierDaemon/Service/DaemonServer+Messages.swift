@@ -36,7 +36,7 @@ extension DaemonServer {
                 guard let runner = sessions.runner(list.session) else {
                     return .tasks(snapshots: [])
                 }
-                // The ended ones first (at most Journal.historyLimit), then the journaled tasks by identifier.
+                // The ended ones first (about Journal.historyLimit), then the journaled tasks by identifier.
                 let ended = list.includesEnded == true ? try journal.history(session: list.session) : []
                 guard let limit = list.limit.map({ max($0, 0) }) else {
                     return .tasks(snapshots: ended + (try runner.snapshots()))

@@ -55,16 +55,7 @@ package final class FileRepairs: Sendable {
             let (location, response) = try await session.download(for: file.request.urlRequest)
             defer { unlink(location.path) }
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            let fetched = UnsyncedFile(
-                path: location.path,
-                session: file.session,
-                task: file.task,
-                length: file.length,
-                digest: file.digest,
-                boot: file.boot,
-                request: file.request
-            )
-            guard status == 200, fetched.isIntact else {
+            guard status == 200, file.holdsItsBytes(at: location.path) else {
                 logger.error(
                     "a file an app was handed was damaged by a power cut; the server now sends other bytes",
                     metadata: metadata.merging(["status": "\(status)"]) { $1 }
@@ -92,29 +83,14 @@ package final class FileRepairs: Sendable {
     /// Writes `source`'s bytes over the file at `path` (the same file, not a new one: every link to it sees them) and
     /// flushes it.
     private static func overwrite(_ path: String, with source: String) throws {
-        guard let bytes = FileManager.default.contents(atPath: source) else {
+        guard let bytes = FileManager.default.contents(atPath: source),
+            let handle = FileHandle(forWritingAtPath: path)
+        else {
             throw POSIXError(.EIO)
         }
-        let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-        defer { close(descriptor) }
-        var written = 0
-        try bytes.withUnsafeBytes { buffer in
-            while written < buffer.count {
-                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-                if count < 0, errno == EINTR {
-                    continue
-                }
-                guard count > 0 else {
-                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-                }
-                written += count
-            }
-        }
-        guard fsync(descriptor) == 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
+        defer { try? handle.close() }
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: bytes)
+        try handle.synchronize()
     }
 }
