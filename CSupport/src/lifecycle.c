@@ -240,7 +240,27 @@ void cr__process_write_results(cr_loop_t* loop) {
 
 /* ---- Finishing a running transfer ---- */
 
+/* Whether an easy handle whose transfer is over may be reset and used again.
+ * Not one that ran over HTTP/2: when a transfer ends on a connection other
+ * transfers still use, libcurl before 8.7.0 stops multi_done() early
+ * ("Connection still in use", lib/multi.c) and keeps the handle's receive
+ * buffer (and, before 8.1.0, the bytes it held for a paused transfer, curl
+ * #10971); curl_easy_reset() frees neither. The next CURLOPT_BUFFERSIZE on
+ * that handle then fails with CURLE_BAD_FUNCTION_ARGUMENT (lib/setopt.c
+ * refuses it while a buffer exists, curl #5842), and held bytes would reach
+ * the next transfer at its first unpause. Such a handle is freed instead:
+ * curl_easy_cleanup() frees everything (docs/engine.md, "Easy handles"). */
+static int reusable_easy(CURL* easy) {
+  long version = 0;
+  return curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
+         version != CURL_HTTP_VERSION_2_0;
+}
+
 static void release_easy(cr_loop_t* loop, CURL* easy) {
+  if (!reusable_easy(easy)) {
+    curl_easy_cleanup(easy);
+    return;
+  }
   curl_easy_reset(easy);
   if (loop->easy_pool_count == loop->easy_pool_capacity) {
     size_t capacity = loop->easy_pool_capacity ? loop->easy_pool_capacity * 2 : 32;

@@ -79,3 +79,40 @@ extension CourierError.Code {
         (error as? CourierError)?.code
     }
 }
+
+/// Runs `total` operations, `inFlight` at a time (each new one starts when one ends, so the later ones find
+/// connections the earlier ones used), and returns what failed: the operation's own description of a wrong
+/// result, or the error it threw.
+func inWaves(
+    total: Int,
+    inFlight: Int,
+    _ operation: @escaping @Sendable (Int) async throws -> String?
+) async throws -> [String] {
+    try await withThrowingTaskGroup(of: String?.self) { group in
+        var next = 0
+        var failures: [String] = []
+        func add() {
+            let index = next
+            next += 1
+            group.addTask {
+                do {
+                    return try await operation(index).map { "#\(index): \($0)" }
+                } catch {
+                    return "#\(index): \(error)"
+                }
+            }
+        }
+        while next < min(inFlight, total) {
+            add()
+        }
+        while let failure = try await group.next() {
+            if let failure {
+                failures.append(failure)
+            }
+            if next < total {
+                add()
+            }
+        }
+        return failures
+    }
+}
