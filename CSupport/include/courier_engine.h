@@ -191,6 +191,10 @@ typedef struct {
   const char* ca_pem;           /* trusted CA certificates, PEM; NULL: system */
   size_t ca_pem_length;
   int buffer_size;              /* receive buffer; 0: default            */
+  /* A test aid: each loop's disk writer waits this long before every
+   * write, as a slow disk makes it wait (transfers to files then pause for
+   * the disk). 0: none. */
+  int write_delay_us;
   /* Receive limits every transfer of the engine draws from (copied and
    * retained; at most CR_MAX_RATE_LIMITS). */
   cr_rate_limit_t* const* rate_limits;
@@ -225,7 +229,14 @@ typedef enum {
   CR_ERR_BAD_URL = 14,
   CR_ERR_NO_SPACE = 15,          /* ENOSPC while writing                    */
   CR_ERR_INTERNAL = 16,          /* any other libcurl failure: see curl_code */
-  CR_ERR_DECODING = 17           /* a corrupt or unknown content coding     */
+  CR_ERR_DECODING = 17,          /* a corrupt or unknown content coding     */
+  CR_ERR_TOO_LARGE = 18,         /* a body over its limit                   */
+  CR_ERR_AUTH_FAILED = 19,       /* the credentials were refused            */
+  CR_ERR_TOO_MANY_REDIRECTS = 20,
+  CR_ERR_BODY_NOT_REWOUND = 21,  /* the body had to be sent again and could
+                                    not be rewound                          */
+  CR_ERR_CLIENT_CERT_REQUIRED = 22 /* the server asked for a client
+                                    certificate and none was given          */
 } cr_error_t;
 
 /* Timings in microseconds from the start of the transfer (curl's *_TIME_T),

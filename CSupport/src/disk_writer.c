@@ -75,6 +75,8 @@ static void* writer_main(void* arg) {
     if (atomic_load(&job->transfer->run->writer_failed)) {
       job->result_errno = ECANCELED;
     } else {
+      if (writer->delay_us > 0)
+        usleep((useconds_t)writer->delay_us); /* a slow disk (tests) */
       job->result_errno =
           write_fully(job->fd, job->buffer, job->length, job->offset);
       if (job->result_errno == 0)
@@ -95,8 +97,10 @@ static void* writer_main(void* arg) {
   return NULL;
 }
 
-int cr__writer_start(cr_writer_t* writer, uv_async_t* wake, int index) {
+int cr__writer_start(cr_writer_t* writer, uv_async_t* wake, int index,
+                     int delay_us) {
   writer->index = index;
+  writer->delay_us = delay_us > 0 ? delay_us : 0;
   writer->head = writer->tail = NULL;
   writer->done_head = writer->done_tail = NULL;
   writer->stopping = 0;

@@ -341,12 +341,14 @@ typedef struct {
   cr_write_job_t* done_tail;
   uv_async_t* wake;            /* the loop's async handle                   */
   int index;                   /* the loop's index, for the thread name     */
+  int delay_us;                /* cr_engine_config_t.write_delay_us        */
 } cr_writer_t;
 
 #pragma GCC visibility push(hidden)
 
 /* disk_writer.c */
-int cr__writer_start(cr_writer_t* writer, uv_async_t* wake, int index);
+int cr__writer_start(cr_writer_t* writer, uv_async_t* wake, int index,
+                     int delay_us);
 void cr__writer_submit(cr_writer_t* writer, cr_write_job_t* job);
 cr_write_job_t* cr__writer_take_done(cr_writer_t* writer);
 /* Writes every queued job, joins the thread, and returns the finished jobs
@@ -468,6 +470,8 @@ int64_t cr__transfer_wire_bytes(cr_transfer_t* t);
 /* Reads curl's timings into t->metrics. */
 void cr__transfer_collect_metrics(cr_transfer_t* t);
 cr_error_t cr__error_from_curl(CURLcode code, int after_submit);
+/* A failure's message when nothing more precise was recorded. */
+const char* cr__error_text(cr_error_t error);
 
 /* ---- lifecycle.c: the state machine (loop thread) ---- */
 
@@ -478,7 +482,7 @@ void cr__admit(cr_loop_t* loop);
 /* Finishes every transfer curl reports done, then admits. */
 void cr__drain(cr_loop_t* loop);
 /* socket_action failed: every running transfer fails (CR_ERR_INTERNAL). */
-void cr__fail_running(cr_loop_t* loop);
+void cr__fail_running(cr_loop_t* loop, const char* why);
 /* Takes the writer's finished jobs: completes what they were waiting for
  * and lets disk-paused transfers receive again. */
 void cr__process_write_results(cr_loop_t* loop);

@@ -110,6 +110,10 @@ static void set_state_at(cr_transfer_t* t, cr_transfer_state_t to,
 static void complete_at(cr_transfer_t* t, const char* file, int line) {
   cr_loop_t* loop = t->loop;
 
+  /* A failure always says what failed (NULL only when even this copy
+   * finds no memory). */
+  if (t->error != CR_OK && t->message == NULL)
+    t->message = cr__strdup(cr__error_text(t->error));
   cr__emit_last(t);
   cr__table_remove(&loop->transfers, t);
   CR_ASSERT(cr__table_find(&loop->transfers, t->id) == NULL);
@@ -370,9 +374,16 @@ void cr__drain(cr_loop_t* loop) {
   cr__admit(loop);
 }
 
-void cr__fail_running(cr_loop_t* loop) {
-  while (loop->active_head)
-    finish_active(loop->active_head, CURLE_OK, CR_ERR_INTERNAL);
+void cr__fail_running(cr_loop_t* loop, const char* why) {
+  while (loop->active_head) {
+    cr_transfer_t* t = loop->active_head;
+    if (t->error == CR_OK) {
+      t->error = CR_ERR_INTERNAL;
+      free(t->message);
+      t->message = cr__strdup(why);
+    }
+    finish_active(t, CURLE_OK, CR_OK);
+  }
 }
 
 /* ---- Admission ---- */
@@ -404,13 +415,23 @@ void cr__admit(cr_loop_t* loop) {
     easy = take_easy(loop);
     if (easy == NULL) {
       t->error = CR_ERR_INTERNAL;
+      t->message = cr__strdup("out of memory (curl_easy_init)");
       complete(t);
       continue;
     }
     error = cr__transfer_setup_easy(t, easy);
     t->admitted_us = cr__now_us();
-    if (error == CR_OK && curl_multi_add_handle(loop->multi, easy) != CURLM_OK)
-      error = CR_ERR_INTERNAL;
+    if (error == CR_OK) {
+      CURLMcode added = curl_multi_add_handle(loop->multi, easy);
+      if (added != CURLM_OK) {
+        char text[160];
+        snprintf(text, sizeof(text), "cannot start the transfer: curl_multi_add_handle: %s (CURLM %d)",
+                 curl_multi_strerror(added), (int)added);
+        free(t->message);
+        t->message = cr__strdup(text);
+        error = CR_ERR_INTERNAL;
+      }
+    }
     if (error != CR_OK) {
       release_easy(loop, easy);
       t->easy = NULL;

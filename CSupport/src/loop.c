@@ -150,7 +150,8 @@ int cr__loop_start(cr_loop_t* loop, struct cr_engine_s* engine, int index) {
   /* The prepare handle alone must not keep the loop alive; async does. */
   uv_unref((uv_handle_t*)&loop->flush);
 
-  if (cr__writer_start(&loop->writer, &loop->async, index) != 0)
+  if (cr__writer_start(&loop->writer, &loop->async, index,
+                       loop->engine->config.write_delay_us) != 0)
     goto fail_handles;
   if (uv_thread_create(&loop->thread, loop_main, loop) != 0) {
     free(cr__writer_stop(&loop->writer)); /* no job was ever submitted */

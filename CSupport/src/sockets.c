@@ -7,6 +7,7 @@
  *
  * Loop thread only.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,6 +19,7 @@ typedef struct cr_socket_s {
   uv_poll_t poll;
   curl_socket_t fd;
   int events;
+  int errored;      /* POLLERR seen and handed to curl as readiness */
   cr_loop_t* loop;
 } cr_socket_t;
 
@@ -80,9 +82,23 @@ static void on_poll(uv_poll_t* handle, int status, int events) {
   cr_loop_t* loop = ctx->loop;
   curl_socket_t fd = ctx->fd;
   int flags = 0;
-  if (status < 0) {
+  if (status < 0 && !ctx->errored && ctx->events > 0) {
+    /* POLLERR (libuv says UV_EBADF): the socket has a pending error, e.g.
+     * a reset. curl is told the socket is ready for what it waits for, so
+     * that its own recv or send meets the error and reports it with its
+     * errno ("Connection reset by peer", CURLINFO_OS_ERRNO); told
+     * CURL_CSELECT_ERR it would say only "select/poll returned error".
+     * Once: a socket that reports an error again before any ordinary
+     * event is passed on as an error. */
+    ctx->errored = 1;
+    if (ctx->events & UV_READABLE)
+      flags |= CURL_CSELECT_IN;
+    if (ctx->events & UV_WRITABLE)
+      flags |= CURL_CSELECT_OUT;
+  } else if (status < 0) {
     flags = CURL_CSELECT_ERR;
   } else {
+    ctx->errored = 0;
     if (events & UV_READABLE)
       flags |= CURL_CSELECT_IN;
     if (events & UV_WRITABLE)
@@ -191,7 +207,10 @@ void cr__drive(cr_loop_t* loop, curl_socket_t fd, int flags) {
   rc = curl_multi_socket_action(loop->multi, fd, flags, &running);
   if (rc != CURLM_OK) {
     /* Every transfer's state is undefined now: fail them all. */
-    cr__fail_running(loop);
+    char why[128];
+    snprintf(why, sizeof(why), "curl_multi_socket_action: %s (CURLM %d)",
+             curl_multi_strerror(rc), (int)rc);
+    cr__fail_running(loop, why);
   }
   cr__drain(loop);
 }

@@ -661,10 +661,25 @@ static long auth_mask(cr_auth_t auth) {
   return auth == CR_AUTH_BASIC ? CURLAUTH_BASIC : auth == CR_AUTH_DIGEST ? CURLAUTH_DIGEST : CURLAUTH_ANY;
 }
 
-#define SET(option, value)                                   \
-  do {                                                       \
-    if (curl_easy_setopt(easy, option, value) != CURLE_OK)   \
-      return CR_ERR_INTERNAL;                                \
+/* A refused option fails the transfer with curl's code and a message that
+ * names the option (docs/engine.md, "Errors"). */
+static cr_error_t setup_failed(cr_transfer_t* t, CURLcode code,
+                               const char* option) {
+  char text[160];
+  snprintf(text, sizeof(text), "cannot set up the transfer: %s: %s", option,
+           curl_easy_strerror(code));
+  t->curl_code = (int)code;
+  free(t->message);
+  t->message = cr__strdup(text);
+  return code == CURLE_OUT_OF_MEMORY ? CR_ERR_INTERNAL
+                                     : cr__error_from_curl(code, 0);
+}
+
+#define SET(option, value)                                          \
+  do {                                                              \
+    CURLcode set_code = curl_easy_setopt(easy, option, value);      \
+    if (set_code != CURLE_OK)                                       \
+      return setup_failed(t, set_code, #option);                    \
   } while (0)
 
 cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
@@ -674,8 +689,11 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   t->easy = easy;
   if (t->run == NULL) {
     t->run = cr__calloc(1, sizeof(*t->run));
-    if (t->run == NULL)
+    if (t->run == NULL) {
+      free(t->message);
+      t->message = cr__strdup("out of memory");
       return CR_ERR_INTERNAL;
+    }
     t->run->content_length = -1;
     atomic_init(&t->run->writer_failed, 0);
   }
@@ -699,7 +717,7 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
       if (next == NULL) {
         curl_slist_free_all(t->headers); /* never a partial list */
         t->headers = NULL;
-        return CR_ERR_INTERNAL;
+        return setup_failed(t, CURLE_OUT_OF_MEMORY, "the header list");
       }
       t->headers = next;
       line += strlen(line) + 1;
@@ -866,6 +884,12 @@ void cr__transfer_collect_metrics(cr_transfer_t* t) {
     snprintf(m->local_ip, sizeof(m->local_ip), "%s", text);
 }
 
+/* Every CURLcode of libcurl 7.88 (and later ones it does not name) to the
+ * engine's codes, which Swift maps to Apple's URLError codes
+ * (Sources/Courier/Errors/EngineErrorMapping.swift). Codes of protocols the
+ * engine refuses at submit (FTP, TFTP, SSH, LDAP, RTSP, file:) and of API
+ * misuse are internal: they cannot come from an HTTP exchange. The
+ * message always carries curl's own text (finish_active). */
 cr_error_t cr__error_from_curl(CURLcode code, int after_submit) {
   switch (code) {
     case CURLE_OK: return CR_OK;
@@ -876,35 +900,89 @@ cr_error_t cr__error_from_curl(CURLcode code, int after_submit) {
     case CURLE_URL_MALFORMAT: return CR_ERR_BAD_URL;
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY: return CR_ERR_CANNOT_RESOLVE;
-    case CURLE_COULDNT_CONNECT: return CR_ERR_CANNOT_CONNECT;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_INTERFACE_FAILED:
+    case CURLE_NO_CONNECTION_AVAILABLE:
+    case CURLE_QUIC_CONNECT_ERROR:
+    case CURLE_PROXY: return CR_ERR_CANNOT_CONNECT;
     case CURLE_OPERATION_TIMEDOUT: return CR_ERR_TIMED_OUT;
     case CURLE_PARTIAL_FILE: return CR_ERR_SHORT_BODY;
+    /* A connection that ended or broke mid-exchange, an HTTP/2 stream the
+     * server reset (RST_STREAM: curl's text names its code), an upload
+     * the server stopped taking. */
     case CURLE_GOT_NOTHING:
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
-    case CURLE_HTTP2_STREAM: return CR_ERR_CONNECTION_LOST;
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+    case CURLE_UPLOAD_FAILED: return CR_ERR_CONNECTION_LOST;
+    /* Not HTTP, or HTTP/2 frames that break the protocol. */
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_HTTP2:
-    case CURLE_TOO_MANY_REDIRECTS: return CR_ERR_BAD_RESPONSE;
+    case CURLE_HTTP_RETURNED_ERROR: return CR_ERR_BAD_RESPONSE;
+    case CURLE_TOO_MANY_REDIRECTS: return CR_ERR_TOO_MANY_REDIRECTS;
     case CURLE_BAD_CONTENT_ENCODING: return CR_ERR_DECODING;
-    case CURLE_RANGE_ERROR: return CR_ERR_BAD_RANGE;
+    case CURLE_RANGE_ERROR:
+    case CURLE_BAD_DOWNLOAD_RESUME: return CR_ERR_BAD_RANGE;
+    case CURLE_FILESIZE_EXCEEDED: return CR_ERR_TOO_LARGE;
+    case CURLE_LOGIN_DENIED:
+    case CURLE_AUTH_ERROR: return CR_ERR_AUTH_FAILED;
+    case CURLE_SEND_FAIL_REWIND: return CR_ERR_BODY_NOT_REWOUND;
+    case CURLE_SSL_CLIENTCERT: return CR_ERR_CLIENT_CERT_REQUIRED;
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
     case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CRL_BADFILE:
     case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED:
     case CURLE_SSL_SHUTDOWN_FAILED: return CR_ERR_TLS;
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_ISSUER_ERROR:
     case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
     case CURLE_SSL_INVALIDCERTSTATUS: return CR_ERR_TLS_UNTRUSTED;
     case CURLE_WRITE_ERROR: return CR_ERR_FILE_WRITE;
-    case CURLE_READ_ERROR: return CR_ERR_FILE_READ;
+    case CURLE_READ_ERROR:
+    case CURLE_FILE_COULDNT_READ_FILE: return CR_ERR_FILE_READ;
     /* Not a cancel: the engine cancels with curl_multi_remove_handle, and
      * its read callback records its own error before it aborts. curl
      * reports this for every transfer of a multi handle whose socket or
      * timer callback failed (out of memory in sockets.c). */
-    case CURLE_ABORTED_BY_CALLBACK: return CR_ERR_INTERNAL;
+    case CURLE_ABORTED_BY_CALLBACK:
+    /* Out of memory (in libcurl 7.88 also a header section or a decoded
+     * piece over its limit: curl's text says which), misuse of the API,
+     * a poll that failed, and the other protocols' codes. */
     default: return CR_ERR_INTERNAL;
   }
+}
+
+const char* cr__error_text(cr_error_t error) {
+  switch (error) {
+    case CR_OK: return "no error";
+    case CR_ERR_CANCELLED: return "cancelled";
+    case CR_ERR_TIMED_OUT: return "timed out";
+    case CR_ERR_CANNOT_RESOLVE: return "the host name could not be resolved";
+    case CR_ERR_CANNOT_CONNECT: return "could not connect";
+    case CR_ERR_CONNECTION_LOST: return "the connection was lost";
+    case CR_ERR_SHORT_BODY: return "the body ended before its announced length";
+    case CR_ERR_BAD_RESPONSE: return "the server's response is not valid HTTP";
+    case CR_ERR_BAD_RANGE: return "the server did not answer the range asked for";
+    case CR_ERR_TLS: return "the TLS handshake failed";
+    case CR_ERR_TLS_UNTRUSTED: return "the server's certificate is not trusted";
+    case CR_ERR_FILE_WRITE: return "writing the download file failed";
+    case CR_ERR_FILE_READ: return "reading the upload file failed";
+    case CR_ERR_UNSUPPORTED_URL: return "unsupported URL";
+    case CR_ERR_BAD_URL: return "malformed URL";
+    case CR_ERR_NO_SPACE: return "no space left on the device";
+    case CR_ERR_INTERNAL: return "the transfer engine failed";
+    case CR_ERR_DECODING: return "the body's content coding is corrupt or unknown";
+    case CR_ERR_TOO_LARGE: return "the body is larger than allowed";
+    case CR_ERR_AUTH_FAILED: return "authentication failed";
+    case CR_ERR_TOO_MANY_REDIRECTS: return "too many redirects";
+    case CR_ERR_BODY_NOT_REWOUND: return "the request body could not be sent again";
+    case CR_ERR_CLIENT_CERT_REQUIRED: return "the server requires a client certificate";
+  }
+  return "the transfer failed";
 }

@@ -182,6 +182,7 @@ typedef struct {
   int data_before_response; /* DATA with no RESPONSE before it       */
   int decided;
   cr_error_t error;
+  int unexplained;       /* a failed COMPLETE without a message      */
   int64_t bytes_on_disk;
   unsigned char* body;   /* every DATA byte, in order                */
   size_t body_length;
@@ -304,6 +305,7 @@ static inline void recorder_on_events(void* context, const cr_event_t* events,
       case CR_EVENT_COMPLETE:
         record->completes++;
         record->error = e->error;
+        record->unexplained = e->error != CR_OK && (e->message == NULL || e->message[0] == '\0');
         record->bytes_on_disk = e->bytes_on_disk;
         if (record->held && !record->decided && e->error == CR_OK)
           record->data_while_held++;

@@ -7,6 +7,8 @@
  */
 #include <stdatomic.h>
 
+#include <curl/curl.h>
+
 #include "harness.h"
 
 static recorder_t recorder;
@@ -39,7 +41,59 @@ static const record_t* ended(size_t tag, cr_error_t error) {
         "transfer %zu: DATA out of order", tag);
   CHECK(record->error == error, "transfer %zu: error %d, expected %d", tag,
         record->error, error);
+  CHECK(!record->unexplained, "transfer %zu: failed (%d) without a message", tag,
+        record->error);
   return record;
+}
+
+/* The engine's own (hidden) mapping of libcurl's codes: every code maps to
+ * an engine error, the ones an HTTP exchange meets to the right one, and
+ * every engine error has a text (docs/engine.md, "Errors"). */
+cr_error_t cr__error_from_curl(CURLcode code, int after_submit);
+const char* cr__error_text(cr_error_t error);
+
+static void error_mapping(void) {
+  static const struct {
+    CURLcode code;
+    cr_error_t error;
+  } expected[] = {
+      {CURLE_OK, CR_OK},
+      {CURLE_COULDNT_RESOLVE_HOST, CR_ERR_CANNOT_RESOLVE},
+      {CURLE_COULDNT_CONNECT, CR_ERR_CANNOT_CONNECT},
+      {CURLE_PROXY, CR_ERR_CANNOT_CONNECT},
+      {CURLE_OPERATION_TIMEDOUT, CR_ERR_TIMED_OUT},
+      {CURLE_PARTIAL_FILE, CR_ERR_SHORT_BODY},
+      {CURLE_RECV_ERROR, CR_ERR_CONNECTION_LOST},
+      {CURLE_SEND_ERROR, CR_ERR_CONNECTION_LOST},
+      {CURLE_GOT_NOTHING, CR_ERR_CONNECTION_LOST},
+      {CURLE_HTTP2_STREAM, CR_ERR_CONNECTION_LOST},
+      {CURLE_HTTP2, CR_ERR_BAD_RESPONSE},
+      {CURLE_WEIRD_SERVER_REPLY, CR_ERR_BAD_RESPONSE},
+      {CURLE_TOO_MANY_REDIRECTS, CR_ERR_TOO_MANY_REDIRECTS},
+      {CURLE_BAD_CONTENT_ENCODING, CR_ERR_DECODING},
+      {CURLE_RANGE_ERROR, CR_ERR_BAD_RANGE},
+      {CURLE_FILESIZE_EXCEEDED, CR_ERR_TOO_LARGE},
+      {CURLE_LOGIN_DENIED, CR_ERR_AUTH_FAILED},
+      {CURLE_SEND_FAIL_REWIND, CR_ERR_BODY_NOT_REWOUND},
+      {CURLE_SSL_CLIENTCERT, CR_ERR_CLIENT_CERT_REQUIRED},
+      {CURLE_SSL_CONNECT_ERROR, CR_ERR_TLS},
+      {CURLE_PEER_FAILED_VERIFICATION, CR_ERR_TLS_UNTRUSTED},
+      {CURLE_WRITE_ERROR, CR_ERR_FILE_WRITE},
+      {CURLE_READ_ERROR, CR_ERR_FILE_READ},
+      {CURLE_OUT_OF_MEMORY, CR_ERR_INTERNAL},
+      {CURLE_BAD_FUNCTION_ARGUMENT, CR_ERR_INTERNAL},
+  };
+  for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++)
+    CHECK(cr__error_from_curl(expected[i].code, 1) == expected[i].error,
+          "curl %d maps to %d, expected %d", (int)expected[i].code,
+          cr__error_from_curl(expected[i].code, 1), expected[i].error);
+  for (int code = 0; code <= CURL_LAST + 5; code++) {
+    cr_error_t error = cr__error_from_curl((CURLcode)code, 1);
+    CHECK(error >= CR_OK && error <= CR_ERR_CLIENT_CERT_REQUIRED, "curl %d: engine error %d", code, error);
+    CHECK((error == CR_OK) == (code == 0), "curl %d maps to success", code);
+    CHECK(cr__error_text(error)[0] != '\0', "engine error %d has no text", error);
+  }
+  printf("errors: every curl code (0..%d) maps, each engine error has a text\n", CURL_LAST + 5);
 }
 
 static void body_is_text(const record_t* record, const char* text) {
@@ -120,6 +174,7 @@ int main(int argc, char** argv) {
   CHECK(engine != NULL, "cr_engine_create: %s", error);
   recorder.engine = engine;
   api_boundary(engine);
+  error_mapping();
 
   /* Many small GETs into memory over two loops. */
   snprintf(url, sizeof(url), "%s/bytes/1024", base);

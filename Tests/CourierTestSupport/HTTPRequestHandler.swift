@@ -1,6 +1,7 @@
 import Crypto
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 
 /// Serves HTTP/1-style request parts, from the HTTP/1 decoder or, per stream, from
 /// `HTTP2FramePayloadToHTTP1ServerCodec`: collects each request, records it, routes it, and hands the
@@ -10,6 +11,8 @@ final class HTTPRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let state: ServerState
+    /// HTTP/2: the streams of this handler's connection; nil on HTTP/1.
+    private let streams: HTTP2StreamLedger?
     private var head: HTTPRequestHead?
     private var bodyMode = Router.BodyMode.count
     private var body = ByteBuffer()
@@ -19,14 +22,18 @@ final class HTTPRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The resumable upload this request starts or appends to (`/resumable`).
     private var resumable: ResumableUploads.Role?
 
-    init(state: ServerState) {
+    init(state: ServerState, streams: HTTP2StreamLedger? = nil) {
         self.state = state
+        self.streams = streams
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             self.head = head
+            if let streams, let id = try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID) {
+                streams.noteStream(Int(Int32(id)))
+            }
             bodyMode = Router.bodyMode(for: head)
             body = context.channel.allocator.buffer(capacity: 0)
             bodyLength = 0
@@ -81,7 +88,7 @@ final class HTTPRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
                 request.pathSegments.first == "resumable"
                 ? state.resumableUploads.respond(to: request, role: resumable) : Router.respond(to: request, state: state)
             resumable = nil
-            let writer = ResponseWriter(context: context, plan: plan, request: head) { [weak self] finished in
+            let writer = ResponseWriter(context: context, plan: plan, request: head, streams: streams) { [weak self] finished in
                 if self?.writer === finished {
                     self?.writer = nil
                 }

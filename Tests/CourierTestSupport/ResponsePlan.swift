@@ -43,6 +43,13 @@ struct ResponsePlan {
         var cut: Int?
         /// Abort the TCP connection with an RST (SO_LINGER 0) after this many body bytes.
         var reset: Int?
+        /// HTTP/2: reset the stream with RST_STREAM and this error code after this many body bytes (HTTP/1: close).
+        var streamReset: (after: Int, code: UInt32)?
+        /// HTTP/2: after this many body bytes send GOAWAY naming the highest stream the server has seen as the
+        /// last one it acts on, with this error code. NO_ERROR (0) is a graceful shutdown: the open streams end
+        /// normally and the client opens no new one on the connection. Any other code closes the connection at
+        /// once. HTTP/1: close.
+        var goAway: (after: Int, code: UInt32)?
         /// Announce a Content-Length this much off the real length, then close.
         var lie: Int?
         /// Send no Content-Length (HTTP/1.1: chunked).

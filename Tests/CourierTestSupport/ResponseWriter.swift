@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 
 /// Writes one ``ResponsePlan`` on one channel and acts out its faults with event-loop timers.
 ///
@@ -17,6 +18,8 @@ final class ResponseWriter {
     private let isHTTP2: Bool
     private let keepAlive: Bool
     private let onFinished: (ResponseWriter) -> Void
+    /// HTTP/2: what the connection has seen of the client's streams (a GOAWAY names the highest).
+    private let streams: HTTP2StreamLedger?
 
     private var sent = 0
     private var timer: Scheduled<Void>?
@@ -26,8 +29,10 @@ final class ResponseWriter {
         context: ChannelHandlerContext,
         plan: ResponsePlan,
         request: HTTPRequestHead,
+        streams: HTTP2StreamLedger? = nil,
         onFinished: @escaping (ResponseWriter) -> Void
     ) {
+        self.streams = streams
         self.context = context
         self.plan = plan
         self.version = request.version
@@ -87,33 +92,58 @@ final class ResponseWriter {
         }
     }
 
-    /// Where writing stops early: the first of `cut` and `reset` that falls inside the body.
-    private var abruptStop: (offset: Int, isReset: Bool)? {
-        let total = plan.body.count
-        let cut = plan.faults.cut.flatMap { $0 < total ? max(0, $0) : nil }
-        let reset = plan.faults.reset.flatMap { $0 < total ? max(0, $0) : nil }
-        switch (cut, reset) {
-        case (nil, nil): return nil
-        case (let cut?, nil): return (cut, false)
-        case (nil, let reset?): return (reset, true)
-        case (let cut?, let reset?): return reset <= cut ? (reset, true) : (cut, false)
-        }
+    /// How writing stops early (ResponsePlan.Faults).
+    private enum Stop {
+        case close
+        case tcpReset
+        case streamReset(code: UInt32)
+        case goAway(code: UInt32)
     }
+
+    /// Where writing stops early: the first of the plan's stops that falls inside the body. A graceful GOAWAY
+    /// does not stop the body: it is sent on the way (`goAwayPending`).
+    private var abruptStop: (offset: Int, stop: Stop)? {
+        let total = plan.body.count
+        let faults = plan.faults
+        var stops: [(Int, Stop)] = []
+        if let cut = faults.cut { stops.append((cut, .close)) }
+        if let reset = faults.reset { stops.append((reset, .tcpReset)) }
+        if let streamReset = faults.streamReset { stops.append((streamReset.after, .streamReset(code: streamReset.code))) }
+        if let goAway = faults.goAway, goAway.code != 0 { stops.append((goAway.after, .goAway(code: goAway.code))) }
+        return stops.filter { $0.0 < total }.min { $0.0 < $1.0 }.map { (max(0, $0.0), $0.1) }
+    }
+
+    /// A graceful GOAWAY (NO_ERROR) not sent yet: its offset in the body.
+    private var goAwayPending: Int? {
+        guard let goAway = plan.faults.goAway, goAway.code == 0, !goAwaySent else { return nil }
+        return goAway.after
+    }
+    private var goAwaySent = false
 
     private func sendBody() {
         guard !finished else { return }
         let stop = abruptStop
         let limit = stop?.offset ?? plan.body.count
+        if let goAway = goAwayPending, sent >= min(goAway, limit) {
+            goAwaySent = true
+            sendGoAway(code: 0)
+        }
         if sent >= limit {
             if let stop {
                 context.flush()
-                if stop.isReset { resetConnection() } else { cutConnection() }
+                switch stop.stop {
+                case .close: cutConnection()
+                case .tcpReset: resetConnection()
+                case .streamReset(let code): resetStream(code: code)
+                case .goAway(let code): sendGoAway(code: code)
+                }
             } else {
                 finish()
             }
             return
         }
-        let length = min(plan.faults.trickle?.bytes ?? Self.pieceSize, limit - sent)
+        let pieceEnd = goAwayPending.map { $0 > sent ? min($0, limit) : limit } ?? limit
+        let length = min(plan.faults.trickle?.bytes ?? Self.pieceSize, pieceEnd - sent)
         let piece = plan.body.slice(from: sent, length: length, allocator: context.channel.allocator)
         sent += length
         let part = NIOAny(HTTPServerResponsePart.body(.byteBuffer(piece)))
@@ -167,6 +197,42 @@ final class ResponseWriter {
     private func resetConnection() {
         markFinished()
         ConnectionTap.abortConnection(connectionChannel)
+    }
+
+    /// HTTP/2: RST_STREAM with `code` on this stream, written below the HTTP/1-style codec. HTTP/1: closes.
+    private func resetStream(code: UInt32) {
+        markFinished()
+        guard isHTTP2, let codec = try? context.pipeline.syncOperations.context(handlerType: HTTP2FramePayloadToHTTP1ServerCodec.self)
+        else {
+            context.close(promise: nil)
+            return
+        }
+        codec.writeAndFlush(NIOAny(HTTP2Frame.FramePayload.rstStream(HTTP2ErrorCode(networkCode: Int(code)))), promise: nil)
+    }
+
+    /// HTTP/2: GOAWAY on the connection, naming the highest stream the server has seen as the last one it acts
+    /// on (streams the client opens later are refused). NO_ERROR lets the open streams go on; any other code closes
+    /// the connection at once. HTTP/1: closes.
+    private func sendGoAway(code: UInt32) {
+        guard isHTTP2, let streams else {
+            cutConnection()
+            return
+        }
+        let connection = connectionChannel
+        let frame = HTTP2Frame(
+            streamID: .rootStream,
+            payload: .goAway(
+                lastStreamID: HTTP2StreamID(streams.highestStreamID),
+                errorCode: HTTP2ErrorCode(networkCode: Int(code)),
+                opaqueData: nil
+            )
+        )
+        if code == 0 {
+            connection.writeAndFlush(frame, promise: nil)
+            return
+        }
+        markFinished()
+        connection.writeAndFlush(frame).whenComplete { _ in connection.close(promise: nil) }
     }
 
     /// Writes bytes that are not HTTP straight to the connection, below the HTTP/1 encoder, then closes.

@@ -61,6 +61,7 @@ enum ServerPipeline {
         connection.targetWindowSize = 8 << 20
         var stream = NIOHTTP2Handler.StreamConfiguration()
         stream.targetWindowSize = 1 << 20
+        let streams = HTTP2StreamLedger()
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server,
             connectionConfiguration: connection,
@@ -69,7 +70,7 @@ enum ServerPipeline {
             streamChannel.eventLoop.makeCompletedFuture {
                 let pipeline = streamChannel.pipeline.syncOperations
                 try pipeline.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                try pipeline.addHandler(HTTPRequestHandler(state: state))
+                try pipeline.addHandler(HTTPRequestHandler(state: state, streams: streams))
             }
         }
     }

@@ -7,28 +7,158 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// HTTP/2 as users meet it on a busy HTTPS server: many large bodies to files, in waves, multiplexed on shared
-/// connections (docs/engine.md, "Easy handles": the first wave once left every later transfer failing).
+/// A session that trusts `server`'s test CA, so that it speaks HTTP/2 with it (ALPN), on `loops` engine loops with
+/// at most `connections` connections per host and loop.
+private func http2Session(
+    _ server: TestServer,
+    loops: Int = 2,
+    connections: Int = 6,
+    configure: (inout SessionConfiguration) -> Void = { _ in }
+) -> Session {
+    var configuration = testConfiguration()
+    configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+    configuration.engineLoopCount = loops
+    configuration.httpMaximumConnectionsPerHost = connections
+    configure(&configuration)
+    return Session(configuration: configuration)
+}
+
+/// HTTP/2 as users meet it on a busy HTTPS server: many large bodies to files and from memory and files, in waves,
+/// multiplexed on shared connections (docs/engine.md, "Easy handles": the first wave once left every later download
+/// to a file failing at set-up).
 @Suite("HTTP/2 workloads", .timeLimit(.minutes(3)))
 struct HTTP2WorkloadTests {
-    @Test("96 downloads of 1 MiB to files, 32 in flight, in waves over shared HTTP/2 connections")
-    func downloadWaves() async throws {
+    @Test(
+        "96 downloads of 1 MiB to files, 32 in flight, in waves over shared HTTP/2 connections",
+        arguments: [false, true]
+    )
+    func downloadWaves(slowDisk: Bool) async throws {
         try await withServer(.init(tls: true)) { server in
-            var configuration = testConfiguration()
-            configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
-            let session = Session(configuration: configuration)
+            let session = http2Session(server) { configuration in
+                // 3 ms a 128 KiB chunk: about 40 MB/s a loop, so the transfers pause for the disk again and again.
+                configuration.simulatedDiskWriteDelay = slowDisk ? .milliseconds(3) : .zero
+            }
             defer { session.invalidateAndCancel() }
             let length = 1 << 20
             let failures = try await inWaves(total: 96, inFlight: 32) { index in
                 let url = server.url("/bytes/\(length)?seed=\(index % 4)")
                 let (file, response) = try await session.download(from: url)
                 defer { try? FileManager.default.removeItem(at: file) }
-                guard (response as? HTTPURLResponse)?.statusCode == 200 else { return "status" }
+                guard (response as? HTTPURLResponse)?.statusCode == 200 else { return "not 200" }
                 return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index % 4) ? nil : "bytes"
             }
             #expect(failures.isEmpty, "\(failures.count) failed, first: \(failures.first ?? "")")
+            #expect(server.requests.count == 96 && server.requests.allSatisfy { $0.httpVersion == "2" })
+            // One connection per engine loop, each carrying its share of the streams.
+            #expect(server.connectionCount <= 2)
+        }
+    }
+
+    @Test("64 uploads of 512 KiB, from memory and from files, 16 in flight over shared HTTP/2 connections")
+    func uploadWaves() async throws {
+        try await withServer(.init(tls: true)) { server in
+            let session = http2Session(server)
+            defer { session.invalidateAndCancel() }
+            let body = TestServer.bytes(count: 512 << 10, seed: 5)
+            let digest = TestServer.sha256Hex(body)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("h2-upload-\(UUID().uuidString)")
+            try body.write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let failures = try await inWaves(total: 64, inFlight: 16) { index in
+                var request = URLRequest(url: server.url("/upload"))
+                request.httpMethod = index % 2 == 0 ? "POST" : "PUT"
+                let (data, response) =
+                    index % 2 == 0
+                    ? try await session.upload(for: request, from: body)
+                    : try await session.upload(for: request, fromFile: file)
+                guard (response as? HTTPURLResponse)?.statusCode == 200 else { return "not 200" }
+                let answer = jsonObject(data)
+                return answer["length"] as? Int == body.count && answer["sha256"] as? String == digest
+                    ? nil : "server got \(answer)"
+            }
+            #expect(failures.isEmpty, "\(failures.count) failed, first: \(failures.first ?? "")")
             #expect(server.requests.allSatisfy { $0.httpVersion == "2" })
-            #expect(server.connectionCount <= configuration.engineLoopCount)
+            #expect(server.connectionCount <= 2)
+        }
+    }
+}
+
+/// A server that ends an HTTP/2 stream or connection on its own: every failure typed and said as curl saw it, the
+/// other streams unharmed where HTTP/2 allows it.
+@Suite("HTTP/2 faults", .timeLimit(.minutes(2)))
+struct HTTP2FaultTests {
+    @Test("a stream the server resets (RST_STREAM) fails alone, naming the code; its neighbours finish")
+    func streamReset() async throws {
+        try await withServer(.init(tls: true)) { server in
+            let session = http2Session(server, loops: 1, connections: 1)
+            defer { session.invalidateAndCancel() }
+            let length = 1 << 20
+            let outcomes = try await inWaves(total: 8, inFlight: 8) { index in
+                let fault = index == 3 ? "&rst=262144&rstCode=2" : ""
+                let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)\(fault)"))
+                defer { try? FileManager.default.removeItem(at: file) }
+                return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+            }
+            #expect(outcomes.count == 1)
+            let failure = try #require(outcomes.first)
+            #expect(failure.hasPrefix("#3: CourierError.networkConnectionLost"), "\(failure)")
+            #expect(failure.contains("INTERNAL_ERROR (err 2)") && failure.contains("(curl 92)"), "\(failure)")
+            #expect(failure.contains("[resumable]"), "\(failure)")
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    @Test("a graceful GOAWAY: the streams the server keeps finish, the ones it refuses go again on a new connection")
+    func gracefulGoAway() async throws {
+        try await withServer(.init(tls: true)) { server in
+            let session = http2Session(server, loops: 1, connections: 1)
+            defer { session.invalidateAndCancel() }
+            let length = 1 << 20
+            let failures = try await inWaves(total: 24, inFlight: 8) { index in
+                let fault = index == 3 ? "&goaway=262144" : ""
+                let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)\(fault)"))
+                defer { try? FileManager.default.removeItem(at: file) }
+                return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+            }
+            #expect(failures.isEmpty, "\(failures)")
+            #expect(server.connectionCount >= 2)
+        }
+    }
+
+    @Test("a GOAWAY with an error closes the connection: the streams cut fail as lost connections, new ones work")
+    func goAwayWithError() async throws {
+        try await withServer(.init(tls: true)) { server in
+            let session = http2Session(server, loops: 1, connections: 1)
+            defer { session.invalidateAndCancel() }
+            let length = 1 << 20
+            let failures = try await inWaves(total: 6, inFlight: 6) { index in
+                let fault = index == 0 ? "&goaway=262144&goawayCode=2" : "&trickle=65536&interval=20"
+                let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)\(fault)"))
+                defer { try? FileManager.default.removeItem(at: file) }
+                return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+            }
+            #expect(failures.contains { $0.hasPrefix("#0: ") })
+            for failure in failures {
+                #expect(failure.contains("CourierError.networkConnectionLost: HTTP/2 stream"), "\(failure)")
+            }
+            let (data, _) = try await session.data(from: server.url("/bytes/1000?seed=1"))
+            #expect(data == TestServer.bytes(count: 1000, seed: 1))
+            #expect(server.connectionCount >= 2)
+        }
+    }
+
+    @Test("a connection reset under HTTP/2 streams says so, with the errno")
+    func connectionReset() async throws {
+        try await withServer(.init(tls: true)) { server in
+            let session = http2Session(server, loops: 1, connections: 1)
+            defer { session.invalidateAndCancel() }
+            await #expect {
+                _ = try await session.download(from: server.url("/bytes/\(1 << 20)?reset=262144"))
+            } throws: { error in
+                let error = error as? CourierError
+                return error?.code == .networkConnectionLost && error?.osError == ECONNRESET
+                    && error?.message.contains("Connection reset by peer") == true
+            }
         }
     }
 }

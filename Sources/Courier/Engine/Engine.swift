@@ -8,6 +8,8 @@ struct EngineConfiguration: Sendable {
     var maximumHostConnections: Int
     var maximumActiveTransfers: Int
     var trustedCertificatesPEM: Data?
+    /// `cr_engine_config_t.write_delay_us`: a slow disk, for tests.
+    var diskWriteDelay: Duration = .zero
     /// Receive limits every transfer draws from (the session's own, courierd's); at most `CR_MAX_RATE_LIMITS`.
     var rateLimiters: [BandwidthLimiter] = []
 }
@@ -33,6 +35,8 @@ final class Engine: @unchecked Sendable {
         config.max_host_connections = Int32(max(0, configuration.maximumHostConnections))
         config.max_active_transfers = Int32(max(0, configuration.maximumActiveTransfers))
         config.buffer_size = 0
+        let delay = configuration.diskWriteDelay.components
+        config.write_delay_us = Int32(clamping: delay.seconds * 1_000_000 + delay.attoseconds / 1_000_000_000_000)
         config.on_events = courierEngineEvents
         config.context = router.toOpaque()
         var errorText: UnsafePointer<CChar>?

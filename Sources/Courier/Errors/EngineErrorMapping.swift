@@ -21,6 +21,11 @@ extension CourierError.Code {
         case CR_ERR_BAD_URL: self = .badURL
         case CR_ERR_NO_SPACE: self = .insufficientSpace
         case CR_ERR_DECODING: self = .cannotDecodeContentData
+        case CR_ERR_TOO_LARGE: self = .dataLengthExceedsMaximum
+        case CR_ERR_AUTH_FAILED: self = .userAuthenticationRequired
+        case CR_ERR_TOO_MANY_REDIRECTS: self = .httpTooManyRedirects
+        case CR_ERR_BODY_NOT_REWOUND: self = .requestBodyStreamExhausted
+        case CR_ERR_CLIENT_CERT_REQUIRED: self = .clientCertificateRequired
         default: self = .unknown
         }
     }
@@ -34,13 +39,13 @@ extension CourierError {
         if code == .cannotConnectToHost && (osError == ENETUNREACH || osError == ENETDOWN) {
             code = .notConnectedToInternet
         }
+        // The engine gives every failure a message (libcurl's own text where curl failed); only an engine out of
+        // memory even for that leaves it out.
         let text: String
         if let message, !message.isEmpty {
             text = message
-        } else if engineError == CR_ERR_SHORT_BODY {
-            text = "the body ended before the announced length"
         } else {
-            text = "transfer failed"
+            text = "\(code) (engine error \(engineError.rawValue))"
         }
         self.init(
             code,

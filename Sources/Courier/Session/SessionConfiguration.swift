@@ -80,6 +80,8 @@ public struct SessionConfiguration: Sendable {
     /// Every spec, decision and event of an in-process session crosses the backend seam through its encoding
     /// (``SerialisedBackend``): `COURIER_TRANSFER_BACKEND=serialised`, or a test that compares backends.
     package var serialisesBackend = SerialisedBackend.isSelected
+    /// A slow disk, for tests: the engine's disk writers wait this long before every write of a download chunk.
+    package var simulatedDiskWriteDelay: Duration = .zero
 
     /// Headers added to every request that does not already set them.
     public var httpAdditionalHeaders: [String: String]?

@@ -117,6 +117,7 @@ final class SessionCore: Sendable {
                     maximumHostConnections: configuration.httpMaximumConnectionsPerHost,
                     maximumActiveTransfers: configuration.maximumConcurrentTransfers,
                     trustedCertificatesPEM: pem,
+                    diskWriteDelay: configuration.simulatedDiskWriteDelay,
                     rateLimiters: (configuration.bandwidthLimit.flatMap(BandwidthLimiter.init).map { [$0] } ?? [])
                         + configuration.sharedBandwidthLimiters
                 )

@@ -49,6 +49,13 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
         public static let userAuthenticationRequired = Code(rawValue: -1013)
         /// The response body's content coding (`gzip`, `deflate`, `br`, `zstd`) was corrupt or unknown.
         public static let cannotDecodeContentData = Code(rawValue: -1016)
+        /// A body was larger than allowed: the server announced or sent more than the limit set for it.
+        public static let dataLengthExceedsMaximum = Code(rawValue: -1103)
+        /// The request body had to be sent again (a redirect or an authentication round trip that kept the
+        /// method) and could not be rewound.
+        public static let requestBodyStreamExhausted = Code(rawValue: -1021)
+        /// The server asked for a client certificate (TLS) and none was given.
+        public static let clientCertificateRequired = Code(rawValue: -1206)
         /// A file (an upload body, a resume file) does not exist.
         public static let fileDoesNotExist = Code(rawValue: -1100)
         /// The TLS handshake failed.
@@ -101,6 +108,8 @@ public struct CourierError: Error, Sendable, Hashable, Codable, CustomStringConv
             -1007: "httpTooManyRedirects", -1011: "badServerResponse",
             -1012: "userCancelledAuthentication", -1013: "userAuthenticationRequired",
             -1016: "cannotDecodeContentData", -1100: "fileDoesNotExist", -1200: "secureConnectionFailed",
+            -1103: "dataLengthExceedsMaximum", -1021: "requestBodyStreamExhausted",
+            -1206: "clientCertificateRequired",
             -1202: "serverCertificateUntrusted", -3000: "cannotCreateFile", -3001: "cannotOpenFile",
             -3002: "cannotReadFile", -3003: "cannotWriteToFile", -3005: "cannotMoveFile", -3100: "cannotResume",
             -3101: "fileChanged", -3102: "insufficientSpace", -996: "backgroundSessionInUse",

@@ -90,7 +90,8 @@ enum BytesRoute {
         tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
     }
 
-    /// The wire faults from the query: delay, stall, trickle + interval, cut, reset, lie, chunked.
+    /// The wire faults from the query: delay, stall, trickle + interval, cut, reset, rst + rstCode, goaway +
+    /// goawayCode, lie, chunked.
     static func faults(_ request: ReceivedRequest) -> ResponsePlan.Faults {
         var faults = ResponsePlan.Faults()
         faults.delay = Router.delay(request)
@@ -100,6 +101,12 @@ enum BytesRoute {
         }
         faults.cut = request.queryInt("cut")
         faults.reset = request.queryInt("reset")
+        if let after = request.queryInt("rst") {
+            faults.streamReset = (after, UInt32(clamping: request.queryInt("rstCode") ?? 2))
+        }
+        if let after = request.queryInt("goaway") {
+            faults.goAway = (after, UInt32(clamping: request.queryInt("goawayCode") ?? 0))
+        }
         faults.lie = request.queryInt("lie")
         faults.chunked = request.queryFlag("chunked")
         return faults
