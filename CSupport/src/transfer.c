@@ -418,6 +418,19 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
     reset_response(t);
     if (space)
       t->status = atoi(space + 1);
+    /* HTTP/2: the body ends with its stream, not when Content-Length bytes
+     * have come. libcurl 7.88 ends a transfer as soon as the announced
+     * length has arrived and resets the stream when the server's
+     * END_STREAM comes in a later frame (as SwiftNIO's servers send it):
+     * a reset the server counts against the rapid-reset attack
+     * (nghttp2_closed_stream_reset.c). Read to the stream's end, the stream
+     * is closed when the transfer ends and no reset goes out. The status
+     * line comes before the fields, so curl has not read Content-Length
+     * yet; the engine checks the length itself (on_write, finish_active).
+     * Never for HTTP/1.1, where the length is what ends a body on a
+     * kept-alive connection. */
+    if (length >= 7 && strncmp(data, "HTTP/2 ", 7) == 0)
+      curl_easy_setopt(t->easy, CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
   } else if (length <= 2 && (data[0] == '\r' || data[0] == '\n')) {
     if (append_header(t, data, length) != 0)
       return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");

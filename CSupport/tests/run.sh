@@ -51,7 +51,8 @@ fi
 grep -E "warning|error" "$work/make.log" || true
 
 # Only the API is exported: the engine's sources, compiled and linked as a shared object, export exactly the
-# functions courier_engine.h declares; every other global symbol is cr__* and hidden.
+# functions courier_engine.h declares, and nghttp2_submit_rst_stream (nghttp2_closed_stream_reset.c: it stands in
+# front of libnghttp2's); every other global symbol is cr__* and hidden.
 check_symbols() {
     local cc="${CC:-cc}" objects=() source
     mkdir -p "$work/objects"
@@ -61,8 +62,9 @@ check_symbols() {
         objects+=("$work/objects/$(basename "$source" .c).o")
     done
     "$cc" -shared -o "$work/libengine.so" "${objects[@]}" -lcurl -luv -lpthread || return 1
-    grep -oE '\bcr_[a-z_]+\(' ../include/courier_engine.h | tr -d '(' | sort -u >"$work/api.txt"
-    nm -D --defined-only "$work/libengine.so" | awk '{print $3}' | grep '^cr' | sort -u >"$work/exported.txt"
+    { grep -oE '\bcr_[a-z_]+\(' ../include/courier_engine.h | tr -d '(';
+      echo nghttp2_submit_rst_stream; } | sort -u >"$work/api.txt"
+    nm -D --defined-only "$work/libengine.so" | awk '{print $3}' | grep '^cr\|^nghttp2' | sort -u >"$work/exported.txt"
     nm -g --defined-only "${objects[@]}" | awk 'NF == 3 {print $3}' | grep -v '^cr__' | sort -u >"$work/global.txt"
     if ! diff -u "$work/api.txt" "$work/exported.txt"; then
         echo "exported symbols differ from courier_engine.h's functions (- API, + exported)" >&2

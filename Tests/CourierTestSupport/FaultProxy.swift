@@ -48,18 +48,22 @@ public final class FaultProxy: @unchecked Sendable {
         var bytesToClient: Int64 = 0
         var stopping = false
     }
+    private let scheme: String
     private let counters = LockedValue(Counters())
 
     /// Listens on `address` (a free port) and relays to `upstreamAddress`:`upstreamPort`; `fault` applies to the
-    /// first `faultyConnections` connections (the ones after pass through untouched).
+    /// first `faultyConnections` connections (the ones after pass through untouched). `scheme` is the upstream's
+    /// (`https`: the bytes relayed are TLS, and ``url(_:)`` says so).
     public init(
         address: String = "127.0.0.1",
         upstreamAddress: String = "127.0.0.1",
         upstreamPort: Int,
+        scheme: String = "http",
         fault: Fault,
         faultyConnections: Int = 1
     ) throws {
         self.address = address
+        self.scheme = scheme
         self.fault = fault
         self.faultyConnections = faultyConnections
         self.upstreamAddress = upstreamAddress
@@ -77,7 +81,7 @@ public final class FaultProxy: @unchecked Sendable {
     public var bytesToClients: Int64 { counters.withLock { $0.bytesToClient } }
 
     public func url(_ pathAndQuery: String) -> URL {
-        URL(string: "http://\(address):\(port)\(pathAndQuery)")!
+        URL(string: "\(scheme)://\(address):\(port)\(pathAndQuery)")!
     }
 
     public func stop() {

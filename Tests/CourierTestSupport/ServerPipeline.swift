@@ -62,6 +62,7 @@ enum ServerPipeline {
         var stream = NIOHTTP2Handler.StreamConfiguration()
         stream.targetWindowSize = 1 << 20
         let streams = HTTP2StreamLedger()
+        try channel.pipeline.syncOperations.addHandler(HTTP2FrameTally(state: state))
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server,
             connectionConfiguration: connection,

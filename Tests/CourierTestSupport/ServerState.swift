@@ -20,6 +20,7 @@ final class ServerState: Sendable {
         var openConnections = 0
         var peakOpenConnections = 0
         var issuedNonces: Set<String> = []
+        var streamResets = 0
     }
 
     private let storage = LockedValue(Storage())
@@ -38,6 +39,15 @@ final class ServerState: Sendable {
 
     var peakOpenConnections: Int {
         storage.withLock { $0.peakOpenConnections }
+    }
+
+    /// RST_STREAM frames HTTP/2 clients sent (``HTTP2FrameTally``).
+    var streamResets: Int {
+        storage.withLock { $0.streamResets }
+    }
+
+    func streamResetsReceived(_ count: Int) {
+        storage.withLock { $0.streamResets += count }
     }
 
     func record(_ request: RecordedRequest) {

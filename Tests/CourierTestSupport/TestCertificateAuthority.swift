@@ -144,6 +144,19 @@ public struct TestCertificateAuthority: Sendable {
         )
     }
 
+    /// One CA for the whole process, made on first use: the servers of the HTTP/2 pass
+    /// (``TestServer/Configuration/sharedAuthority``) are signed by it, so that a session can trust them before they
+    /// start. Its ``pemFile`` is deleted at once (nothing of it outlives the process): use ``pem``.
+    public static func shared() throws -> TestCertificateAuthority {
+        try sharedAuthority.get()
+    }
+
+    private static let sharedAuthority = Result { () throws -> TestCertificateAuthority in
+        let authority = try make()
+        authority.removeFiles()
+        return authority
+    }
+
     /// Deletes ``pemFile``. ``TestServer/shutdown()`` does this for the CA it made.
     public func removeFiles() {
         try? FileManager.default.removeItem(at: pemFile)

@@ -1,3 +1,5 @@
+import Foundation
+
 extension TestServer {
     /// How a ``TestServer`` listens: plain HTTP/1.1, or TLS with ALPN, and which certificate it presents.
     ///
@@ -30,6 +32,14 @@ extension TestServer {
         /// With `tls`, present a leaf signed by the trusted CA whose validity ended yesterday.
         public var expiredCertificate: Bool
 
+        /// Plain HTTP/1.1 in every pass of the tests: ``forCurrentProtocol()`` leaves it as it is (a server a test
+        /// needs plain, e.g. the target of a downgrade, or a forward proxy for `http` URLs).
+        public var plainInEveryPass = false
+
+        /// With `tls`, sign the leaf with ``TestCertificateAuthority/shared`` (made once per process) instead of a
+        /// CA of the server's own, so that a session can trust the server before it starts.
+        public var sharedAuthority = false
+
         /// Creates a configuration.
         /// - Parameters:
         ///   - tls: serve HTTPS instead of plain HTTP.
@@ -50,5 +60,32 @@ extension TestServer {
             self.wrongHostName = wrongHostName
             self.expiredCertificate = expiredCertificate
         }
+
+        /// This configuration for the protocol pass the tests run in (``TestProtocol/current``): under
+        /// `COURIER_TEST_PROTOCOL=h2`, a plain loopback server becomes an HTTPS one that offers HTTP/2, signed by the
+        /// shared CA; a forward proxy (``proxyCredential``) and ``plainInEveryPass`` stay plain. Everything else is
+        /// left as asked.
+        public func forCurrentProtocol() -> Configuration {
+            guard TestProtocol.current == .http2, !tls, !plainInEveryPass, proxyCredential == nil, host == "127.0.0.1"
+            else { return self }
+            var configuration = self
+            configuration.tls = true
+            configuration.http2 = true
+            configuration.sharedAuthority = true
+            return configuration
+        }
     }
+}
+
+/// The protocol the session tests speak with their servers. The test command runs them once over plain HTTP/1.1
+/// and once more with `COURIER_TEST_PROTOCOL=h2`: every server a test starts through
+/// ``TestServer/Configuration/forCurrentProtocol()`` then serves HTTPS with HTTP/2 (ALPN), and every test session
+/// trusts ``TestCertificateAuthority/shared``.
+public enum TestProtocol: Sendable {
+    case http1
+    case http2
+
+    /// From `COURIER_TEST_PROTOCOL` (`h2`; anything else is HTTP/1.1).
+    public static let current: TestProtocol =
+        ProcessInfo.processInfo.environment["COURIER_TEST_PROTOCOL"] == "h2" ? .http2 : .http1
 }

@@ -59,7 +59,7 @@ public final class TestServer: Sendable {
         if shutDownOnce.claim() {
             serverChannel.close(promise: nil)
             group.shutdownGracefully { _ in }
-            certificateAuthority?.removeFiles()
+            removeAuthorityFiles()
         }
     }
 
@@ -103,14 +103,23 @@ public final class TestServer: Sendable {
             )
         } catch {
             try? await group.shutdownGracefully()
-            authority?.removeFiles()
+            if !configuration.sharedAuthority {
+                authority?.removeFiles()
+            }
             throw error
+        }
+    }
+
+    /// Deletes the files of the CA this server made (none of the shared one).
+    private func removeAuthorityFiles() {
+        if !configuration.sharedAuthority {
+            certificateAuthority?.removeFiles()
         }
     }
 
     /// Builds the CA, picks the leaf the configuration asks for, and makes the TLS context.
     private static func makeTLS(_ configuration: Configuration) throws -> (TestCertificateAuthority, NIOSSLContext) {
-        let authority = try TestCertificateAuthority.make()
+        let authority = configuration.sharedAuthority ? try TestCertificateAuthority.shared() : try TestCertificateAuthority.make()
         let leaf: TestCertificateAuthority.Leaf
         if configuration.untrustedCertificate {
             let stranger = try TestCertificateAuthority.make()
@@ -139,7 +148,9 @@ public final class TestServer: Sendable {
             tls.applicationProtocols = configuration.http2 ? ["h2", "http/1.1"] : ["http/1.1"]
             return (authority, try NIOSSLContext(configuration: tls))
         } catch {
-            authority.removeFiles()
+            if !configuration.sharedAuthority {
+                authority.removeFiles()
+            }
             throw error
         }
     }
@@ -165,6 +176,12 @@ public final class TestServer: Sendable {
         state.acceptedConnections
     }
 
+    /// HTTP/2: the RST_STREAM frames clients sent so far (resets of streams the server had already closed
+    /// included, which SwiftNIO counts against the rapid-reset attack: 200 in 30 s end the connection).
+    public var streamResetCount: Int {
+        state.streamResets
+    }
+
     /// TCP connections open right now.
     public var openConnectionCount: Int {
         state.openConnections
@@ -181,7 +198,7 @@ public final class TestServer: Sendable {
         guard shutDownOnce.claim() else { return }
         try? await serverChannel.close()
         try await group.shutdownGracefully()
-        certificateAuthority?.removeFiles()
+        removeAuthorityFiles()
     }
 }
 

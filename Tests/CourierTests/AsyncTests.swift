@@ -252,7 +252,7 @@ struct MetricsTests {
             )
             let transaction = try #require(metrics.transactionMetrics.first)
             #expect(metrics.transactionMetrics.count == 1)
-            #expect(transaction.networkProtocolName == "http/1.1")
+            #expect(transaction.networkProtocolName == (TestProtocol.current == .http2 ? "h2" : "http/1.1"))
             #expect(transaction.remoteAddress == "127.0.0.1")
             #expect(transaction.remotePort == server.port)
             #expect(transaction.countOfResponseBodyBytesReceived == 10000)

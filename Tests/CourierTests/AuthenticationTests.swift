@@ -96,7 +96,10 @@ struct AuthenticationTests {
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             let plain = Session(configuration: testConfiguration())
             defer { plain.invalidateAndCancel() }
-            let withUser = URL(string: "http://carol:secret@127.0.0.1:\(server.port)/basic-auth/carol/secret")!
+            var components = URLComponents(url: server.url("/basic-auth/carol/secret"), resolvingAgainstBaseURL: false)!
+            components.user = "carol"
+            components.password = "secret"
+            let withUser = components.url!
             let (_, response2) = try await plain.data(from: withUser)
             #expect((response2 as? HTTPURLResponse)?.statusCode == 200)
             let (_, response3) = try await plain.data(from: server.url("/basic-auth/carol/secret"))

@@ -20,7 +20,10 @@ struct DataTaskTests {
         }
     }
 
-    @Test("Session.shared works for the conveniences")
+    @Test(
+        "Session.shared works for the conveniences",
+        onlyOverHTTP1("Session.shared trusts the system's CAs only, not the test servers'")
+    )
     func sharedSession() async throws {
         try await withServer { server in
             let (data, _) = try await Session.shared.data(from: server.url("/bytes/1000?seed=1"))

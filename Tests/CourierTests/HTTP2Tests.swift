@@ -162,3 +162,46 @@ struct HTTP2FaultTests {
         }
     }
 }
+
+/// What Courier sends that servers count against it: a completed stream is never reset (docs/engine.md, "HTTP/2
+/// resets"); a cancelled one is, so that the server stops sending.
+@Suite("HTTP/2 resets", .timeLimit(.minutes(2)))
+struct HTTP2ResetTests {
+    @Test("1,000 requests over HTTP/2, 100 in flight: no stream reset; the server's rapid-reset limit never trips")
+    func completedStreamsAreNotReset() async throws {
+        try await withServer(.init(tls: true)) { server in
+            let session = http2Session(server, loops: 1, connections: 1)
+            defer { session.invalidateAndCancel() }
+            let failures = try await inWaves(total: 1_000, inFlight: 100) { index in
+                let length = 1 + index % 3000
+                if index % 10 == 0 {
+                    let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)"))
+                    defer { try? FileManager.default.removeItem(at: file) }
+                    return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+                }
+                let (data, _) = try await session.data(from: server.url("/bytes/\(length)?seed=\(index)"))
+                return data == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+            }
+            #expect(failures.isEmpty, "\(failures.count) failed, first: \(failures.first ?? "")")
+            #expect(server.streamResetCount == 0)
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    @Test("a download cancelled mid-way resets its stream (with the connection's next frames); the connection goes on")
+    func cancelledStreamIsReset() async throws {
+        try await withServer(.init(tls: true)) { server in
+            let session = http2Session(server, loops: 1, connections: 1)
+            defer { session.invalidateAndCancel() }
+            let task = session.downloadTask(with: server.url("/bytes/\(8 << 20)?trickle=65536&interval=20"))
+            task.resume()
+            try await eventually(.seconds(20), "100 kB received") { task.countOfBytesReceived > 100_000 }
+            task.cancel()
+            // libcurl 7.88 queues the reset and sends it with the connection's next frames (curl issue 17611).
+            let (data, _) = try await session.data(from: server.url("/bytes/1000?seed=4"))
+            #expect(data == TestServer.bytes(count: 1000, seed: 4))
+            try await eventually(.seconds(10), "the stream reset") { server.streamResetCount == 1 }
+            #expect(server.connectionCount == 1)
+        }
+    }
+}

@@ -16,7 +16,7 @@ struct NetworkFaultTests {
         through fault: FaultProxy.Fault,
         server: TestServer
     ) async throws -> (Result<Data, CourierError>, TimeInterval, FaultProxy) {
-        let proxy = try FaultProxy(upstreamPort: server.port, fault: fault)
+        let proxy = try FaultProxy(upstreamPort: server.port, scheme: server.baseURL.scheme ?? "http", fault: fault)
         var configuration = testConfiguration()
         configuration.timeoutIntervalForRequest = 1
         let session = Session(configuration: configuration)

@@ -22,7 +22,9 @@ struct ProxyTests {
 
     @Test("an http request goes through the session's proxy, in absolute form; an excepted host goes direct")
     func throughTheProxy() async throws {
-        try await withServer { server in
+        var proxy = TestServer.Configuration()
+        proxy.plainInEveryPass = true
+        try await withServer(proxy) { server in
             let session = Session(configuration: Self.proxied(through: server, exceptions: ["localhost"]))
             defer { session.invalidateAndCancel() }
             let (data, response) = try await session.data(from: URL(string: "http://origin.invalid/bytes/1000?seed=2")!)

@@ -144,8 +144,10 @@ struct RedirectTests {
 
     @Test("https to http and non-HTTP schemes are refused")
     func refusedTargets() async throws {
+        var plainServer = TestServer.Configuration()
+        plainServer.plainInEveryPass = true
         try await withServer(.init(tls: true)) { tls in
-            try await withServer { plain in
+            try await withServer(plainServer) { plain in
                 var configuration = testConfiguration()
                 configuration.trustedCertificateAuthorities = .pem(tls.certificateAuthority!.pem)
                 let session = Session(configuration: configuration)

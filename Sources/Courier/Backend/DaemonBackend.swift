@@ -399,22 +399,22 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
-    /// Sends a request and waits for its answer; when the connection ends before the answer, sends it once more on
-    /// the next connection.
+    /// Sends a request and waits for its answer; when the connection ends before the answer, sends it again on the
+    /// next connection, for as long as courierd keeps going away within the request timeout (a courierd restarted
+    /// several times in a row must not end a task as if courierd had refused it).
     private func request(_ make: @escaping (UInt64) -> IPCMessage) -> Result<IPCMessage.Reply.Result, CourierError> {
-        var answer: Result<IPCMessage.Reply.Result, CourierError> = .failure(CourierError(.unknown, "not sent"))
-        for _ in 0..<2 {
+        let deadline = Date().addingTimeInterval(requestTimeout)
+        while true {
             let connection: DaemonConnection
             switch currentConnection() {
             case .success(let current): connection = current
             case .failure(let error): return .failure(error)
             }
-            answer = connection.request(timeout: requestTimeout, make)
-            guard case .failure = answer, connection.hasEnded else {
+            let answer = connection.request(timeout: requestTimeout, make)
+            guard case .failure = answer, connection.hasEnded, Date() < deadline else {
                 return answer
             }
         }
-        return answer
     }
 
     /// Reconnects when `connection` ends, unless the backend was closed or moved on to another connection.

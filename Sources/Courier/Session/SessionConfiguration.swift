@@ -21,6 +21,12 @@ public struct SessionConfiguration: Sendable {
         case system
         /// Only the CA certificates in this PEM data (one or more `-----BEGIN CERTIFICATE-----` blocks).
         case pem(Data)
+
+        /// The PEM data of ``pem(_:)``; nil for ``system``.
+        var pem: Data? {
+            if case .pem(let data) = self { return data }
+            return nil
+        }
     }
 
     /// The process-wide configuration: cookies go to ``CookieStorage/shared`` and credentials come from
@@ -182,7 +188,9 @@ public struct SessionConfiguration: Sendable {
     /// Credentials used when a challenge is handled by default (no delegate, or `.performDefaultHandling`).
     public var urlCredentialStorage: CredentialStorage? = CredentialStorage()
 
-    /// Which certificate authorities `https` connections trust. Verification is always on.
+    /// Which certificate authorities `https` connections trust. Verification is always on. A background session
+    /// hands its PEM data to courierd with the session (courierd keeps it with the session's record), which verifies
+    /// the session's servers with it from the configuration it first runs the session with.
     public var trustedCertificateAuthorities: TrustedCertificateAuthorities = .system
 
     /// Where partial downloads kept for resume data live. Resume data names its file relative to this.

@@ -36,7 +36,8 @@ extension SessionCore {
                 resourceTimeout: configuration.timeoutIntervalForResource,
                 requestTimeout: configuration.timeoutIntervalForRequest,
                 additionalHeaders: configuration.httpAdditionalHeaders ?? [:],
-                maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost
+                maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
+                trustedCertificatesPEM: configuration.trustedCertificateAuthorities.pem
             )
         )
         let opened: DaemonSessionOpener.Opened

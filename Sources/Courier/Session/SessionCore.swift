@@ -108,15 +108,11 @@ final class SessionCore: Sendable {
             case .closed:
                 return .failure(CourierError(.sessionInvalidated, "the session was invalidated"))
             case .idle:
-                var pem: Data?
-                if case .pem(let data) = configuration.trustedCertificateAuthorities {
-                    pem = data
-                }
                 let engineConfiguration = EngineConfiguration(
                     loopCount: configuration.engineLoopCount,
                     maximumHostConnections: configuration.httpMaximumConnectionsPerHost,
                     maximumActiveTransfers: configuration.maximumConcurrentTransfers,
-                    trustedCertificatesPEM: pem,
+                    trustedCertificatesPEM: configuration.trustedCertificateAuthorities.pem,
                     diskWriteDelay: configuration.simulatedDiskWriteDelay,
                     rateLimiters: (configuration.bandwidthLimit.flatMap(BandwidthLimiter.init).map { [$0] } ?? [])
                         + configuration.sharedBandwidthLimiters

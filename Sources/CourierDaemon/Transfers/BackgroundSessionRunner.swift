@@ -82,6 +82,9 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         if let connections = configuration.maximumConnectionsPerHost, connections > 0 {
             sessionConfiguration.httpMaximumConnectionsPerHost = connections
         }
+        if let pem = configuration.trustedCertificatesPEM {
+            sessionConfiguration.trustedCertificateAuthorities = .pem(pem)
+        }
         sessionConfiguration.temporaryDirectory = paths.staging
         sessionConfiguration.resumeDataDirectory = paths.partials
         sessionConfiguration.engineLoopCount = 1

@@ -63,6 +63,9 @@ extension IPCMessage {
         package var additionalHeaders: [String: String]
         /// `httpMaximumConnectionsPerHost`; nil (a session opened by an earlier Courier): courierd's default.
         package var maximumConnectionsPerHost: Int?
+        /// `trustedCertificateAuthorities` when it is `.pem`: the CA certificates courierd verifies this session's
+        /// servers with instead of the system's; nil: the system's.
+        package var trustedCertificatesPEM: Data?
 
         package init(
             request: UInt64,
@@ -73,7 +76,8 @@ extension IPCMessage {
             resourceTimeout: Double = 7 * 24 * 3600,
             requestTimeout: Double = 60,
             additionalHeaders: [String: String] = [:],
-            maximumConnectionsPerHost: Int? = nil
+            maximumConnectionsPerHost: Int? = nil,
+            trustedCertificatesPEM: Data? = nil
         ) {
             self.request = request
             self.identifier = identifier
@@ -84,6 +88,7 @@ extension IPCMessage {
             self.requestTimeout = requestTimeout
             self.additionalHeaders = additionalHeaders
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
+            self.trustedCertificatesPEM = trustedCertificatesPEM
         }
     }
 

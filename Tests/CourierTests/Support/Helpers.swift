@@ -1,17 +1,19 @@
 import Courier
 import CourierTestSupport
 import Foundation
+import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// Starts a server, runs `body`, and shuts the server down whatever happens.
+/// Starts a server, runs `body`, and shuts the server down whatever happens. In the HTTP/2 pass
+/// (`COURIER_TEST_PROTOCOL=h2`) a plain server serves HTTPS with HTTP/2 instead (``TestProtocol``).
 func withServer<T>(
     _ configuration: TestServer.Configuration = .init(),
     _ body: (TestServer) async throws -> T
 ) async throws -> T {
-    let server = try await TestServer.start(configuration)
+    let server = try await TestServer.start(configuration.forCurrentProtocol())
     do {
         let result = try await body(server)
         try await server.shutdown()
@@ -29,7 +31,15 @@ func testConfiguration() -> SessionConfiguration {
     configuration.engineLoopCount = 2
     configuration.resumeDataDirectory = FileManager.default.temporaryDirectory
         .appendingPathComponent("courier-test-resume", isDirectory: true)
+    if TestProtocol.current == .http2, let authority = try? TestCertificateAuthority.shared() {
+        configuration.trustedCertificateAuthorities = .pem(authority.pem)
+    }
     return configuration
+}
+
+/// A test that does not run in the HTTP/2 pass, for the reason given.
+func onlyOverHTTP1(_ reason: Comment) -> ConditionTrait {
+    .enabled(if: TestProtocol.current == .http1, reason)
 }
 
 /// A session with a recording delegate on a known queue.
