@@ -2,7 +2,7 @@
 # The test command: install what is missing, check the engine's C sources (warnings; CSupport/tests/run.sh: symbols,
 # smoke under the sanitizers, allocation-failure torture), build everything with the tests, run the Swift test suite
 # (unit, integration, fault-injection, process and stress tests, in parallel, as plain `swift test` runs them), the
-# session tests again over the serialised backend, then the command-line
+# session tests again over the serialised backend and over HTTPS with HTTP/2, then the command-line
 # tests of the built `courier` binary (scripts/cli-test.sh),
 # then a scratch package that requires Courier by version (scripts/dependent-check.sh), the API reference and the
 # examples (scripts/docs.sh), then each fuzz target for 30 s (scripts/fuzz.sh),
@@ -70,6 +70,16 @@ COURIER_TRANSFER_BACKEND=serialised swift test --skip-build --filter CourierTest
 if [ "$serialised_status" -ne 0 ]; then
     log "session tests over the serialised backend failed (exit status $serialised_status)" >&2
     status=$serialised_status
+fi
+
+# The session and task tests once more over HTTPS with HTTP/2: every test server a test starts plain serves TLS with
+# ALPN h2 instead, signed by one test CA the sessions trust (TestProtocol, docs/test-server.md; about 40 s).
+log "swift test --filter CourierTests, HTTP/2"
+http2_status=0
+COURIER_TEST_PROTOCOL=h2 swift test --skip-build --filter CourierTests "${scratch_args[@]}" || http2_status=$?
+if [ "$http2_status" -ne 0 ]; then
+    log "session tests over HTTP/2 failed (exit status $http2_status)" >&2
+    status=$http2_status
 fi
 
 cli_status=0

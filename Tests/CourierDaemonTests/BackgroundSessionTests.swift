@@ -188,6 +188,36 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
+    @Test("60 downloads of 1 MiB over HTTPS with HTTP/2, in waves through courierd, which trusts the session's CA")
+    func http2Waves() async throws {
+        let server = try await TestServer.start(.init(tls: true))
+        let place = Place()
+        defer { place.cleanup() }
+        let recorder = Recorder()
+        var configuration = place.configuration("com.example.h2")
+        configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+        configuration.httpMaximumConnectionsPerHost = 2
+        let session = Session(configuration: configuration, delegate: recorder)
+        let length = 1 << 20
+        let tasks = (0..<60).map { index in
+            session.downloadTask(with: server.url("/bytes/\(length)?seed=\(index % 5)"))
+        }
+        for task in tasks {
+            task.resume()
+        }
+        #expect(recorder.waitForCompletions(tasks.count, timeout: 60))
+        for (index, task) in tasks.enumerated() {
+            #expect(recorder.errors[task.taskIdentifier] == .some(nil), "task \(index)")
+            #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: length, seed: index % 5))
+        }
+        #expect(server.requests.count == tasks.count && server.requests.allSatisfy { $0.httpVersion == "2" })
+        // courierd runs a session's transfers on one engine loop: one connection, its streams in waves.
+        #expect(server.connectionCount <= 2)
+        #expect(server.streamResetCount == 0)
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
     @Test("courierd checks a download's checksum before the app hears of it: the expected one, the announced one")
     func checksums() async throws {
         let server = try await TestServer.start()
