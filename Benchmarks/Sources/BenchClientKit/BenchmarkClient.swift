@@ -27,12 +27,15 @@ public struct TransferPlan: Sendable {
     public let baseURL: String
     public let fixtures: URL
     public let output: URL
+    /// Over https: the PEM file of the CA (nginx's self-signed certificate) the client trusts.
+    public let certificateAuthority: URL?
 
-    public init(workload: Workload, baseURL: String, fixtures: URL, output: URL) {
+    public init(workload: Workload, baseURL: String, fixtures: URL, output: URL, certificateAuthority: URL? = nil) {
         self.workload = workload
         self.baseURL = baseURL
         self.fixtures = fixtures
         self.output = output
+        self.certificateAuthority = certificateAuthority
     }
 
     public func url(_ index: Int) -> URL {

@@ -20,6 +20,9 @@ struct RunOptions: ParsableArguments {
     @Option(help: "Transfers in this run (default: the workload's)")
     var count: Int?
 
+    @Option(help: "Over https: the PEM certificate to trust (nginx's own)")
+    var caFile: String?
+
     /// Builds the client for this run's plan, runs it, and prints the report; throws unless every transfer
     /// succeeded.
     func execute(with makeClient: (TransferPlan) throws -> any BenchmarkClient) async throws {
@@ -34,7 +37,8 @@ struct RunOptions: ParsableArguments {
                 workload: workload,
                 baseURL: baseURL,
                 fixtures: URL(fileURLWithPath: fixtures),
-                output: URL(fileURLWithPath: output)
+                output: URL(fileURLWithPath: output),
+                certificateAuthority: caFile.map { URL(fileURLWithPath: $0) }
             ))
         let report = try await client.run()
         try await client.shutdown()

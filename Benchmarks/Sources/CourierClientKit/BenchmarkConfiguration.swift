@@ -14,6 +14,9 @@ extension SessionConfiguration {
         if let loops = ProcessInfo.processInfo.environment["COURIER_BENCH_LOOPS"].flatMap(Int.init) {
             configuration.engineLoopCount = loops
         }
+        if let authority = plan.certificateAuthority, let pem = try? Data(contentsOf: authority) {
+            configuration.trustedCertificateAuthorities = .pem(pem)
+        }
         return configuration
     }
 }

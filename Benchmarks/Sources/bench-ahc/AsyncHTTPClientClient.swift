@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
 
 /// AsyncHTTPClient on NIO's singleton event loop group (one loop per core), with as many HTTP/1.1 connections per
 /// host as the workload keeps in flight. Downloads go through its `FileDownloadDelegate`, which writes to the
@@ -22,6 +23,11 @@ struct AsyncHTTPClientClient: BenchmarkClient {
             concurrentHTTP1ConnectionsPerHostSoftLimit: plan.workload.concurrency
         )
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(120))
+        if let authority = plan.certificateAuthority {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(authority.path)
+            configuration.tlsConfiguration = tls
+        }
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         if plan.workload.kind == .upload {
             let file = plan.fixtures.appendingPathComponent(plan.workload.fixture.fileName)

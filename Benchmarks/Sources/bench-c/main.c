@@ -5,11 +5,13 @@
  * what the same libcurl costs with nothing above it.
  *
  *   bench-c --kind memory|disk|upload --count N --parallel P --url FORMAT [--size BYTES]
- *           [--output DIR] [--upload-file PATH]
+ *           [--output DIR] [--upload-file PATH] [--cacert PEM]
  *
  * FORMAT holds one %d, the transfer's index. memory: bodies counted and dropped (each must be --size bytes); disk:
  * each body written to DIR/INDEX.bin with 64 KiB receive buffers (as Courier's downloads); upload: the file read once
- * and PUT from memory through libcurl's read callback, no `Expect: 100-continue`. Exits 1 on the first failure. */
+ * and PUT from memory through libcurl's read callback, no `Expect: 100-continue`. An https FORMAT trusts --cacert
+ * and offers HTTP/2 (libcurl's default for https), waiting to multiplex on an existing connection (CURLOPT_PIPEWAIT)
+ * as Courier does. Exits 1 on the first failure. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@ typedef struct {
   const char* url;
   long long size;
   const char* output;
+  const char* cacert;
   char* body;
   size_t body_size;
 } options_t;
@@ -107,6 +110,10 @@ static transfer_t* make_transfer(void) {
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, transfer);
   if (options.kind == KIND_DISK)
     curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 65536L);
+  if (options.cacert)
+    curl_easy_setopt(easy, CURLOPT_CAINFO, options.cacert);
+  if (!strncmp(options.url, "https:", 6))
+    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
   if (options.kind == KIND_UPLOAD) {
     curl_easy_setopt(easy, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(easy, CURLOPT_READFUNCTION, on_read);
@@ -251,6 +258,8 @@ static void parse(int argc, char** argv) {
       options.output = value;
     } else if (!strcmp(name, "--upload-file")) {
       read_body(value);
+    } else if (!strcmp(name, "--cacert")) {
+      options.cacert = value;
     } else {
       fail("unknown option", name);
     }
@@ -258,7 +267,7 @@ static void parse(int argc, char** argv) {
   if (!options.url || options.count < 0 || options.parallel < 1 || (options.kind == KIND_DISK && !options.output) ||
       (options.kind == KIND_UPLOAD && !options.body))
     fail("usage", "bench-c --kind memory|disk|upload --count N --parallel P --url FORMAT [--size BYTES] "
-                  "[--output DIR] [--upload-file PATH]");
+                  "[--output DIR] [--upload-file PATH] [--cacert PEM]");
 }
 
 int main(int argc, char** argv) {

@@ -50,6 +50,9 @@ struct BackgroundClient: BenchmarkClient {
         configuration.temporaryDirectory = plan.output
         // As many connections as transfers in flight, as every client of the comparison (courierd honours it).
         configuration.httpMaximumConnectionsPerHost = workload.concurrency
+        if let authority = plan.certificateAuthority, let pem = try? Data(contentsOf: authority) {
+            configuration.trustedCertificateAuthorities = .pem(pem)
+        }
         let session = Session(configuration: configuration, delegate: delegate)
         let sessionOpen = clock.now
 

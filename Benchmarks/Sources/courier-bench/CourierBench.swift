@@ -48,6 +48,16 @@ struct CourierBench: ParsableCommand {
     @Option(help: "nginx worker_processes")
     var nginxWorkers = "auto"
 
+    @Option(
+        name: .customLong("protocol"),
+        help: """
+            What nginx speaks, comma-separated: http (plain HTTP/1.1), https (TLS, HTTP/1.1 only), h2 (TLS, HTTP/2 by \
+            ALPN). Several run side by side, each run of a workload going through them in turn, with a table each. \
+            Over TLS the clients trust nginx's certificate made for the run; URLSession and the floor do not run \
+            (README.md)
+            """)
+    var serverProtocols = "http"
+
     @Flag(help: "Skip the 100,000 queued tasks measurement")
     var skipQueued = false
 
@@ -74,11 +84,22 @@ struct CourierBench: ParsableCommand {
             }
             return workload.scaled(by: scale)
         }
+        let wires = try serverProtocols.split(separator: ",").map { name in
+            guard let wire = ServerProtocol(rawValue: String(name)) else {
+                throw ValidationError("unknown protocol \(name) (http, https or h2)")
+            }
+            return wire
+        }
         let selectedPeers = try peers.split(separator: ",").map { name in
             guard let peer = Peer(rawValue: String(name)) else {
                 throw ValidationError("unknown client \(name)")
             }
             return peer
+        }
+        for wire in wires {
+            for peer in selectedPeers where !wire.supports(peer) {
+                log("\(peer.rawValue) does not run over \(wire.rawValue): left out there")
+            }
         }
         raiseDescriptorLimit()
 
@@ -93,43 +114,58 @@ struct CourierBench: ParsableCommand {
         }
         defer { try? FileManager.default.removeItem(at: scratch) }
 
-        let nginx = try Nginx(root: root, fixtures: fixtures, workers: nginxWorkers)
+        let nginx = try Nginx(root: root, fixtures: fixtures, workers: nginxWorkers, protocols: wires)
         defer { nginx.stop() }
         log(
-            "nginx on 127.0.0.1:\(nginx.port), \(runs) runs per client (\(diskRuns) to disk), "
-                + "\(ProcessInfo.processInfo.activeProcessorCount) cores")
+            "nginx on 127.0.0.1 (" + wires.map { "\($0.rawValue) :\(nginx.ports[$0] ?? 0)" }.joined(separator: ", ")
+                + "), \(runs) runs per client (\(diskRuns) to disk), \(ProcessInfo.processInfo.activeProcessorCount) cores")
         let executables = clients.map { URL(fileURLWithPath: $0) } ?? Self.executableFolder
-        let command = PeerCommand(
-            executables: executables,
-            baseURL: "http://127.0.0.1:\(nginx.port)",
-            fixtures: fixtures,
-            output: output,
-            scratch: scratch
-        )
+        var commands: [ServerProtocol: PeerCommand] = [:]
+        for wire in wires {
+            commands[wire] = PeerCommand(
+                executables: executables,
+                baseURL: "\(wire.isTLS ? "https" : "http")://127.0.0.1:\(nginx.ports[wire] ?? 0)",
+                serverProtocol: wire,
+                certificate: wire.isTLS ? nginx.certificate : nil,
+                fixtures: fixtures,
+                output: output,
+                scratch: scratch
+            )
+        }
+        let command = commands[wires[0]]!
 
-        var results = Results()
-        // Start RSS is one 1 KiB GET into memory: not for a background session, which has no data tasks.
-        for peer in selectedPeers where peer.runs(.w1) {
-            results.startRSS[peer] = try measureStartRSS(peer, command: command, nginx: nginx, scratch: scratch)
+        var resultsByProtocol: [ServerProtocol: Results] = [:]
+        for wire in wires {
+            var results = Results()
+            // Start RSS is one 1 KiB GET into memory: not for a background session, which has no data tasks.
+            for peer in selectedPeers where peer.runs(.w1) && wire.supports(peer) {
+                results.startRSS[peer] = try measureStartRSS(
+                    peer, command: commands[wire]!, nginx: nginx, scratch: scratch)
+            }
+            resultsByProtocol[wire] = results
         }
         for workload in selectedWorkloads {
-            let peers = selectedPeers.filter { $0.runs(workload) }
-            guard !peers.isEmpty else {
-                continue
-            }
             for run in 0..<(workload.kind == .disk ? diskRuns : runs) {
-                // Alternate: each run starts with the next client, so that no client always follows the same one.
-                let offset = run % peers.count
-                for peer in peers[offset...] + peers[..<offset] {
-                    let measurement = try measure(peer, workload, command: command, nginx: nginx, scratch: scratch)
-                    results.record(measurement, workload: workload, peer: peer)
-                    log(
-                        "\(workload.name) \(peer.rawValue) run \(run + 1): "
-                            + String(format: "%.3f s wall, %.2f s CPU, %.1f MiB peak RSS", measurement.wall,
-                                measurement.cpu, Double(measurement.peakRSS) / 1_048_576))
+                for wire in wires {
+                    let peers = selectedPeers.filter { $0.runs(workload) && wire.supports($0) }
+                    guard !peers.isEmpty else {
+                        continue
+                    }
+                    // Alternate: each run starts with the next client, so that no client always follows the same one.
+                    let offset = run % peers.count
+                    for peer in peers[offset...] + peers[..<offset] {
+                        let measurement = try measure(
+                            peer, workload, command: commands[wire]!, nginx: nginx, scratch: scratch)
+                        resultsByProtocol[wire]!.record(measurement, workload: workload, peer: peer)
+                        log(
+                            "\(workload.name) \(wire.rawValue) \(peer.rawValue) run \(run + 1): "
+                                + String(format: "%.3f s wall, %.2f s CPU, %.1f MiB peak RSS", measurement.wall,
+                                    measurement.cpu, Double(measurement.peakRSS) / 1_048_576))
+                    }
                 }
             }
         }
+        var results = resultsByProtocol[wires[0]]!
         if !skipQueued, selectedPeers.contains(.courier) {
             results.queuedTaskBytes = try measureQueuedTasks(
                 client: command.executable(for: .courier), scratch: scratch)
@@ -151,13 +187,22 @@ struct CourierBench: ParsableCommand {
             }
         }
 
-        let rendered = ResultTable(results: results, workloads: selectedWorkloads, peers: selectedPeers)
-        var table = rendered.render()
-        let instructionTable = rendered.renderInstructions()
-        if !instructionTable.isEmpty {
-            table += "\n\nInstructions per request (callgrind; 1 KiB GETs, 100 in flight; "
-                + "(total at \(instructionCounts.split(separator: ",").last ?? "") − total at "
-                + "\(instructionCounts.split(separator: ",").first ?? "")) ÷ the difference):\n\n" + instructionTable
+        resultsByProtocol[wires[0]] = results
+        var table = ""
+        for wire in wires {
+            let rendered = ResultTable(
+                results: resultsByProtocol[wire]!, workloads: selectedWorkloads,
+                peers: selectedPeers.filter { wire.supports($0) })
+            if wires.count > 1 {
+                table += (table.isEmpty ? "" : "\n\n") + "Over \(wire.rawValue):\n\n"
+            }
+            table += rendered.render()
+            let instructionTable = rendered.renderInstructions()
+            if !instructionTable.isEmpty {
+                table += "\n\nInstructions per request (callgrind; 1 KiB GETs, 100 in flight; "
+                    + "(total at \(instructionCounts.split(separator: ",").last ?? "") − total at "
+                    + "\(instructionCounts.split(separator: ",").first ?? "")) ÷ the difference):\n\n" + instructionTable
+            }
         }
         print(table)
         if let markdown {
@@ -166,7 +211,9 @@ struct CourierBench: ParsableCommand {
         if let json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(results).write(to: URL(fileURLWithPath: json))
+            let byName = Dictionary(uniqueKeysWithValues: resultsByProtocol.map { ($0.key.rawValue, $0.value) })
+            let data = wires.count > 1 ? try encoder.encode(byName) : try encoder.encode(results)
+            try data.write(to: URL(fileURLWithPath: json))
         }
     }
 

@@ -10,13 +10,16 @@ import Glibc
 /// Uploads land in memory (`/dev/shm`) when it exists: on ext4, nginx spent more CPU creating and writing the
 /// files than the clients spent sending them, and that cost varied from run to run.
 final class Nginx {
-    let port: Int
+    /// The port of each protocol served (one server block each, on the same files).
+    let ports: [ServerProtocol: Int]
     let uploads: URL
+    /// Over TLS: the server's self-signed certificate, which clients trust as their CA (`--ca-file`, `--cacert`).
+    let certificate: URL?
     private let process: ChildProcess
     /// The folder under /dev/shm holding uploads and request bodies, removed on stop.
     private let memoryFolder: URL?
 
-    init(root: URL, fixtures: URL, workers: String) throws {
+    init(root: URL, fixtures: URL, workers: String, protocols: [ServerProtocol] = [.http]) throws {
         let prefix = root.appendingPathComponent("nginx")
         let memory = URL(fileURLWithPath: "/dev/shm")
         memoryFolder =
@@ -31,7 +34,40 @@ final class Nginx {
             // The workers may run as another user (nobody) when the harness is root.
             chmod(folder.path, 0o777)
         }
-        port = try Self.freePort()
+        var ports: [ServerProtocol: Int] = [:]
+        for wire in protocols {
+            ports[wire] = try Self.freePort()
+        }
+        self.ports = ports
+        var tls = ""
+        if protocols.contains(where: \.isTLS) {
+            let (certificate, key) = try Self.makeCertificate(in: prefix)
+            self.certificate = certificate
+            tls = """
+                    ssl_certificate \(certificate.path);
+                    ssl_certificate_key \(key.path);
+                    ssl_session_cache shared:SSL:10m;
+                    http2_max_concurrent_streams 1000;
+                """
+        } else {
+            certificate = nil
+        }
+        let uploadFolder = uploads
+        let servers = protocols.map { wire -> String in
+            let listen = "listen 127.0.0.1:\(ports[wire]!) backlog=4096" + [.http: "", .https: " ssl", .h2: " ssl http2"][wire]!
+            return """
+                    server {
+                        \(listen);
+                        root \(fixtures.path);
+                        location /upload/ {
+                            alias \(uploadFolder.path)/;
+                            dav_methods PUT;
+                            client_max_body_size 8m;
+                            client_body_buffer_size 1m;
+                        }
+                    }
+                """
+        }.joined(separator: "\n")
         let configuration = """
             worker_processes \(workers);
             daemon off;
@@ -48,16 +84,8 @@ final class Nginx {
                 keepalive_timeout 120s;
                 client_body_temp_path \(bodies.path);
                 types { application/octet-stream bin; }
-                server {
-                    listen 127.0.0.1:\(port) backlog=4096;
-                    root \(fixtures.path);
-                    location /upload/ {
-                        alias \(uploads.path)/;
-                        dav_methods PUT;
-                        client_max_body_size 8m;
-                        client_body_buffer_size 1m;
-                    }
-                }
+            \(tls)
+            \(servers)
             }
             """
         let configurationFile = prefix.appendingPathComponent("nginx.conf")
@@ -94,13 +122,30 @@ final class Nginx {
 
     private func waitUntilListening(log: URL) throws {
         for _ in 0..<100 {
-            if LoopbackSocket.accepts(port: port) {
+            if ports.values.allSatisfy({ LoopbackSocket.accepts(port: $0) }) {
                 return
             }
             usleep(50_000)
         }
         let errors = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        throw HarnessError("nginx did not listen on 127.0.0.1:\(port) within 5 s\n\(errors)")
+        throw HarnessError("nginx did not listen on 127.0.0.1:\(ports.values.sorted()) within 5 s\n\(errors)")
+    }
+
+    /// A self-signed certificate for 127.0.0.1 (P-256, a day) and its key, made with openssl.
+    private static func makeCertificate(in folder: URL) throws -> (certificate: URL, key: URL) {
+        let certificate = folder.appendingPathComponent("server.pem")
+        let key = folder.appendingPathComponent("server.key")
+        let openssl = try ChildProcess(
+            [
+                "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                "-keyout", key.path, "-out", certificate.path,
+            ],
+            stdout: "/dev/null",
+            stderr: folder.appendingPathComponent("openssl.log").path
+        )
+        try openssl.wait(deadline: .seconds(30))
+        return (certificate, key)
     }
 
     /// A port nothing listens on right now (bound to 0, read back, closed).

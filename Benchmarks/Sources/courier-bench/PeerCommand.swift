@@ -8,6 +8,9 @@ struct PeerCommand {
     /// The folder holding `bench-launch` and the client executables.
     let executables: URL
     let baseURL: String
+    let serverProtocol: ServerProtocol
+    /// Over TLS: the certificate every client trusts.
+    let certificate: URL?
     let fixtures: URL
     let output: URL
     let scratch: URL
@@ -19,15 +22,22 @@ struct PeerCommand {
         switch peer {
         case .curl:
             let config = try curlConfig(for: workload)
-            return [
+            var arguments = [
                 "curl", "--parallel", "--parallel-max", String(min(workload.concurrency, Self.curlParallelLimit)),
                 "--silent", "--show-error", "--fail", "--config", config.path,
             ]
+            if let certificate {
+                arguments += ["--cacert", certificate.path, serverProtocol == .h2 ? "--http2" : "--http1.1"]
+            }
+            return arguments
         case .c:
             var arguments = [
                 executable(for: peer), "--kind", workload.kind.rawValue, "--count", String(workload.count),
                 "--parallel", String(workload.concurrency), "--size", String(workload.fixture.size),
             ]
+            if let certificate {
+                arguments += ["--cacert", certificate.path]
+            }
             switch workload.kind {
             case .memory, .disk:
                 arguments += ["--url", "\(baseURL)/\(workload.fixture.fileName)?i=%d", "--output", output.path]
@@ -42,7 +52,7 @@ struct PeerCommand {
             return [
                 executable(for: peer), "run", workload.name, "--count", String(workload.count),
                 "--base-url", baseURL, "--fixtures", fixtures.path, "--output", output.path,
-            ]
+            ] + (certificate.map { ["--ca-file", $0.path] } ?? [])
         }
     }
 
