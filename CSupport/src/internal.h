@@ -470,6 +470,8 @@ int64_t cr__transfer_wire_bytes(cr_transfer_t* t);
 /* Reads curl's timings into t->metrics. */
 void cr__transfer_collect_metrics(cr_transfer_t* t);
 cr_error_t cr__error_from_curl(CURLcode code, int after_submit);
+/* Whether t offers HTTP/2 (CR_FLAG_HTTP2 on an https URL). */
+int cr__transfer_offers_http2(const cr_transfer_t* t);
 /* A failure's message when nothing more precise was recorded. */
 const char* cr__error_text(cr_error_t error);
 

@@ -244,24 +244,29 @@ void cr__process_write_results(cr_loop_t* loop) {
 
 /* ---- Finishing a running transfer ---- */
 
-/* Whether an easy handle whose transfer is over may be reset and used again.
- * Not one that ran over HTTP/2: when a transfer ends on a connection other
- * transfers still use, libcurl before 8.7.0 stops multi_done() early
- * ("Connection still in use", lib/multi.c) and keeps the handle's receive
- * buffer (and, before 8.1.0, the bytes it held for a paused transfer, curl
- * #10971); curl_easy_reset() frees neither. The next CURLOPT_BUFFERSIZE on
- * that handle then fails with CURLE_BAD_FUNCTION_ARGUMENT (lib/setopt.c
- * refuses it while a buffer exists, curl #5842), and held bytes would reach
- * the next transfer at its first unpause. Such a handle is freed instead:
- * curl_easy_cleanup() frees everything (docs/engine.md, "Easy handles"). */
-static int reusable_easy(CURL* easy) {
+/* Whether the easy handle of t's finished transfer may be reset and used
+ * again. Not one that ran over HTTP/2, nor one that offered it and got no
+ * response (it may have been a stream of a shared connection): when a
+ * transfer ends on a connection other transfers still use, libcurl before
+ * 8.7.0 stops multi_done() early ("Connection still in use", lib/multi.c)
+ * and keeps the handle's receive buffer (and, before 8.1.0, the bytes it held
+ * for a paused transfer, curl #10971); curl_easy_reset() frees neither. The
+ * next CURLOPT_BUFFERSIZE on that handle then fails with
+ * CURLE_BAD_FUNCTION_ARGUMENT (lib/setopt.c refuses it while a buffer exists,
+ * curl #5842), and held bytes would reach the next transfer at its first
+ * unpause. Such a handle is freed instead: curl_easy_cleanup() frees
+ * everything (docs/engine.md, "HTTP/2"). */
+static int reusable_easy(const cr_transfer_t* t, CURL* easy) {
   long version = 0;
-  return curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
-         version != CURL_HTTP_VERSION_2_0;
+  if (curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
+    return 0;
+  if (version == 0)
+    return !cr__transfer_offers_http2(t);
+  return version != CURL_HTTP_VERSION_2_0;
 }
 
-static void release_easy(cr_loop_t* loop, CURL* easy) {
-  if (!reusable_easy(easy)) {
+static void release_easy(cr_loop_t* loop, const cr_transfer_t* t, CURL* easy) {
+  if (!reusable_easy(t, easy)) {
     curl_easy_cleanup(easy);
     return;
   }
@@ -322,7 +327,7 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
   }
   cr__transfer_collect_metrics(t);
   curl_multi_remove_handle(loop->multi, t->easy);
-  release_easy(loop, t->easy);
+  release_easy(loop, t, t->easy);
   t->easy = NULL;
   cr__running_remove(loop, t);
   loop->active_count--;
@@ -433,7 +438,7 @@ void cr__admit(cr_loop_t* loop) {
       }
     }
     if (error != CR_OK) {
-      release_easy(loop, easy);
+      release_easy(loop, t, easy);
       t->easy = NULL;
       t->error = error;
       complete(t);

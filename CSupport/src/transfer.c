@@ -695,6 +695,10 @@ static cr_error_t setup_failed(cr_transfer_t* t, CURLcode code,
       return setup_failed(t, set_code, #option);                    \
   } while (0)
 
+int cr__transfer_offers_http2(const cr_transfer_t* t) {
+  return (t->flags & CR_FLAG_HTTP2) && strncasecmp(t->url, "https:", 6) == 0;
+}
+
 cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   struct cr_engine_s* engine = t->loop->engine;
   int has_body = t->body_fd >= 0 || t->body_length > 0;
@@ -741,7 +745,7 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   SET(CURLOPT_OPENSOCKETFUNCTION, cr__open_socket);
   SET(CURLOPT_CLOSESOCKETFUNCTION, cr__close_socket);
   SET(CURLOPT_CLOSESOCKETDATA, t->loop);
-  if ((t->flags & CR_FLAG_HTTP2) && strncasecmp(t->url, "https:", 6) == 0) {
+  if (cr__transfer_offers_http2(t)) {
     /* Only over TLS: a plain-http transfer waiting to multiplex would wait
      * for a connection that never can (and h2c is broken in 7.88.1). */
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);

@@ -105,7 +105,9 @@ public struct SessionConfiguration: Sendable {
     /// Transfers running at once in this session; more are queued by priority. Default 1024.
     public var maximumConcurrentTransfers: Int = 1024
 
-    /// Loop threads of the session's transfer engine. Default: the number of active processors, at most 4.
+    /// Loop threads of the session's transfer engine. Default: the number of active processors, at most 4. Each loop
+    /// keeps its own connections, so an HTTP/2 host gets one connection per loop; 1 gives one connection per host, as
+    /// curl and Apple's URLSession keep (figures in docs/engine.md, "HTTP/2").
     public var engineLoopCount: Int = min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 4)
 
     /// The proxies to use, in the keys of Foundation's `connectionProxyDictionary`: `"HTTPEnable"` (1), `"HTTPProxy"`
