@@ -23,6 +23,21 @@ private func http2Session(
     return Session(configuration: configuration)
 }
 
+/// Downloads `/bytes/LENGTH?seed=SEED` with `query` appended to a file and compares it with what the server sends:
+/// nil when it is right, else what is wrong.
+private func downloadChecked(
+    _ session: Session,
+    _ server: TestServer,
+    length: Int,
+    seed: Int,
+    query: String = ""
+) async throws -> String? {
+    let (file, response) = try await session.download(from: server.url("/bytes/\(length)?seed=\(seed)\(query)"))
+    defer { try? FileManager.default.removeItem(at: file) }
+    guard (response as? HTTPURLResponse)?.statusCode == 200 else { return "not 200" }
+    return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: seed) ? nil : "bytes"
+}
+
 /// HTTP/2 as users meet it on a busy HTTPS server: many large bodies to files and from memory and files, in waves,
 /// multiplexed on shared connections (docs/engine.md, "Easy handles": the first wave once left every later download
 /// to a file failing at set-up).
@@ -41,11 +56,7 @@ struct HTTP2WorkloadTests {
             defer { session.invalidateAndCancel() }
             let length = 1 << 20
             let failures = try await inWaves(total: 96, inFlight: 32) { index in
-                let url = server.url("/bytes/\(length)?seed=\(index % 4)")
-                let (file, response) = try await session.download(from: url)
-                defer { try? FileManager.default.removeItem(at: file) }
-                guard (response as? HTTPURLResponse)?.statusCode == 200 else { return "not 200" }
-                return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index % 4) ? nil : "bytes"
+                try await downloadChecked(session, server, length: length, seed: index % 4)
             }
             #expect(failures.isEmpty, "\(failures.count) failed, first: \(failures.first ?? "")")
             #expect(server.requests.count == 96 && server.requests.allSatisfy { $0.httpVersion == "2" })
@@ -94,10 +105,7 @@ struct HTTP2FaultTests {
             defer { session.invalidateAndCancel() }
             let length = 1 << 20
             let outcomes = try await inWaves(total: 8, inFlight: 8) { index in
-                let fault = index == 3 ? "&rst=262144&rstCode=2" : ""
-                let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)\(fault)"))
-                defer { try? FileManager.default.removeItem(at: file) }
-                return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+                try await downloadChecked(session, server, length: length, seed: index, query: index == 3 ? "&rst=262144&rstCode=2" : "")
             }
             #expect(outcomes.count == 1)
             let failure = try #require(outcomes.first)
@@ -115,10 +123,7 @@ struct HTTP2FaultTests {
             defer { session.invalidateAndCancel() }
             let length = 1 << 20
             let failures = try await inWaves(total: 24, inFlight: 8) { index in
-                let fault = index == 3 ? "&goaway=262144" : ""
-                let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)\(fault)"))
-                defer { try? FileManager.default.removeItem(at: file) }
-                return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+                try await downloadChecked(session, server, length: length, seed: index, query: index == 3 ? "&goaway=262144" : "")
             }
             #expect(failures.isEmpty, "\(failures)")
             #expect(server.connectionCount >= 2)
@@ -132,10 +137,7 @@ struct HTTP2FaultTests {
             defer { session.invalidateAndCancel() }
             let length = 1 << 20
             let failures = try await inWaves(total: 6, inFlight: 6) { index in
-                let fault = index == 0 ? "&goaway=262144&goawayCode=2" : "&trickle=65536&interval=20"
-                let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)\(fault)"))
-                defer { try? FileManager.default.removeItem(at: file) }
-                return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+                try await downloadChecked(session, server, length: length, seed: index, query: index == 0 ? "&goaway=262144&goawayCode=2" : "&trickle=65536&interval=20")
             }
             #expect(failures.contains { $0.hasPrefix("#0: ") })
             for failure in failures {
@@ -175,9 +177,7 @@ struct HTTP2ResetTests {
             let failures = try await inWaves(total: 1_000, inFlight: 100) { index in
                 let length = 1 + index % 3000
                 if index % 10 == 0 {
-                    let (file, _) = try await session.download(from: server.url("/bytes/\(length)?seed=\(index)"))
-                    defer { try? FileManager.default.removeItem(at: file) }
-                    return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
+                    return try await downloadChecked(session, server, length: length, seed: index)
                 }
                 let (data, _) = try await session.data(from: server.url("/bytes/\(length)?seed=\(index)"))
                 return data == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
