@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-bash "$here/../scripts/bootstrap.sh" nginx curl
+bash "$here/../scripts/bootstrap.sh" nginx curl openssl
 # The clients --peers selects (all of them without it): each is a release build, and AsyncHTTPClient's alone (NIO,
 # NIOSSL's BoringSSL) takes longer than the rest together on a clean checkout.
 peers="courier,courier-ht,courier-bg,urlsession,ahc,curl,floor,c"

@@ -5,7 +5,7 @@
 #   zlib1g-dev libbrotli-dev libzstd-dev         (the test server's content encoders, Tests/CTestCompression)
 #   gcc make                                     (the engine's C checks: CSupport/tests/run.sh)
 #   python3  (only when there is no python3 on PATH: the demo and the CLI tests serve files with it)
-#   and any package named as an argument (Benchmarks/run.sh asks for nginx and curl; the test and sanitizer scripts
+#   and any package named as an argument (Benchmarks/run.sh asks for nginx, curl and openssl; the test and sanitizer scripts
 #   for dbus-daemon, dbus-bin, libglib2.0-bin and python3-jeepney: a private bus, dbus-monitor, gdbus and a
 #   NetworkManager stand-in for the desktop notification and metered network tests).
 # Idempotent: does nothing (and needs no network) when everything is there. Runs apt-get as root, or through
