@@ -27,6 +27,7 @@ struct BackgroundSessionTests {
         private var _metrics: [Int: SessionTaskMetrics] = [:]
         private let finished = DispatchSemaphore(value: 0)
         private let replayed = DispatchSemaphore(value: 0)
+        private let invalidated = DispatchSemaphore(value: 0)
         /// How `willBeginDelayedRequest` is answered (the new request with `.useNewRequest`), and when it was asked.
         private var _delayedAnswer: (Session.DelayedRequestDisposition, URLRequest?) = (.continueLoading, nil)
         private var _delayedAskedAt: [Int: Date] = [:]
@@ -103,6 +104,15 @@ struct BackgroundSessionTests {
                 _errors[task.taskIdentifier] = error as? CourierError
             }
             finished.signal()
+        }
+
+        func urlSession(_ session: Session, didBecomeInvalidWithError error: (any Error)?) {
+            lock.withLock { _calls.append("invalidated") }
+            invalidated.signal()
+        }
+
+        func waitForInvalidation(timeout: TimeInterval = 30) -> Bool {
+            invalidated.wait(timeout: .now() + timeout) == .success
         }
 
         func urlSessionDidFinishEvents(forBackgroundURLSession session: Session) {

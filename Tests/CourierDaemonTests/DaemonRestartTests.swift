@@ -66,6 +66,62 @@ struct DaemonRestartTests {
         try await server.shutdown()
     }
 
+    @Test("a second Session with a live identifier is refused at once; courierd restarted under both, the first loses nothing")
+    func secondSessionWithLiveIdentifier() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let identifier = "com.example.twice"
+        let first = Recorder()
+        let session = Session(configuration: Self.configuration(identifier, on: daemon), delegate: first)
+        var expected: [Int: Data] = [:]
+        for index in 1...20 {
+            let count = 300_000 + index * 20_000
+            let task = session.downloadTask(with: server.url("/bytes/\(count)?seed=\(index)&trickle=32768&interval=30"))
+            task.resume()
+            expected[task.taskIdentifier] = TestServer.bytes(count: count, seed: index)
+        }
+        // An app written for the time a session did not reconnect by itself makes another one for the identifier,
+        // right after courierd went away (before the first could reconnect).
+        usleep(200_000)
+        daemon.killServing()
+        try daemon.start()
+        let second = Recorder()
+        let again = Session(configuration: Self.configuration(identifier, on: daemon), delegate: second)
+        let refused = again.downloadTask(with: server.url("/bytes/1000?seed=99"))
+        refused.resume()
+        #expect(second.waitForCompletions(1, timeout: 10))
+        #expect(second.errors[refused.taskIdentifier]??.code == .backgroundSessionInUse)
+        for _ in 1...5 {
+            usleep(300_000)
+            daemon.killServing()
+            try daemon.start()
+        }
+        let more = again.downloadTask(with: server.url("/bytes/1000?seed=98"))
+        more.resume()
+        #expect(second.waitForCompletions(1, timeout: 10))
+        #expect(second.errors[more.taskIdentifier]??.code == .backgroundSessionInUse)
+        #expect(first.waitForCompletions(expected.count, timeout: 60), "\(first.calls)")
+        for (task, data) in expected {
+            #expect(first.errors[task] == .some(nil), "task \(task): \(String(describing: first.errors[task]))")
+            #expect(first.files[task] == data, "task \(task)")
+        }
+        again.invalidateAndCancel()
+        session.finishTasksAndInvalidate()
+        // Once the first is invalidated (its delegate told so), the identifier is free for a new Session of this
+        // process.
+        #expect(first.waitForInvalidation())
+        let third = Recorder()
+        let later = Session(configuration: Self.configuration(identifier, on: daemon), delegate: third)
+        let fresh = later.downloadTask(with: server.url("/bytes/1000?seed=97"))
+        fresh.resume()
+        #expect(third.waitForCompletions(1, timeout: 30))
+        #expect(third.errors[fresh.taskIdentifier] == .some(nil), "\(String(describing: third.errors[fresh.taskIdentifier]))")
+        later.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
     @Test("a segmented download: courierd SIGKILLed mid-way resumes each segment from its bytes; the SHA-256 is right")
     func segmentedDownloadOutlivesKill() async throws {
         let server = try await TestServer.start()

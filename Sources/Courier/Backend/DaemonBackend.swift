@@ -78,6 +78,8 @@ final class DaemonBackend: TransferBackend {
     private let opener: DaemonSessionOpener
     private let hooks: Hooks
     private let requestTimeout: TimeInterval
+    /// The identifier, held for this process's one `Session` of it until ``end()``.
+    private let claim: BackgroundIdentifierClaim
     private let state: LockedValue<State>
     /// Runs the commands in order, each waiting for courierd's answer before the next is sent.
     private let commands: DispatchQueue
@@ -87,12 +89,14 @@ final class DaemonBackend: TransferBackend {
     init(
         opener: DaemonSessionOpener,
         opened: DaemonSessionOpener.Opened,
+        claim: BackgroundIdentifierClaim,
         relaunched: Bool,
         requestTimeout: TimeInterval,
         hooks: Hooks
     ) {
         identifier = opener.identifier
         self.opener = opener
+        self.claim = claim
         self.hooks = hooks
         self.requestTimeout = requestTimeout
         commands = DispatchQueue(label: "courier.background-commands.\(opener.identifier)")
@@ -157,17 +161,20 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
-    /// Drops the connection without a word and does not connect again, as when the app is killed: courierd releases
-    /// the identifier and keeps the session's events until a new session takes them.
-    func abandon() {
+    /// Ends the link for good: drops the connection without a word and does not connect again (courierd releases the
+    /// identifier and keeps the session's unacknowledged events until a new session takes them), and frees the
+    /// identifier for another `Session` of this process. When the session was invalidated (after its last delegate
+    /// call, every acknowledgement sent) or released, and when a test stands in for an app that is killed.
+    func end() {
         if case .connected(let connection) = close() {
             connection.close()
         }
     }
 
-    /// Marks the backend closed; returns the link it had.
+    /// Marks the backend closed and frees the identifier; returns the link it had.
     private func close() -> Link {
-        state.withLock { state in
+        claim.release()
+        return state.withLock { state in
             defer { state.link = .closed }
             return state.link
         }

@@ -19,12 +19,23 @@ extension SessionCore {
             backendSlot.withLock { $0 = .failed(error) }
             return
         }
+        let paths = configuration.daemonPaths ?? DaemonPaths.current
+        guard let claim = BackgroundIdentifierClaim.take(identifier, paths: paths) else {
+            let error = CourierError(
+                .backgroundSessionInUse,
+                "a Session of this process already holds the background identifier \(identifier): keep using it (it "
+                    + "reconnects to courierd by itself), or invalidate it before making another"
+            )
+            backendSlot.withLock { $0 = .failed(error) }
+            report(notOpened: identifier, error)
+            return
+        }
         var launchCommand: [String]?
         if configuration.sessionSendsLaunchEvents {
             launchCommand = configuration.backgroundLaunchCommand ?? Application.backgroundLaunchCommand
         }
         let opener = DaemonSessionOpener(
-            paths: configuration.daemonPaths ?? DaemonPaths.current,
+            paths: paths,
             app: DaemonConnection.appName,
             launchCommand: launchCommand,
             session: IPCMessage.OpenSession(
@@ -46,14 +57,7 @@ extension SessionCore {
             opened = made
         case .failure(let error):
             backendSlot.withLock { $0 = .failed(error) }
-            if let logger {
-                logger.error(
-                    "background session not opened",
-                    metadata: ["identifier": "\(identifier)", "error": "\(error)"]
-                )
-            } else {
-                FileHandle.standardError.write(Data("background session \(identifier) not opened: \(error)\n".utf8))
-            }
+            report(notOpened: identifier, error)
             return
         }
         // Task identifiers go on from courierd's: at this opening and at each reopening after a lost connection.
@@ -73,11 +77,25 @@ extension SessionCore {
         let backend = DaemonBackend(
             opener: opener,
             opened: opened,
+            claim: claim,
             relaunched: Application.launchedForBackgroundSession == identifier,
             requestTimeout: configuration.timeoutIntervalForRequest,
             hooks: hooks
         )
         backendSlot.withLock { $0 = .running(backend) }
+    }
+
+    /// Says that the background session `identifier` was not opened, and why: to the session's logger, or on standard
+    /// error when it has none.
+    private func report(notOpened identifier: String, _ error: CourierError) {
+        if let logger {
+            logger.error(
+                "background session not opened",
+                metadata: ["identifier": "\(identifier)", "error": "\(error)"]
+            )
+        } else {
+            FileHandle.standardError.write(Data("background session \(identifier) not opened: \(error)\n".utf8))
+        }
     }
 
     /// After a relaunch: recreates a task object for each of the daemon's tasks of this session (same identifier,
@@ -131,7 +149,7 @@ extension Session {
     /// daemon releases the identifier and keeps its events until a new session takes them. For tests and tools
     /// that stand in for a dying app.
     package func abandonBackgroundConnection() {
-        (core.runningBackend as? DaemonBackend)?.abandon()
+        (core.runningBackend as? DaemonBackend)?.end()
     }
 }
 

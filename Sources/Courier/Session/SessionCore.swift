@@ -284,6 +284,9 @@ final class SessionCore: Sendable {
         let backend = closeBackend()
         var work = DelegateWork()
         work.append { [self] session in
+            // A background session's link ends first, its acknowledgements sent: by the time the delegate hears of
+            // the invalidation, another Session of this process may take the identifier.
+            (backend as? DaemonBackend)?.end()
             if let session, let delegate = self.delegate {
                 delegate.urlSession(session, didBecomeInvalidWithError: nil)
             }
@@ -308,8 +311,8 @@ final class SessionCore: Sendable {
             return tasks
         }
         // Destroying the engine cancels every transfer without COMPLETE events; Engine.deinit defers the
-        // destruction when this runs on a loop thread.
-        _ = closeBackend()
+        // destruction when this runs on a loop thread. A background session's link ends at once.
+        (closeBackend() as? DaemonBackend)?.end()
         var work = DelegateWork()
         for task in tasks {
             task.abandon(work: &work)
