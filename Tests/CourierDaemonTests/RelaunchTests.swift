@@ -249,6 +249,44 @@ struct RelaunchTests {
         )
     }
 
+    @Test("a finished download whose file is gone before the relaunched app takes it fails as fileDoesNotExist")
+    func finishedFileGoneBeforeDelivery() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon(arguments: ["--retry-delay", "0.2"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let log = daemon.root.appendingPathComponent("probe.log").path
+        // 32 KiB every 40 ms: the download outlives the app.
+        let url = server.url("/bytes/600000?seed=8&trickle=32768&interval=40").absoluteString
+        let app = try Self.probe(on: daemon, log: log, launchedFor: nil, ["--download", url])
+        #expect(Self.wait(for: "journaled", in: log, timeout: 30))
+        app.send(SIGKILL)
+        _ = app.wait(timeout: .seconds(10))
+        // A new courierd relaunches no app for 3 s (AppLauncher.reconnectionGrace): time to take its finished file
+        // away, as a cleaner of the state directory would, before the app hears of it.
+        daemon.killServing()
+        try daemon.start()
+        let downloads = daemon.state.appendingPathComponent("downloads")
+        let deadline = Date().addingTimeInterval(3)
+        var finished: [String] = []
+        while finished.isEmpty, Date() < deadline {
+            usleep(10_000)
+            finished = (try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []
+        }
+        #expect(!finished.isEmpty, "courierd did not finish the download within its 3 s of grace")
+        for name in finished {
+            try FileManager.default.removeItem(at: downloads.appendingPathComponent(name))
+        }
+        #expect(Self.wait(for: "exit", in: log, timeout: 60), "\(Self.entries(log))")
+        let entries = Self.entries(log)
+        let completed = entries.filter { $0["event"] as? String == "completed" }
+        #expect(completed.count == 1)
+        let error = completed.first?["error"] as? String ?? ""
+        #expect(error.contains("CourierError.fileDoesNotExist") && error.contains("is gone"), "\(error)")
+        #expect(entries.filter { $0["event"] as? String == "finished" }.isEmpty, "\(entries)")
+        try await server.shutdown()
+    }
+
     @Test("20 downloads and uploads outlive a SIGKILLed app; the relaunched app hears each event once, files intact")
     func killedAppIsRelaunched() async throws {
         let server = try await TestServer.start()

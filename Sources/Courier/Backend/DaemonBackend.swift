@@ -46,6 +46,8 @@ final class DaemonBackend: TransferBackend {
         var progress = TransferProgress()
         /// courierd answered that it journaled the task (false while its creation is on the way).
         var journaled = true
+        /// The finished file courierd handed over could not be put in the sink: the task fails with this.
+        var placementFailure: CourierError?
     }
 
     private enum Link {
@@ -624,11 +626,17 @@ final class DaemonBackend: TransferBackend {
         )
         switch event.payload {
         case .downloaded(let path):
-            place(path, at: binding.sinkPath)
+            if let failure = place(path, at: binding.sinkPath) {
+                state.withLock { $0.bindings[task]?.placementFailure = failure }
+            }
             return []
         case .complete(var completion):
             if let sink = binding.sinkPath {
                 completion.bytesOnDisk = FileManager.default.fileLength(atPath: sink) ?? 0
+            }
+            // A download courierd finished whose file did not reach the task fails, never ends with no file.
+            if completion.error == nil, let failure = binding.placementFailure {
+                completion.error = failure
             }
             event.payload = .complete(completion)
         default:
@@ -640,13 +648,29 @@ final class DaemonBackend: TransferBackend {
 
     /// Puts the daemon's finished file where the task expects its download: a hard link when both are on one file
     /// system, else a copy. The daemon's file stays until the acknowledgement (a replay after a crash needs it).
-    private func place(_ path: String, at sink: String?) {
+    /// Returns why it could not, if it could not.
+    private func place(_ path: String, at sink: String?) -> CourierError? {
         guard let sink else {
-            return
+            return nil
         }
         unlink(sink)
-        if link(path, sink) != 0 {
-            try? FileManager.default.copyItem(atPath: path, toPath: sink)
+        guard link(path, sink) != 0 else {
+            return nil
+        }
+        let linkError = errno
+        do {
+            try FileManager.default.copyItem(atPath: path, toPath: sink)
+            return nil
+        } catch {
+            let gone = linkError == ENOENT
+            return CourierError(
+                gone ? .fileDoesNotExist : .cannotCreateFile,
+                gone
+                    ? "courierd's finished file \(path) is gone before the app took it"
+                    : "courierd's finished file \(path) could not be linked or copied to \(sink): "
+                        + String(cString: strerror(linkError)),
+                osError: linkError
+            )
         }
     }
 }
