@@ -344,33 +344,15 @@ final class DaemonBackend: TransferBackend {
     private func backgroundTask(_ spec: TransferSpec, id: TransferID) -> Result<IPCMessage.BackgroundTask, CourierError> {
         let url = URL(string: spec.url)
         guard let details = spec.task, details.reportsToDelegate else {
-            return .failure(
-                CourierError(
-                    .unsupportedInBackgroundSession,
-                    "completion handlers are not supported in background sessions; use the session delegate",
-                    failingURL: url
-                )
-            )
+            return .failure(BackgroundTaskRules.completionHandlerRefused(url))
         }
         switch (spec.body, spec.sink) {
         case (.none, .file), (.file, _):
             break
         case (.data, _):
-            return .failure(
-                CourierError(
-                    .unsupportedInBackgroundSession,
-                    "background sessions upload from a file only (uploadTask(with:fromFile:))",
-                    failingURL: url
-                )
-            )
+            return .failure(BackgroundTaskRules.uploadNotFromFile(url))
         default:
-            return .failure(
-                CourierError(
-                    .unsupportedInBackgroundSession,
-                    "background sessions run download tasks and upload tasks, not data tasks",
-                    failingURL: url
-                )
-            )
+            return .failure(BackgroundTaskRules.dataTaskRefused(url))
         }
         guard url != nil else {
             return .failure(CourierError(.badURL, "the URL \(spec.url) does not parse"))

@@ -19,24 +19,12 @@ package enum BackgroundTaskAdmission {
         var admitted = task
         switch task.kind {
         case .data:
-            return .failure(
-                CourierError(
-                    .unsupportedInBackgroundSession,
-                    "background sessions run download tasks and upload tasks, not data tasks",
-                    failingURL: url
-                )
-            )
+            return .failure(BackgroundTaskRules.dataTaskRefused(url))
         case .download:
             admitted.uploadFile = nil
         case .upload:
             guard let source = task.uploadFile, source.hasPrefix("/") else {
-                return .failure(
-                    CourierError(
-                        .unsupportedInBackgroundSession,
-                        "background uploads must be from a file (uploadTask(with:fromFile:))",
-                        failingURL: url
-                    )
-                )
+                return .failure(BackgroundTaskRules.uploadNotFromFile(url))
             }
             let copy = uploadsDirectory.appendingPathComponent("\(UUID().uuidString).upload")
             do {
