@@ -90,6 +90,9 @@ struct CourierBench: ParsableCommand {
             }
             return wire
         }
+        guard !wires.isEmpty else {
+            throw ValidationError("--protocol needs at least one of http, https, h2")
+        }
         let selectedPeers = try peers.split(separator: ",").map { name in
             guard let peer = Peer(rawValue: String(name)) else {
                 throw ValidationError("unknown client \(name)")
@@ -166,6 +169,7 @@ struct CourierBench: ParsableCommand {
             }
         }
         var results = resultsByProtocol[wires[0]]!
+        // The queued tasks and the instruction counts: over the first protocol.
         if !skipQueued, selectedPeers.contains(.courier) {
             results.queuedTaskBytes = try measureQueuedTasks(
                 client: command.executable(for: .courier), scratch: scratch)
@@ -179,7 +183,7 @@ struct CourierBench: ParsableCommand {
             try FixtureFiles.prepare([Workload.w1.fixture], in: fixtures, log: log)
             let counter = InstructionCount(
                 command: command, scratch: scratch, counts: (counts[0], counts[1]), deadline: .seconds(runDeadline * 4))
-            for peer in selectedPeers where peer.runs(.w1) {
+            for peer in selectedPeers where peer.runs(.w1) && wires[0].supports(peer) {
                 results.instructionsPerRequest[peer] = try counter.perRequest(peer, .w1)
                 log(
                     "instructions per request, \(peer.rawValue): "
