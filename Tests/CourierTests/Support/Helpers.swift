@@ -75,9 +75,34 @@ func residentMemory() -> Int {
     return 0
 }
 
-/// Open file descriptors of this process.
-func openFileDescriptorCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+/// Descriptors of this process that belong to one session's work: TCP sockets connected to `port` (the test's own
+/// server), and files under `directory` (the session's temporary directory). Other tests running in parallel open and
+/// close descriptors of their own all the time, so a count of all of them says nothing about one session.
+func openDescriptors(connectedToPort port: Int, orUnder directory: URL) -> Int {
+    var inodes: Set<String> = []
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            guard fields.count > 9, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) })
+            else { continue }
+            if remotePort == port {
+                inodes.insert(String(fields[9]))
+            }
+        }
+    }
+    let prefix = directory.resolvingSymlinksInPath().path
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return names.filter { name in
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)") else {
+            return false
+        }
+        if target.hasPrefix("socket:["), let inode = target.dropFirst(8).split(separator: "]").first {
+            return inodes.contains(String(inode))
+        }
+        return target.hasPrefix(prefix)
+    }.count
 }
 
 func jsonObject(_ data: Data) -> [String: Any] {
