@@ -198,7 +198,7 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
-    @Test("60 downloads of 1 MiB over HTTPS with HTTP/2, in waves through courierd, which trusts the session's CA")
+    @Test("30 downloads of 1 MiB over HTTPS with HTTP/2, in waves through courierd, which trusts the session's CA")
     func http2Waves() async throws {
         let server = try await TestServer.start(.init(tls: true))
         let place = Place()
@@ -209,7 +209,7 @@ struct BackgroundSessionTests {
         configuration.httpMaximumConnectionsPerHost = 2
         let session = Session(configuration: configuration, delegate: recorder)
         let length = 1 << 20
-        let tasks = (0..<60).map { index in
+        let tasks = (0..<30).map { index in
             session.downloadTask(with: server.url("/bytes/\(length)?seed=\(index % 5)"))
         }
         for task in tasks {

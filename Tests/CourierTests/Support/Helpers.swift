@@ -81,7 +81,10 @@ func residentMemory() -> Int {
 func openDescriptors(connectedToPort port: Int, orUnder directory: URL) -> Int {
     var inodes: Set<String> = []
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        // Read to its end: a /proc table says it is empty, and a read by its size stops at the first page.
+        guard let data = FileHandle(forReadingAtPath: table)?.readDataToEndOfFile(),
+            let text = String(data: data, encoding: .utf8)
+        else { continue }
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
