@@ -217,6 +217,8 @@ struct cr_transfer_s {
   unsigned held : 1;          /* RESPONSE held, waiting for a decision      */
   unsigned curl_paused : 1;   /* what curl believes                         */
   unsigned rate_paused : 1;   /* a shared rate limit is in debt             */
+  unsigned dropping : 1;      /* leaving curl: what it still hands over is
+                                 dropped (finish_active)                    */
 
   /* The response being received. Reset at every status line. */
   unsigned response_emitted : 1;

@@ -326,6 +326,18 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
     t->message = cr__strdup(text);
   }
   cr__transfer_collect_metrics(t);
+  /* Taken out while curl holds bytes for it (paused: for the disk, held, by
+   * the user): libcurl 7.88 frees those bytes (tempwrite) only at the end of
+   * multi_done(), which returns early when the connection is still in use
+   * (HTTP/2; freed before that return from 8.1.0, curl #10971), and
+   * curl_easy_cleanup() does not free them either: 16 KiB or more leaked at
+   * every such end (LeakSanitizer, the HTTP/2 pass). Unpaused first, curl
+   * hands them to the callbacks, which drop them. */
+  if (t->curl_paused && (forced != CR_OK || code != CURLE_OK)) {
+    t->dropping = 1;
+    t->curl_paused = 0;
+    (void)curl_easy_pause(t->easy, CURLPAUSE_CONT);
+  }
   curl_multi_remove_handle(loop->multi, t->easy);
   release_easy(loop, t, t->easy);
   t->easy = NULL;

@@ -505,6 +505,8 @@ static size_t on_header(char* data, size_t size, size_t count, void* context) {
   size_t offset = 0;
 
   CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
+  if (t->dropping)
+    return length;
   t->run->last_activity_ms = uv_now(&t->loop->uv);
   while (offset < length) {
     char* line = data + offset;
@@ -531,6 +533,8 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
   size_t length = size * count;
 
   CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
+  if (t->dropping)
+    return length;
   t->run->last_activity_ms = uv_now(&t->loop->uv);
   if (!t->response_emitted)
     cr__emit_response(t);
@@ -609,6 +613,8 @@ static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
   size_t room = size * count;
   size_t n = 0;
 
+  if (t->dropping)
+    return CURL_READFUNC_ABORT;
   t->run->last_activity_ms = uv_now(&t->loop->uv);
   if (t->user_paused) {
     t->curl_paused = 1;

@@ -42,11 +42,15 @@ public struct TestCertificateAuthority: Sendable {
 
     /// Makes a fresh CA and a leaf for `127.0.0.1`, `::1` and `localhost`, and writes ``pem`` to ``pemFile``.
     public static func make() throws -> TestCertificateAuthority {
-        let key = P256.Signing.PrivateKey()
+        try make(key: P256.Signing.PrivateKey(), commonName: "Courier Test CA \(UInt32.random(in: 0...UInt32.max))")
+    }
+
+    /// A CA of `key` named `commonName`, and its leaf.
+    private static func make(key: P256.Signing.PrivateKey, commonName: String) throws -> TestCertificateAuthority {
         let certificateKey = Certificate.PrivateKey(key)
         let name = try DistinguishedName {
             OrganizationName("Courier Tests")
-            CommonName("Courier Test CA \(UInt32.random(in: 0...UInt32.max))")
+            CommonName(commonName)
         }
         let now = Date()
         let extensions = try Certificate.Extensions {
@@ -144,15 +148,17 @@ public struct TestCertificateAuthority: Sendable {
         )
     }
 
-    /// One CA for the whole process, made on first use: the servers of the HTTP/2 pass
-    /// (``TestServer/Configuration/sharedAuthority``) are signed by it, so that a session can trust them before they
-    /// start. Its ``pemFile`` is deleted at once (nothing of it outlives the process): use ``pem``.
+    /// The one CA of the HTTP/2 pass: the servers it starts (``TestServer/Configuration/sharedAuthority``) are signed
+    /// by it, so that a session can trust them before they start. Made anew at each call from one fixed key and name
+    /// (a certificate verifies against any CA certificate of its issuer's name and key), so that the process keeps
+    /// none of it (a static would be memory LeakSanitizer cannot see into). Its ``pemFile`` is deleted at once: use
+    /// ``pem``.
     public static func shared() throws -> TestCertificateAuthority {
-        try sharedAuthority.get()
-    }
-
-    private static let sharedAuthority = Result { () throws -> TestCertificateAuthority in
-        let authority = try make()
+        // A test key, public here on purpose: it signs only loopback test servers' certificates.
+        let key = try P256.Signing.PrivateKey(
+            rawRepresentation: Array("courier-test-ca-shared-key-p256!".utf8)
+        )
+        let authority = try make(key: key, commonName: "Courier Test CA (shared)")
         authority.removeFiles()
         return authority
     }
