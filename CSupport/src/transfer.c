@@ -690,8 +690,7 @@ static cr_error_t setup_failed(cr_transfer_t* t, CURLcode code,
   t->curl_code = (int)code;
   free(t->message);
   t->message = cr__strdup(text);
-  return code == CURLE_OUT_OF_MEMORY ? CR_ERR_INTERNAL
-                                     : cr__error_from_curl(code, 0);
+  return cr__error_from_curl(code, 0);
 }
 
 #define SET(option, value)                                          \

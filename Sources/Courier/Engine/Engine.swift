@@ -35,8 +35,7 @@ final class Engine: @unchecked Sendable {
         config.max_host_connections = Int32(max(0, configuration.maximumHostConnections))
         config.max_active_transfers = Int32(max(0, configuration.maximumActiveTransfers))
         config.buffer_size = 0
-        let delay = configuration.diskWriteDelay.components
-        config.write_delay_us = Int32(clamping: delay.seconds * 1_000_000 + delay.attoseconds / 1_000_000_000_000)
+        config.write_delay_us = Int32(clamping: Int64((configuration.diskWriteDelay.inSeconds * 1e6).rounded()))
         config.on_events = courierEngineEvents
         config.context = router.toOpaque()
         var errorText: UnsafePointer<CChar>?
