@@ -168,10 +168,9 @@ struct CourierBench: ParsableCommand {
                 }
             }
         }
-        var results = resultsByProtocol[wires[0]]!
         // The queued tasks and the instruction counts: over the first protocol.
         if !skipQueued, selectedPeers.contains(.courier) {
-            results.queuedTaskBytes = try measureQueuedTasks(
+            resultsByProtocol[wires[0]]!.queuedTaskBytes = try measureQueuedTasks(
                 client: command.executable(for: .courier), scratch: scratch)
         }
 
@@ -184,14 +183,12 @@ struct CourierBench: ParsableCommand {
             let counter = InstructionCount(
                 command: command, scratch: scratch, counts: (counts[0], counts[1]), deadline: .seconds(runDeadline * 4))
             for peer in selectedPeers where peer.runs(.w1) && wires[0].supports(peer) {
-                results.instructionsPerRequest[peer] = try counter.perRequest(peer, .w1)
-                log(
-                    "instructions per request, \(peer.rawValue): "
-                        + String(format: "%.0f", results.instructionsPerRequest[peer] ?? 0))
+                let perRequest = try counter.perRequest(peer, .w1)
+                resultsByProtocol[wires[0]]!.instructionsPerRequest[peer] = perRequest
+                log("instructions per request, \(peer.rawValue): " + String(format: "%.0f", perRequest))
             }
         }
 
-        resultsByProtocol[wires[0]] = results
         var table = ""
         for wire in wires {
             let rendered = ResultTable(
@@ -216,7 +213,7 @@ struct CourierBench: ParsableCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             let byName = Dictionary(uniqueKeysWithValues: resultsByProtocol.map { ($0.key.rawValue, $0.value) })
-            let data = wires.count > 1 ? try encoder.encode(byName) : try encoder.encode(results)
+            let data = wires.count > 1 ? try encoder.encode(byName) : try encoder.encode(resultsByProtocol[wires[0]]!)
             try data.write(to: URL(fileURLWithPath: json))
         }
     }
