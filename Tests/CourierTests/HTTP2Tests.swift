@@ -7,35 +7,42 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// A session that trusts `server`'s test CA, so that it speaks HTTP/2 with it (ALPN), on `loops` engine loops with
-/// at most `connections` connections per host and loop.
-private func http2Session(
-    _ server: TestServer,
+/// Runs `body` with an HTTPS test server that offers HTTP/2 and a session that trusts its CA (so it speaks HTTP/2
+/// by ALPN), on `loops` engine loops with at most `connections` connections per host and loop; the session is
+/// invalidated and the server shut down afterwards.
+private func withHTTP2Session(
     loops: Int = 2,
     connections: Int = 6,
-    configure: (inout SessionConfiguration) -> Void = { _ in }
-) -> Session {
-    var configuration = testConfiguration()
-    configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
-    configuration.engineLoopCount = loops
-    configuration.httpMaximumConnectionsPerHost = connections
-    configure(&configuration)
-    return Session(configuration: configuration)
+    configure: (inout SessionConfiguration) -> Void = { _ in },
+    _ body: (TestServer, Session) async throws -> Void
+) async throws {
+    try await withServer(.init(tls: true)) { server in
+        var configuration = testConfiguration()
+        configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+        configuration.engineLoopCount = loops
+        configuration.httpMaximumConnectionsPerHost = connections
+        configure(&configuration)
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        try await body(server, session)
+    }
 }
 
-/// Downloads `/bytes/LENGTH?seed=SEED` with `query` appended to a file and compares it with what the server sends:
-/// nil when it is right, else what is wrong.
+/// Downloads `/bytes/LENGTH?seed=SEED` with `query` appended to a file and compares it with `expected`, what the
+/// server sends for them (`TestServer.bytes(count: LENGTH, seed: SEED)`, made once by the caller for many downloads
+/// of one body): nil when it is right, else what is wrong.
 private func downloadChecked(
     _ session: Session,
     _ server: TestServer,
-    length: Int,
+    expected: Data,
     seed: Int,
     query: String = ""
 ) async throws -> String? {
-    let (file, response) = try await session.download(from: server.url("/bytes/\(length)?seed=\(seed)\(query)"))
+    let url = server.url("/bytes/\(expected.count)?seed=\(seed)\(query)")
+    let (file, response) = try await session.download(from: url)
     defer { try? FileManager.default.removeItem(at: file) }
     guard (response as? HTTPURLResponse)?.statusCode == 200 else { return "not 200" }
-    return try Data(contentsOf: file) == TestServer.bytes(count: length, seed: seed) ? nil : "bytes"
+    return try Data(contentsOf: file) == expected ? nil : "bytes"
 }
 
 /// HTTP/2 as users meet it on a busy HTTPS server: many large bodies to files and from memory and files, in waves,
@@ -48,15 +55,13 @@ struct HTTP2WorkloadTests {
         arguments: [false, true]
     )
     func downloadWaves(slowDisk: Bool) async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server) { configuration in
-                // 3 ms a 128 KiB chunk: about 40 MB/s a loop, so the transfers pause for the disk again and again.
-                configuration.simulatedDiskWriteDelay = slowDisk ? .milliseconds(3) : .zero
-            }
-            defer { session.invalidateAndCancel() }
-            let length = 1 << 20
+        try await withHTTP2Session(configure: { configuration in
+            // 3 ms a 128 KiB chunk: about 40 MB/s a loop, so the transfers pause for the disk again and again.
+            configuration.simulatedDiskWriteDelay = slowDisk ? .milliseconds(3) : .zero
+        }) { server, session in
+            let bodies = (0..<4).map { TestServer.bytes(count: 1 << 20, seed: $0) }
             let failures = try await inWaves(total: 64, inFlight: 24) { index in
-                try await downloadChecked(session, server, length: length, seed: index % 4)
+                try await downloadChecked(session, server, expected: bodies[index % 4], seed: index % 4)
             }
             #expect(failures.isEmpty, "\(failures.count) failed, first: \(failures.first ?? "")")
             #expect(server.requests.count == 64 && server.requests.allSatisfy { $0.httpVersion == "2" })
@@ -67,9 +72,7 @@ struct HTTP2WorkloadTests {
 
     @Test("32 uploads of 512 KiB, from memory and from files, 12 in flight over shared HTTP/2 connections")
     func uploadWaves() async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server)
-            defer { session.invalidateAndCancel() }
+        try await withHTTP2Session { server, session in
             let body = TestServer.bytes(count: 512 << 10, seed: 5)
             let digest = TestServer.sha256Hex(body)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("h2-upload-\(UUID().uuidString)")
@@ -100,12 +103,12 @@ struct HTTP2WorkloadTests {
 struct HTTP2FaultTests {
     @Test("a stream the server resets (RST_STREAM) fails alone, naming the code; its neighbours finish")
     func streamReset() async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server, loops: 1, connections: 1)
-            defer { session.invalidateAndCancel() }
+        try await withHTTP2Session(loops: 1, connections: 1) { server, session in
             let length = 1 << 20
             let outcomes = try await inWaves(total: 8, inFlight: 8) { index in
-                try await downloadChecked(session, server, length: length, seed: index, query: index == 3 ? "&rst=262144&rstCode=2" : "")
+                let fault = index == 3 ? "&rst=262144&rstCode=2" : ""
+                let expected = TestServer.bytes(count: length, seed: index)
+                return try await downloadChecked(session, server, expected: expected, seed: index, query: fault)
             }
             #expect(outcomes.count == 1)
             let failure = try #require(outcomes.first)
@@ -118,12 +121,12 @@ struct HTTP2FaultTests {
 
     @Test("a graceful GOAWAY: the streams the server keeps finish, the ones it refuses go again on a new connection")
     func gracefulGoAway() async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server, loops: 1, connections: 1)
-            defer { session.invalidateAndCancel() }
+        try await withHTTP2Session(loops: 1, connections: 1) { server, session in
             let length = 1 << 20
             let failures = try await inWaves(total: 24, inFlight: 8) { index in
-                try await downloadChecked(session, server, length: length, seed: index, query: index == 3 ? "&goaway=262144" : "")
+                let fault = index == 3 ? "&goaway=262144" : ""
+                let expected = TestServer.bytes(count: length, seed: index)
+                return try await downloadChecked(session, server, expected: expected, seed: index, query: fault)
             }
             #expect(failures.isEmpty, "\(failures)")
             #expect(server.connectionCount >= 2)
@@ -132,12 +135,12 @@ struct HTTP2FaultTests {
 
     @Test("a GOAWAY with an error closes the connection: the streams cut fail as lost connections, new ones work")
     func goAwayWithError() async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server, loops: 1, connections: 1)
-            defer { session.invalidateAndCancel() }
+        try await withHTTP2Session(loops: 1, connections: 1) { server, session in
             let length = 1 << 20
             let failures = try await inWaves(total: 6, inFlight: 6) { index in
-                try await downloadChecked(session, server, length: length, seed: index, query: index == 0 ? "&goaway=262144&goawayCode=2" : "&trickle=65536&interval=20")
+                let fault = index == 0 ? "&goaway=262144&goawayCode=2" : "&trickle=65536&interval=20"
+                let expected = TestServer.bytes(count: length, seed: index)
+                return try await downloadChecked(session, server, expected: expected, seed: index, query: fault)
             }
             #expect(failures.contains { $0.hasPrefix("#0: ") })
             for failure in failures {
@@ -151,17 +154,18 @@ struct HTTP2FaultTests {
 
     @Test("a download suspended mid-way, then cancelled, on a connection another download shares: the other finishes")
     func cancelSuspendedStream() async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server, loops: 1, connections: 1)
-            defer { session.invalidateAndCancel() }
+        try await withHTTP2Session(loops: 1, connections: 1) { server, session in
             let suspended = session.downloadTask(with: server.url("/bytes/\(4 << 20)?seed=1&trickle=65536&interval=10"))
             suspended.resume()
             let other = Task {
-                try await downloadChecked(session, server, length: 2 << 20, seed: 2, query: "&trickle=65536&interval=10")
+                try await downloadChecked(
+                    session, server, expected: TestServer.bytes(count: 2 << 20, seed: 2), seed: 2,
+                    query: "&trickle=65536&interval=10"
+                )
             }
             try await eventually(.seconds(20), "200 kB received") { suspended.countOfBytesReceived > 200_000 }
             suspended.suspend()
-            // What arrives for it meanwhile, curl holds (its bytes freed when it leaves curl: docs/engine.md, "HTTP/2").
+            // What arrives for it meanwhile, curl holds (freed when it leaves curl: docs/engine.md, "HTTP/2").
             try await Task.sleep(for: .milliseconds(200))
             suspended.cancel()
             #expect(try await other.value == nil)
@@ -171,9 +175,7 @@ struct HTTP2FaultTests {
 
     @Test("a connection reset under HTTP/2 streams says so, with the errno")
     func connectionReset() async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server, loops: 1, connections: 1)
-            defer { session.invalidateAndCancel() }
+        try await withHTTP2Session(loops: 1, connections: 1) { server, session in
             await #expect {
                 _ = try await session.download(from: server.url("/bytes/\(1 << 20)?reset=262144"))
             } throws: { error in
@@ -191,14 +193,14 @@ struct HTTP2FaultTests {
 struct HTTP2ResetTests {
     @Test("600 requests over HTTP/2, 100 in flight: no stream reset; the server's rapid-reset limit never trips")
     func completedStreamsAreNotReset() async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server, loops: 1, connections: 1)
-            defer { session.invalidateAndCancel() }
+        try await withHTTP2Session(loops: 1, connections: 1) { server, session in
             // Before the fix nearly every one was reset, and NIO's limit (200 in 30 s) ended the connection.
             let failures = try await inWaves(total: 600, inFlight: 100) { index in
                 let length = 1 + index % 3000
                 if index % 10 == 0 {
-                    return try await downloadChecked(session, server, length: length, seed: index)
+                    return try await downloadChecked(
+                        session, server, expected: TestServer.bytes(count: length, seed: index), seed: index
+                    )
                 }
                 let (data, _) = try await session.data(from: server.url("/bytes/\(length)?seed=\(index)"))
                 return data == TestServer.bytes(count: length, seed: index) ? nil : "bytes"
@@ -211,9 +213,7 @@ struct HTTP2ResetTests {
 
     @Test("a download cancelled mid-way resets its stream (with the connection's next frames); the connection goes on")
     func cancelledStreamIsReset() async throws {
-        try await withServer(.init(tls: true)) { server in
-            let session = http2Session(server, loops: 1, connections: 1)
-            defer { session.invalidateAndCancel() }
+        try await withHTTP2Session(loops: 1, connections: 1) { server, session in
             let task = session.downloadTask(with: server.url("/bytes/\(8 << 20)?trickle=65536&interval=20"))
             task.resume()
             try await eventually(.seconds(20), "100 kB received") { task.countOfBytesReceived > 100_000 }
