@@ -231,25 +231,29 @@ final class EngineHarness: @unchecked Sendable {
 
     /// Waits until every transfer in `ids` has completed, or throws after `timeout`.
     func waitForCompletion(_ ids: [UInt64], timeout: Duration = .seconds(120)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let done = records.withLock { all in ids.allSatisfy { all[$0]?.completed == true } }
-            if done { return }
-            try await Task.sleep(for: .milliseconds(5))
+        try await poll(timeout: timeout) {
+            records.withLock { all in ids.allSatisfy { all[$0]?.completed == true } }
         }
-        throw HarnessError.timedOut
     }
 
     /// Waits until `condition` holds for the record of `id`.
     func wait(for id: UInt64, timeout: Duration = .seconds(10), until condition: (TransferRecord) -> Bool)
         async throws
     {
+        try await poll(timeout: timeout) { condition(record(id)) }
+    }
+
+    /// Looks at `done` every 5 ms until it holds; throws once `timeout` has passed and it still does not. It looks
+    /// once more after the deadline: a test task woken late (the cooperative pool busy with the tests around it, as
+    /// a full parallel run made it for more than 10 s) must not time out on an engine that had answered.
+    private func poll(timeout: Duration, _ done: () -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(record(id)) { return }
+        while !done() {
+            guard ContinuousClock.now < deadline else {
+                throw HarnessError.timedOut
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
-        throw HarnessError.timedOut
     }
 
     private func receive(_ events: UnsafeBufferPointer<cr_event_t>) {
