@@ -113,7 +113,12 @@ struct HTTP2FaultTests {
             #expect(outcomes.count == 1)
             let failure = try #require(outcomes.first)
             #expect(failure.hasPrefix("#3: CourierError.networkConnectionLost"), "\(failure)")
-            #expect(failure.contains("INTERNAL_ERROR (err 2)") && failure.contains("(curl 92)"), "\(failure)")
+            // curl names the code, unless another stream held nghttp2's input paused when the reset arrived: libcurl
+            // 7.88 then reads the reset stream as ended ("closed overrides paused", lib/http2.c) and the engine's
+            // length check speaks instead (docs/engine.md, "Errors"). Either way the body is never taken as whole.
+            let named = failure.contains("INTERNAL_ERROR (err 2)") && failure.contains("(curl 92)")
+            let cutShort = failure.contains("the body ended before its announced length")
+            #expect(named || cutShort, "\(failure)")
             #expect(failure.contains("[resumable]"), "\(failure)")
             #expect(server.connectionCount == 1)
         }
