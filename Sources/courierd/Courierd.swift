@@ -63,6 +63,9 @@ struct Courierd: ParsableCommand {
     @Option(help: "With --limit-rate: the limit applies only during this local time of day, HH:MM-HH:MM (22:00-06:00 spans midnight)")
     var limitWindow: String?
 
+    @Option(help: "Bytes of events courierd holds for an app that is not reading its socket before it holds back more, sent again from the journal once the app reads (default 4 MiB)")
+    var clientOutboxLimit: Int = DaemonServer.defaultClientOutboxLimit
+
     @Flag(help: "Show no desktop notification when a background download finishes while its app is not running (shown by default where a session bus exists)")
     var noNotifications = false
 
@@ -128,7 +131,8 @@ struct Courierd: ParsableCommand {
                 notifier: noNotifications ? nil : DesktopNotifier(logger: logger),
                 fetchPolicy: fetchPolicy,
                 pushPort: pushPort,
-                idleReclaimDelay: reclaimIdleAfter > 0 ? reclaimIdleAfter : nil
+                idleReclaimDelay: reclaimIdleAfter > 0 ? reclaimIdleAfter : nil,
+                clientOutboxLimit: max(clientOutboxLimit, 1)
             )
         } catch .alreadyRunning(let lockFile) {
             logger.notice("another courierd is running", metadata: ["lock": "\(lockFile)"])

@@ -5,11 +5,12 @@ import CourierConcurrency
 import Glibc
 #endif
 
-/// One app's (or `courier`'s) connection to courierd: its peer, what it said of itself, and frames written whole.
+/// One app's (or `courier`'s) connection to courierd: its peer, what it said of itself, and its outbox (frames are
+/// queued, never written by the thread that sends them: ``ConnectionOutbox``).
 ///
-/// `Sendable`: `descriptor` and `pid` are constants; what the app said of itself is behind a lock (written on the
-/// connection's reader thread, read there and by other connections' threads: the reclaim of a suspended instance, the
-/// wake for a session's events); sends hold `writeLock`.
+/// `Sendable`: `descriptor`, `pid` and `outbox` are constants; what the app said of itself is behind a lock (written
+/// on the connection's reader thread, read there and by other connections' threads: the reclaim of a suspended
+/// instance, the wake for a session's events).
 final class ClientConnection: Sendable {
     private struct Said {
         var app: String?
@@ -44,32 +45,53 @@ final class ClientConnection: Sendable {
         let (name, inForeground) = said.withLock { ($0.app, $0.inForeground) }
         return (app == nil || name == app) && !inForeground && pid > 0 && ProcessState.isStopped(pid)
     }
-    /// Held while a frame is written; counts the frames. (Not `()`: TSan reports inout access to a zero-sized value
-    /// as a race.)
-    private let writeLock = LockedValue<UInt64>(0)
 
-    /// Called before each message is sent: every journal write made before it is then on disk (group commit), so
-    /// that nothing the app is told — a task exists, an event happened — can be undone by a power cut.
-    private let durability: @Sendable () -> Void
+    private let outbox: ConnectionOutbox
 
-    init(descriptor: Int32, pid: pid_t, durability: @escaping @Sendable () -> Void) {
+    /// `durability` is called before queued frames are written (every journal write made before they were queued is
+    /// then on disk); `caughtUp` when the outbox has written everything after withholding events (``offer(_:)``).
+    init(
+        descriptor: Int32,
+        pid: pid_t,
+        outboxLimit: Int = ConnectionOutbox.defaultLimit,
+        durability: @escaping @Sendable () -> Void,
+        caughtUp: @escaping @Sendable () -> Void = {}
+    ) {
         self.descriptor = descriptor
         self.pid = pid
-        self.durability = durability
+        outbox = ConnectionOutbox(
+            descriptor: descriptor,
+            limit: outboxLimit,
+            durability: durability,
+            caughtUp: caughtUp
+        )
     }
 
+    /// Queues `message` (an answer, a wake); false when it cannot be encoded or the connection is closed.
     func send(_ message: IPCMessage) -> Bool {
         guard let frame = try? message.frame() else {
             return false
         }
-        durability()
-        return writeLock.withLock { written in
-            written += 1
-            return UnixSocket.write(frame.encoded, to: descriptor)
-        }
+        return outbox.send(frame.encoded)
     }
 
+    /// Queues a session's events unless the outbox is full of what the app has not read (``ConnectionOutbox``).
+    func offer(_ events: IPCMessage.Events) -> ConnectionOutbox.Offer {
+        guard let frame = try? IPCMessage.events(events).frame() else {
+            return .closed
+        }
+        return outbox.offer(frame.encoded)
+    }
+
+    /// Ends the outbox: called once the reader has finished, before the descriptor closes.
+    func closeOutbox() {
+        outbox.close()
+    }
+
+    /// Ends the connection (courierd stops): what the socket takes of the outbox now goes first (the answer to
+    /// `stopDaemon`), then the reader wakes to the end of the stream.
     func shutDown() {
+        outbox.close()
         Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
     }
 

@@ -173,14 +173,19 @@ extension DaemonServer {
         // in order, before the answer: the app knows when the answer comes whether a replay (and so
         // `urlSessionDidFinishEvents`) is due. New ones follow as they happen.
         makeRunner(open).attach(owner: connection.descriptor) { events in
-            let sent = connection.send(.events(events))
+            let delivery: BackgroundSessionRunner.EventDelivery =
+                switch connection.offer(events) {
+                case .queued: .queued
+                case .withheld: .withheld
+                case .closed: .gone
+                }
             // A suspended instance (in the background, stopped) is continued for its session's events, as for a fetch
-            // or a push: the events are on its socket first, so it knows courierd woke it, and suspends itself once
-            // they are delivered. (A foreground app is not looked at: one its user stopped stays stopped.)
-            if sent, connection.isSuspendedInstance(of: app) {
+            // or a push: the events are queued for its socket first, so it knows courierd woke it, and suspends itself
+            // once they are delivered. (A foreground app is not looked at: one its user stopped stays stopped.)
+            if delivery != .gone, connection.isSuspendedInstance(of: app) {
                 kill(connection.pid, SIGCONT)
             }
-            return sent
+            return delivery
         }
         _ = connection.send(.reply(.init(request: open.request, result: .sessionOpened(nextTaskIdentifier: next))))
     }

@@ -55,6 +55,10 @@ package final class DaemonServer: @unchecked Sendable {
     let idleReclaimDelay: TimeInterval?
     /// What each `hello` is answered with: which courierd this is.
     let welcome: IPCMessage.Welcome
+    /// Bytes of events each connection's outbox holds for an app that is not reading before it withholds more
+    /// (``ConnectionOutbox``).
+    let clientOutboxLimit: Int
+    package static let defaultClientOutboxLimit = ConnectionOutbox.defaultLimit
 
     /// Prepares the directories, takes the one-per-user lock, opens the journal and listens. Throws
     /// ``DaemonSetupError/alreadyRunning(lockFile:)`` when another courierd holds the lock.
@@ -68,6 +72,7 @@ package final class DaemonServer: @unchecked Sendable {
         pushBudget: PushBudget = PushBudget(),
         pushPort: UInt16? = nil,
         idleReclaimDelay: TimeInterval? = DaemonServer.defaultIdleReclaimDelay,
+        clientOutboxLimit: Int = DaemonServer.defaultClientOutboxLimit,
         uid: uid_t = getuid()
     ) throws(DaemonSetupError) {
         try paths.prepare(uid: uid)
@@ -116,6 +121,7 @@ package final class DaemonServer: @unchecked Sendable {
         )
         repairs = FileRepairs(journal: journal, flusher: flusher, logger: logger)
         self.idleReclaimDelay = idleReclaimDelay
+        self.clientOutboxLimit = clientOutboxLimit
         self.uid = uid
         launcher = AppLauncher(limiter: relaunchLimiter, logger: logger, paths: paths)
         self.notifier = notifier
@@ -163,7 +169,17 @@ package final class DaemonServer: @unchecked Sendable {
                 close(descriptor)
                 return true
             }
-            let connection = ClientConnection(descriptor: descriptor, pid: peer.pid) { [journal] in journal.sync() }
+            let connection = ClientConnection(
+                descriptor: descriptor,
+                pid: peer.pid,
+                outboxLimit: clientOutboxLimit,
+                durability: { [journal] in journal.sync() },
+                caughtUp: { [sessions] in
+                    for session in sessions.held(by: descriptor) {
+                        sessions.runner(session, heldBy: descriptor)?.catchUp(owner: descriptor)
+                    }
+                }
+            )
             let admitted = state.withLock { state -> Bool in
                 guard !state.stopping else {
                     return false
@@ -265,6 +281,7 @@ package final class DaemonServer: @unchecked Sendable {
         if !state.withLock({ $0.stopping }) {
             instances.forget(pid: connection.pid, descriptor: connection.descriptor)
         }
+        connection.closeOutbox()
         state.withLock { state in
             state.connections[connection.descriptor] = nil
             close(connection.descriptor)

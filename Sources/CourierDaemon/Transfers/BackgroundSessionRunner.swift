@@ -13,8 +13,19 @@ package import Logging
 /// carried out after it is released (``drive(_:now:_:)``); journal writes and pushes go through ``record(_:)``,
 /// which keeps their order on the wire the order of the sequence numbers.
 package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
-    /// Sends events to the connection that holds the session; false when the connection is gone.
-    package typealias EventSink = @Sendable (IPCMessage.Events) -> Bool
+    /// Gives events to the connection that holds the session, without waiting for them to be written.
+    package typealias EventSink = @Sendable (IPCMessage.Events) -> EventDelivery
+
+    /// What the connection did with events given to it.
+    package enum EventDelivery: Sendable {
+        /// On their way to the app.
+        case queued
+        /// Not sent: the app has not read what it was sent before. They are in the journal; ``catchUp(owner:)``
+        /// sends them when the connection has room.
+        case withheld
+        /// The connection is gone: events are only journaled until the next attach.
+        case gone
+    }
 
     struct State: Sendable {
         var configuration: IPCMessage.OpenSession
@@ -142,6 +153,32 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         }
     }
 
+    /// The connection `owner` has written everything it was given after it withheld events: every event the app has
+    /// not acknowledged goes again from the journal (the app skips the ones it has, by sequence), with what the
+    /// outbox held.
+    package func catchUp(owner: Int32) {
+        pushing.withLock { _ in
+            delivery.withLock { _ in
+                guard let sink = state.withLock({ $0.sinkOwner == owner ? $0.sink : nil }),
+                    let pending = try? journal.pendingEvents(session: identifier), !pending.isEmpty
+                else {
+                    return
+                }
+                state.withLock { $0.outbox = [] }
+                logger.info(
+                    "the app reads again: the events it has not acknowledged are sent again from the journal",
+                    metadata: ["session": "\(identifier)", "events": "\(pending.count)"]
+                )
+                if sink(IPCMessage.Events(session: identifier, events: pending, finished: false)) == .gone {
+                    state.withLock { state in
+                        state.sink = nil
+                        state.sinkOwner = nil
+                    }
+                }
+            }
+        }
+    }
+
     /// The connection `owner` closed, or closed the session: events are only journaled until the next attach. When
     /// the app went without acknowledging the end of a task (it died, or quit, mid-delivery), those events are handed
     /// to `undelivered` as if they had just happened: the app is launched again for them.
@@ -211,7 +248,8 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
                 }
                 return
             }
-            if !sink(IPCMessage.Events(session: identifier, events: events, finished: false)) {
+            // Withheld events are in the journal: the connection asks for them again (``catchUp(owner:)``).
+            if sink(IPCMessage.Events(session: identifier, events: events, finished: false)) == .gone {
                 state.withLock { state in
                     state.sink = nil
                     state.sinkOwner = nil

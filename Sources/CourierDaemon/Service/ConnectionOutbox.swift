@@ -1,0 +1,241 @@
+import CourierConcurrency
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What courierd has to write to one connection: frames queued by any thread without blocking it, written on the
+/// connection's own queue as the socket takes them.
+///
+/// A frame is written only after one flush of the journal made after it was queued (`durability`, a group commit):
+/// nothing an app is told — a task exists, an event happened — can be undone by a power cut. The flush and the writes
+/// happen on `queue`, never under a lock of the thread that queued the frame, so an app that stops reading (stopped
+/// with Ctrl-Z, or busy) holds up nothing but its own outbox. When the socket is full a write source wakes the queue
+/// once it has room again; nothing polls.
+///
+/// The outbox is bounded for events (``offer(_:)``): past `limit` bytes queued they are refused (`.withheld`), and the
+/// outbox remembers it; they are in the journal, and once everything queued has been written `caughtUp` is called, on
+/// `queue`, for the connection's sessions to send them again from there. Answers to requests (``send(_:)``) are always
+/// queued: an app has few requests in flight.
+///
+/// `@unchecked Sendable`: what any thread touches is in `state`, a lock; `written`, `source` and `sourceRunning` are
+/// touched only on `queue`.
+final class ConnectionOutbox: @unchecked Sendable {
+    /// What became of an offered frame.
+    enum Offer: Sendable {
+        case queued
+        /// Not queued: the outbox is over its bound. ``caughtUp`` follows when it has drained.
+        case withheld
+        /// The connection is closed or failed.
+        case closed
+    }
+
+    /// Bytes of events a connection's outbox holds before it withholds more (4 MiB, about 10,000 events).
+    static let defaultLimit = 4 << 20
+
+    private struct State {
+        /// Frames queued since the journal was last flushed for this outbox, in order.
+        var unsynced: [Data] = []
+        /// Bytes queued and not yet written.
+        var bytes = 0
+        /// A flush is scheduled on `queue`, running, or waiting for room in the socket.
+        var flushing = false
+        /// An event was withheld since the outbox last drained.
+        var withheld = false
+        var closed = false
+    }
+
+    private let descriptor: Int32
+    private let limit: Int
+    private let durability: @Sendable () -> Void
+    private let caughtUp: @Sendable () -> Void
+    private let state = LockedValue(State())
+    private let queue: DispatchQueue
+    /// Frames flushed to the journal and not yet (wholly) written; `writtenOffset` bytes of its first are out.
+    private var written: [Data] = []
+    private var writtenOffset = 0
+    private var source: (any DispatchSourceWrite)?
+    private var sourceRunning = false
+
+    init(
+        descriptor: Int32,
+        limit: Int,
+        durability: @escaping @Sendable () -> Void,
+        caughtUp: @escaping @Sendable () -> Void
+    ) {
+        self.descriptor = descriptor
+        self.limit = limit
+        self.durability = durability
+        self.caughtUp = caughtUp
+        queue = DispatchQueue(label: "courierd.connection.\(descriptor)")
+    }
+
+    /// Queues `frame` (an answer); false when the connection is closed.
+    func send(_ frame: Data) -> Bool {
+        queue(frame, bounded: false) != .closed
+    }
+
+    /// Queues `frame` (events) unless the outbox is over its bound: then `.withheld`, and ``caughtUp`` is called once
+    /// what is queued has been written.
+    func offer(_ frame: Data) -> Offer {
+        queue(frame, bounded: true)
+    }
+
+    private func queue(_ frame: Data, bounded: Bool) -> Offer {
+        let (offer, schedule) = state.withLock { state -> (Offer, Bool) in
+            guard !state.closed else {
+                return (.closed, false)
+            }
+            // One frame over the bound is taken when the outbox is empty: a replay larger than the bound goes whole.
+            if bounded, state.withheld || (state.bytes > 0 && state.bytes + frame.count > limit) {
+                state.withheld = true
+                return (.withheld, false)
+            }
+            state.unsynced.append(frame)
+            state.bytes += frame.count
+            defer { state.flushing = true }
+            return (.queued, !state.flushing)
+        }
+        if schedule {
+            queue.async { self.flush() }
+        }
+        return offer
+    }
+
+    /// Writes what is queued (after one journal flush for the frames queued since the last), until the socket is full
+    /// (the write source calls again when it has room) or nothing is left.
+    private func flush() {
+        while true {
+            let taken = state.withLock { state in
+                defer { state.unsynced = [] }
+                return state.unsynced
+            }
+            if !taken.isEmpty {
+                durability()
+                written += taken
+            }
+            switch writeQueued() {
+            case .full:
+                waitForRoom(true)
+                return
+            case .failed:
+                waitForRoom(false)
+                return
+            case .done:
+                waitForRoom(false)
+            }
+            let (again, caught) = state.withLock { state -> (Bool, Bool) in
+                guard state.unsynced.isEmpty else {
+                    return (true, false)
+                }
+                state.flushing = false
+                let caught = state.withheld && !state.closed
+                state.withheld = false
+                return (false, caught)
+            }
+            if again {
+                continue
+            }
+            if caught {
+                caughtUp()
+            }
+            return
+        }
+    }
+
+    private enum WriteOutcome {
+        case done, full, failed
+    }
+
+    /// Writes `written` without blocking.
+    private func writeQueued() -> WriteOutcome {
+        while let frame = written.first {
+            let count = frame.withUnsafeBytes { buffer in
+                Glibc.send(
+                    descriptor,
+                    buffer.baseAddress! + writtenOffset,
+                    buffer.count - writtenOffset,
+                    Int32(MSG_NOSIGNAL | MSG_DONTWAIT)
+                )
+            }
+            if count < 0 {
+                switch errno {
+                case EINTR:
+                    continue
+                case EAGAIN, EWOULDBLOCK:
+                    return .full
+                default:
+                    // The peer is gone: its reader ends the connection (the shutdown wakes it if it waits).
+                    state.withLock { state in
+                        state.closed = true
+                        state.flushing = false
+                    }
+                    written = []
+                    writtenOffset = 0
+                    shutdown(descriptor, Int32(SHUT_RDWR))
+                    return .failed
+                }
+            }
+            writtenOffset += count
+            state.withLock { $0.bytes -= count }
+            if writtenOffset == frame.count {
+                written.removeFirst()
+                writtenOffset = 0
+            }
+        }
+        return .done
+    }
+
+    /// Whether the write source wakes the queue when the socket has room.
+    private func waitForRoom(_ waiting: Bool) {
+        guard waiting != sourceRunning else {
+            return
+        }
+        if waiting, source == nil {
+            let made = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: queue)
+            made.setEventHandler { [unowned self] in self.flush() }
+            source = made
+            made.activate()
+        } else if waiting {
+            source?.resume()
+        } else {
+            source?.suspend()
+        }
+        sourceRunning = waiting
+    }
+
+    /// Ends the outbox before the descriptor closes: what the socket takes now is written (a failure answering a bad
+    /// frame), the rest is dropped, and the write source is gone once this returns. A second call does nothing.
+    func close() {
+        state.withLock { $0.closed = true }
+        let cancelled = DispatchSemaphore(value: 0)
+        let hasSource = queue.sync { () -> Bool in
+            let taken = state.withLock { state in
+                defer { state.unsynced = [] }
+                return state.unsynced
+            }
+            if !taken.isEmpty {
+                durability()
+                written += taken
+            }
+            _ = writeQueued()
+            written = []
+            guard let source else {
+                return false
+            }
+            source.setCancelHandler { cancelled.signal() }
+            if !sourceRunning {
+                source.resume()
+            }
+            source.cancel()
+            self.source = nil
+            sourceRunning = false
+            return true
+        }
+        if hasSource {
+            cancelled.wait()
+        }
+    }
+}
