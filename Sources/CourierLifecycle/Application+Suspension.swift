@@ -32,14 +32,11 @@ extension Application {
             return count
         }
         // A connection's reader, continued at the same moment, may be between taking the bytes off the socket and
-        // counting them: a few looks, 5 ms apart, before concluding it was the user.
-        var byDaemon = false
-        for look in 0..<10 where !byDaemon {
-            if look > 0 {
-                usleep(5_000)
-            }
-            byDaemon = DaemonConnections.hasReceived(since: mark) || self.wakesWaiting.withLock({ $0 }) > 0
-        }
+        // counting them: it is given 45 ms before concluding it was the user.
+        let byDaemon =
+            self.wakesWaiting.withLock({ $0 }) > 0
+            || DaemonConnections.waitForReceived(since: mark, atMost: 0.045)
+            || self.wakesWaiting.withLock({ $0 }) > 0
         guard byDaemon else {
             self.enterForeground()
             return

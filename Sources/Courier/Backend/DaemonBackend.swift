@@ -82,7 +82,9 @@ final class DaemonBackend: TransferBackend {
     private let requestTimeout: TimeInterval
     /// The identifier, held for this process's one `Session` of it until ``end()``.
     private let claim: BackgroundIdentifierClaim
-    private let state: LockedValue<State>
+    /// Waited on for the answers to creations (``waitForAnswers(timeout:)``) and for a connection while one is being
+    /// made (``currentConnection()``).
+    private let state: WaitableValue<State>
     /// Runs the commands in order, each waiting for courierd's answer before the next is sent.
     private let commands: DispatchQueue
 
@@ -102,7 +104,7 @@ final class DaemonBackend: TransferBackend {
         self.hooks = hooks
         self.requestTimeout = requestTimeout
         commands = DispatchQueue(label: "courier.background-commands.\(opener.identifier)")
-        state = LockedValue(
+        state = WaitableValue(
             State(
                 link: .connected(opened.connection),
                 finishOwed: relaunched || (opened.connection.holdsReplay && !ApplicationPresence.isInForeground)
@@ -286,14 +288,7 @@ final class DaemonBackend: TransferBackend {
     /// Returns once courierd has answered the creation of every task resumed so far (each journaled, or ended with
     /// its refusal), or after `timeout`; whether it had.
     func waitForAnswers(timeout: TimeInterval) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !state.withLock({ $0.unanswered.isEmpty }) {
-            guard Date() < deadline else {
-                return false
-            }
-            usleep(2_000)
-        }
-        return true
+        state.wait(atMost: timeout) { $0.unanswered.isEmpty }
     }
     /// A download asked for resume data (`cancel(byProducingResumeData:)`) is cancelled by courierd with resume data
     /// naming its partial file; any other is just cancelled.
@@ -366,6 +361,7 @@ final class DaemonBackend: TransferBackend {
     /// making one when courierd was found unreachable before.
     private func currentConnection() -> Result<DaemonConnection, CourierError> {
         let deadline = Date().addingTimeInterval(requestTimeout)
+        let waitDeadline = MonotonicDeadline(after: requestTimeout)
         while true {
             let link = state.withLock { state -> Link in
                 if case .unreachable = state.link {
@@ -383,10 +379,19 @@ final class DaemonBackend: TransferBackend {
             case .connected, .reconnecting, .unreachable:
                 break
             }
-            guard Date() < deadline else {
+            // Woken when the reconnection ends (connected, or courierd unreachable) or the session closes.
+            guard Date() < deadline, state.wait(until: { Self.isSettled($0.link) }, deadline: waitDeadline) else {
                 return .failure(unreachable(for: requestTimeout, because: nil))
             }
-            usleep(10_000)
+        }
+    }
+
+    /// Whether `link` is where a reconnection ends: a live connection, courierd unreachable, or the session closed.
+    private static func isSettled(_ link: Link) -> Bool {
+        switch link {
+        case .connected(let connection): !connection.hasEnded
+        case .closed, .unreachable: true
+        case .reconnecting: false
         }
     }
 

@@ -117,28 +117,19 @@ extension DaemonServer {
         if waitForHangUp(of: instances) {
             return true
         }
-        for instance in Dictionary(grouping: instances.filter { !isGone($0) }, by: \.pid).values.compactMap(\.first) {
+        let served = state.withLock { state in instances.filter { state.connections[$0.descriptor] === $0 } }
+        for instance in Dictionary(grouping: served, by: \.pid).values.compactMap(\.first) {
             logger.notice("a reclaimed instance did not end in time: killed", metadata: ["pid": "\(instance.pid)"])
             kill(instance.pid, SIGKILL)
         }
         return waitForHangUp(of: instances)
     }
 
+    /// Waits (at most ``reclaimGrace``) until no connection of `instances` is served any more: its reader saw the end
+    /// and the connection was closed.
     private func waitForHangUp(of instances: [ClientConnection]) -> Bool {
-        let deadline = Date().addingTimeInterval(Self.reclaimGrace)
-        while Date() < deadline {
-            if instances.allSatisfy(isGone) {
-                return true
-            }
-            usleep(20_000)
+        state.wait(atMost: Self.reclaimGrace) { state in
+            instances.allSatisfy { state.connections[$0.descriptor] !== $0 }
         }
-        return instances.allSatisfy(isGone)
-    }
-
-    /// Whether `instance`'s connection ended: served no more (its descriptor closed, maybe reused since), or its
-    /// peer hung up and the reader has not noticed yet.
-    private func isGone(_ instance: ClientConnection) -> Bool {
-        let served = state.withLock { $0.connections[instance.descriptor] === instance }
-        return !served || UnixSocket.peerHungUp(instance.descriptor)
     }
 }

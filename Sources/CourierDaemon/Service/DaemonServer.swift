@@ -48,7 +48,8 @@ package final class DaemonServer: @unchecked Sendable {
     let backgroundWork: BackgroundWorkService
     private let pushEndpoint: PushEndpoint?
     let sessions = SessionRegistry()
-    let state = LockedValue(State())
+    /// Waited on by the reclaim of suspended instances for their connections to end.
+    let state = WaitableValue(State())
     /// The instances connected in the background, for the next courierd (``BackgroundInstanceRecords``).
     let instances: BackgroundInstanceRecords
     /// How long a suspended instance with no work left stays before it is reclaimed; nil: it stays.
@@ -211,11 +212,7 @@ package final class DaemonServer: @unchecked Sendable {
         } catch {
             logger.error("the journal's write-ahead log was not folded into it", metadata: ["error": "\(error)"])
         }
-        let deadline = Date().addingTimeInterval(5)
-        while EngineCensus.liveEngines > 0, Date() < deadline {
-            usleep(10_000)
-        }
-        let clean = EngineCensus.liveEngines == 0 && EngineCensus.leakedLoops == 0
+        let clean = EngineCensus.waitForNoLiveEngines(atMost: 5) && EngineCensus.leakedLoops == 0
         if clean {
             logger.info("stopped")
         } else {

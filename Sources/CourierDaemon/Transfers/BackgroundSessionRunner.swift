@@ -56,7 +56,8 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
     /// Called with the session's identifier and the events when a task's end was journaled while no app is
     /// connected (courierd may relaunch the app, or tell the user).
     private let undelivered: @Sendable (String, [IPCMessage.SequencedEvent]) -> Void
-    let state: LockedValue<State>
+    /// Waited on by ``stop(timeout:)`` for the attempts to end.
+    let state: WaitableValue<State>
     /// Held while events are journaled and put in the outbox; counts the batches recorded. (A counter rather than
     /// `()`: TSan reports inout access to a zero-sized value as a race.)
     private let delivery = LockedValue<UInt64>(0)
@@ -80,7 +81,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         self.settings = settings
         self.flusher = flusher
         self.logger = logger
-        state = LockedValue(State(configuration: configuration))
+        state = WaitableValue(State(configuration: configuration))
         var sessionConfiguration = SessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         sessionConfiguration.timeoutIntervalForResource = configuration.resourceTimeout
@@ -355,10 +356,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         for identifier in identifiers {
             drive(identifier) { machine, _ in machine.stop() }
         }
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline, state.withLock({ !$0.attempts.isEmpty }) {
-            usleep(10_000)
-        }
+        state.wait(atMost: timeout) { $0.attempts.isEmpty }
         let invalidated = DispatchSemaphore(value: 0)
         state.withLock { $0.invalidated = invalidated }
         session?.invalidateAndCancel()

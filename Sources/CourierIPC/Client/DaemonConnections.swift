@@ -11,7 +11,8 @@ package enum DaemonConnections {
         var bytesReceived: UInt64 = 0
     }
 
-    private static let state = LockedValue(State())
+    /// Waited on by ``waitForReceived(since:atMost:)`` for a reader to count what it read.
+    private static let state = WaitableValue(State())
 
     static func opened(_ connection: DaemonConnection) {
         state.withLock { $0.live[ObjectIdentifier(connection)] = connection }
@@ -39,6 +40,12 @@ package enum DaemonConnections {
     package static func hasReceived(since mark: UInt64) -> Bool {
         let (received, live) = state.withLock { ($0.bytesReceived, Array($0.live.values)) }
         return received != mark || live.contains { $0.hasUnreadBytes }
+    }
+
+    /// Whether courierd has sent anything since `mark`, waiting at most `seconds` for it: a connection's reader
+    /// continued at the same moment as the process may be between taking the bytes off the socket and counting them.
+    package static func waitForReceived(since mark: UInt64, atMost seconds: Double) -> Bool {
+        hasReceived(since: mark) || state.wait(atMost: seconds) { $0.bytesReceived != mark }
     }
 
     /// courierd's process (the peer of a live connection), which sends SIGCONT to resume the suspended application;
