@@ -194,7 +194,7 @@ struct DiskFaultTests {
                 // (docs/reliability.md: the first start on a full disk ends with `cannot start`, said on standard
                 // error).
                 description: "ENOSPC at five of the journal's writes",
-                fault: .init(.write, "ENOSPC", from: 99, count: 5, pathPart: "journal.sqlite"),
+                fault: .init(.write, "ENOSPC", from: 114, count: 5, pathPart: "journal.sqlite"),
                 outcome: .survives
             ),
             InjectedFault(

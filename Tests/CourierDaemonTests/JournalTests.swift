@@ -187,6 +187,40 @@ struct JournalTests {
         #expect(try journal.history(session: session).isEmpty)
     }
 
+    @Test("history rows of the first form (a snapshot encoded at the acknowledgement) are listed before the new ones")
+    func historyOfTheFirstForm() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        let session = Self.session.identifier
+        do {
+            let journal = try Journal(at: place.url)
+            _ = try journal.openSession(Self.session, app: "app")
+        }
+        // As a courierd before the journal's v6 wrote it.
+        var earlier = IPCMessage.TaskSnapshot(identifier: 7, taskDescription: "episode-7", state: 3, countOfBytesReceived: 42)
+        earlier.outcome = CourierError(.timedOut, "the request timed out")
+        earlier.endedAt = Date(timeIntervalSince1970: Date().timeIntervalSince1970 - 60)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let body = try encoder.encode(earlier)
+        try DatabaseQueue(path: place.url.path).write { db in
+            try db.execute(
+                sql: "INSERT INTO history (session, identifier, endedAt, snapshot) VALUES (?, ?, ?, ?)",
+                arguments: [session, 7, earlier.endedAt!.timeIntervalSince1970, body]
+            )
+        }
+        let journal = try Journal(at: place.url)
+        try journal.insertTask(Self.task(8, description: "episode-8"), session: session)
+        _ = try journal.finish(session: session, task: 8, events: [.completed(nil, TransferProgress(received: 9))])
+        #expect(try journal.acknowledge(session: session, through: 1).tasks == [8])
+        let history = try journal.history(session: session)
+        #expect(history.map(\.identifier) == [7, 8])
+        #expect(history.first == earlier)
+        #expect(history.last?.countOfBytesReceived == 9 && history.last?.outcome == nil)
+        try journal.removeSession(session)
+        #expect(try journal.history(session: session).isEmpty)
+    }
+
     @Test("a file that is not a database: set aside with a log line, a new journal starts")
     func corrupt() throws {
         let place = Place()
@@ -253,7 +287,7 @@ struct JournalTests {
             Issue.record("expected a newer-schema recovery, got \(String(describing: journal.recovery))")
             return
         }
-        #expect(migrations == "v1,v2,v3,v4,v5,v99")
+        #expect(migrations == "v1,v2,v3,v4,v5,v6,v99")
         #expect(journal.recovery?.movedTo?.lastPathComponent.hasPrefix("journal.sqlite.newer-") == true)
         #expect(try journal.sessions().isEmpty)
     }

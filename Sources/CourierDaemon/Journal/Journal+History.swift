@@ -12,89 +12,94 @@ extension Journal {
     /// so that an acknowledgement sorts the history once per hundred ended tasks, not every time.
     package static let historyLimit = 1000
 
-    /// The ended tasks of `session` still in the history, oldest first.
+    /// The ended tasks of `session` still in the history, oldest first: the rows of the first form (a snapshot
+    /// encoded at the acknowledgement, before the journal's v6), then those of the second (the task's row and its
+    /// completion, made into a snapshot here).
     package func history(session: String) throws(JournalError) -> [IPCMessage.TaskSnapshot] {
-        let bodies = try read { db in
-            try Data.fetchAll(
-                db,
-                sql: "SELECT snapshot FROM history WHERE session = ? ORDER BY endedAt, identifier",
-                arguments: [session]
+        let (bodies, rows) = try read { db in
+            (
+                try Data.fetchAll(
+                    db,
+                    sql: "SELECT snapshot FROM history WHERE session = ? ORDER BY endedAt, identifier",
+                    arguments: [session]
+                ),
+                try Row.fetchAll(
+                    db,
+                    sql: "SELECT * FROM endedTask WHERE session = ? ORDER BY endedAt, identifier",
+                    arguments: [session]
+                )
             )
         }
         var snapshots: [IPCMessage.TaskSnapshot] = []
         for body in bodies {
             snapshots.append(try Journal.decode(IPCMessage.TaskSnapshot.self, from: body))
         }
+        for row in rows {
+            var snapshot = IPCMessage.TaskSnapshot(journaled: try Journal.task(row, session: session))
+            let completion = try (row["completion"] as Data?).map { body throws(JournalError) in
+                try Journal.decode(IPCMessage.BackgroundEvent.self, from: body)
+            }
+            snapshot.end(with: completion?.completion != nil ? completion : nil)
+            snapshot.endedAt = Date(timeIntervalSince1970: row["endedAt"])
+            snapshots.append(snapshot)
+        }
         return snapshots
     }
 
-    /// The completion of each task whose completion is among the events up to `through`.
-    static func outcomes(
-        session: String,
-        through: Int64,
-        in db: Database
-    ) throws -> [Int: IPCMessage.BackgroundEvent] {
-        // The events of completed tasks only: a running task's progress is not decoded at every acknowledgement.
-        let rows = try Row.fetchAll(
+    /// The tasks an acknowledgement of the events up to `through` ends: completed, with no event after it.
+    static func endingTasks(session: String, through: Int64, in db: Database) throws -> [Int] {
+        try Int.fetchAll(
             db,
             sql: """
-                SELECT event.task, event.body FROM event JOIN task
-                ON task.session = event.session AND task.identifier = event.task
-                WHERE event.session = ? AND event.sequence <= ? AND task.state = ?
+                SELECT identifier FROM task WHERE session = ? AND state = ?
+                AND NOT EXISTS (
+                    SELECT 1 FROM event
+                    WHERE event.session = task.session AND event.task = task.identifier AND event.sequence > ?
+                )
                 """,
-            arguments: [session, through, JournaledTask.State.completed.rawValue]
+            arguments: [session, JournaledTask.State.completed.rawValue, through]
         )
-        var outcomes: [Int: IPCMessage.BackgroundEvent] = [:]
-        for row in rows {
-            let body: Data = row["body"]
-            let event = try Journal.decode(IPCMessage.BackgroundEvent.self, from: body)
-            if event.completion != nil {
-                outcomes[row["task"]] = event
-            }
-        }
-        return outcomes
     }
 
-    /// Records the last snapshot of each task of `tasks` (completed, about to leave the task table) with how it ended
-    /// (the counts of its completion, which the task's row, written at checkpoints, may lag), and drops what is past
-    /// the retention or the limit.
-    static func keepHistory(
-        of tasks: [Int],
-        session: String,
-        outcomes: [Int: IPCMessage.BackgroundEvent],
-        in db: Database
-    ) throws {
+    /// Copies the row of each task of `tasks` (completed, about to leave the task table) to the history with the
+    /// body of its last event up to `through` (its completion, whose counts the task's row, written at checkpoints,
+    /// may lag), before those events are deleted; nothing is decoded. Then drops what is past the retention or the
+    /// limit.
+    static func keepHistory(of tasks: [Int], session: String, through: Int64, in db: Database) throws {
         let now = Date().timeIntervalSince1970
-        for identifier in tasks {
-            guard
-                let row = try Row.fetchOne(
-                    db,
-                    sql: "SELECT * FROM task WHERE session = ? AND identifier = ?",
-                    arguments: [session, identifier]
+        let copy = try db.makeStatement(
+            sql: """
+                INSERT OR REPLACE INTO endedTask (
+                    session, identifier, endedAt, spec, state, bytesOnDisk, expectedLength, validator, checkpointedAt,
+                    bytesSent, expectedToSend, attempts, retryAt, createdAt, completion
                 )
-            else {
-                continue
-            }
-            var snapshot = IPCMessage.TaskSnapshot(journaled: try Journal.task(row, session: session))
-            snapshot.end(with: outcomes[identifier])
-            snapshot.endedAt = Date(timeIntervalSince1970: now)
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO history (session, identifier, endedAt, snapshot) VALUES (?, ?, ?, ?)",
-                arguments: [session, identifier, now, try Journal.encode(snapshot)]
-            )
+                SELECT
+                    session, identifier, ?, spec, state, bytesOnDisk, expectedLength, validator, checkpointedAt,
+                    bytesSent, expectedToSend, attempts, retryAt, createdAt,
+                    (SELECT body FROM event
+                     WHERE event.session = task.session AND event.task = task.identifier AND event.sequence <= ?
+                     ORDER BY event.sequence DESC LIMIT 1)
+                FROM task WHERE session = ? AND identifier = ?
+                """
+        )
+        for identifier in tasks {
+            try copy.execute(arguments: [now, through, session, identifier])
         }
-        try db.execute(sql: "DELETE FROM history WHERE endedAt < ?", arguments: [now - historyRetention])
-        let kept = try Int.fetchOne(db, sql: "SELECT count(*) FROM history WHERE session = ?", arguments: [session]) ?? 0
+        for table in ["history", "endedTask"] {
+            try db.execute(sql: "DELETE FROM \(table) WHERE endedAt < ?", arguments: [now - historyRetention])
+        }
+        let kept = try Int.fetchOne(db, sql: "SELECT count(*) FROM endedTask WHERE session = ?", arguments: [session]) ?? 0
         guard kept > historyLimit + historyLimit / 10 else {
             return
         }
         try db.execute(
             sql: """
-                DELETE FROM history WHERE session = ? AND identifier NOT IN
-                (SELECT identifier FROM history WHERE session = ? ORDER BY endedAt DESC, identifier DESC LIMIT ?)
+                DELETE FROM endedTask WHERE session = ? AND identifier NOT IN
+                (SELECT identifier FROM endedTask WHERE session = ? ORDER BY endedAt DESC, identifier DESC LIMIT ?)
                 """,
             arguments: [session, session, historyLimit]
         )
+        try db.execute(sql: "DELETE FROM history WHERE session = ?", arguments: [session])
     }
 }
 

@@ -72,7 +72,9 @@ extension Journal {
     package func acknowledge(session: String, through: UInt64) throws(JournalError) -> Acknowledgement {
         let through = Int64(clamping: through)
         return try write { db in
-            let outcomes = try Journal.outcomes(session: session, through: through, in: db)
+            // The tasks this acknowledgement ends: completed, and no event of theirs left after it.
+            let finished = try Journal.endingTasks(session: session, through: through, in: db)
+            try Journal.keepHistory(of: finished, session: session, through: through, in: db)
             let files = try String.fetchAll(
                 db,
                 sql: "SELECT file FROM event WHERE session = ? AND sequence <= ? AND file IS NOT NULL",
@@ -83,15 +85,6 @@ extension Journal {
                 arguments: [session, through]
             )
             let events = db.changesCount
-            let finished = try Int.fetchAll(
-                db,
-                sql: """
-                    SELECT identifier FROM task WHERE session = ? AND state = ?
-                    AND NOT EXISTS (SELECT 1 FROM event WHERE event.session = task.session AND event.task = task.identifier)
-                    """,
-                arguments: [session, JournaledTask.State.completed.rawValue]
-            )
-            try Journal.keepHistory(of: finished, session: session, outcomes: outcomes, in: db)
             try db.execute(
                 sql: """
                     DELETE FROM task WHERE session = ? AND state = ?

@@ -55,6 +55,7 @@ extension Journal {
             try db.execute(sql: "DELETE FROM event WHERE session = ?", arguments: [identifier])
             try db.execute(sql: "DELETE FROM task WHERE session = ?", arguments: [identifier])
             try db.execute(sql: "DELETE FROM history WHERE session = ?", arguments: [identifier])
+            try db.execute(sql: "DELETE FROM endedTask WHERE session = ?", arguments: [identifier])
             try db.execute(sql: "DELETE FROM session WHERE identifier = ?", arguments: [identifier])
         }
     }

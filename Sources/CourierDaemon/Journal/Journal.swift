@@ -189,6 +189,31 @@ package final class Journal: Sendable {
             try db.create(index: "task_session_state", on: "task", columns: ["session", "state"])
             try db.create(index: "event_session_task", on: "event", columns: ["session", "task"])
         }
+        migrator.registerMigration("v6") { db in
+            // The history's second form (Journal+History.swift): an ended task's row as the task table had it and the
+            // body of its last event (its completion), copied by the acknowledgement without being decoded; the
+            // snapshot is made when the history is listed. `history` keeps the rows of the first form (a snapshot
+            // encoded at the acknowledgement) until they age out.
+            try db.create(table: "endedTask") { table in
+                table.column("session", .text).notNull()
+                table.column("identifier", .integer).notNull()
+                table.column("endedAt", .double).notNull()
+                table.column("spec", .blob).notNull()
+                table.column("state", .text).notNull()
+                table.column("bytesOnDisk", .integer).notNull()
+                table.column("expectedLength", .integer).notNull()
+                table.column("validator", .text)
+                table.column("checkpointedAt", .double)
+                table.column("bytesSent", .integer).notNull()
+                table.column("expectedToSend", .integer).notNull()
+                table.column("attempts", .integer).notNull()
+                table.column("retryAt", .double)
+                table.column("createdAt", .double).notNull()
+                table.column("completion", .blob)
+                table.primaryKey(["session", "identifier"])
+            }
+            try db.create(index: "endedTask_session_endedAt", on: "endedTask", columns: ["session", "endedAt"])
+        }
         return migrator
     }
 
