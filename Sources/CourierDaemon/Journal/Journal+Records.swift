@@ -124,27 +124,58 @@ extension Journal {
         session: String,
         at date: Date = Date()
     ) throws(JournalError) {
-        let spec = try Journal.encode(task)
-        try write { db in
-            try Journal.requireSession(session, in: db)
-            let exists = try Bool.fetchOne(
-                db,
-                sql: "SELECT 1 FROM task WHERE session = ? AND identifier = ?",
-                arguments: [session, task.identifier]
-            ) ?? false
-            guard !exists else {
-                throw JournalError.duplicateTask(session: session, task: task.identifier)
-            }
-            try db.execute(
-                sql: "INSERT INTO task (session, identifier, spec, state, createdAt) VALUES (?, ?, ?, ?, ?)",
-                arguments: [
+        if let refusal = try insertTasks([NewTask(task: task, session: session)], at: date)[0] {
+            throw refusal
+        }
+    }
+
+    /// A task ``insertTasks(_:at:)`` journals.
+    package struct NewTask: Sendable {
+        package var task: IPCMessage.BackgroundTask
+        package var session: String
+
+        package init(task: IPCMessage.BackgroundTask, session: String) {
+            self.task = task
+            self.session = session
+        }
+    }
+
+    /// Journals new tasks in one transaction (the `createTask` frames of one read); returns, for each, nil or why it
+    /// was refused alone (its session unknown, its identifier taken). A failure of the journal itself (a full disk)
+    /// throws: none was journaled.
+    package func insertTasks(_ tasks: [NewTask], at date: Date = Date()) throws(JournalError) -> [JournalError?] {
+        var specs: [Data] = []
+        specs.reserveCapacity(tasks.count)
+        for entry in tasks {
+            specs.append(try Journal.encode(entry.task))
+        }
+        return try write { db in
+            let sessionKnown = try db.cachedStatement(sql: "SELECT 1 FROM session WHERE identifier = ?")
+            let taskExists = try db.cachedStatement(sql: "SELECT 1 FROM task WHERE session = ? AND identifier = ?")
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO task (session, identifier, spec, state, createdAt) VALUES (?, ?, ?, ?, ?)"
+            )
+            let advance = try db.cachedStatement(
+                sql: "UPDATE session SET nextTaskIdentifier = max(nextTaskIdentifier, ?) WHERE identifier = ?"
+            )
+            var refusals: [JournalError?] = []
+            for (entry, spec) in zip(tasks, specs) {
+                let (task, session) = (entry.task, entry.session)
+                guard try Bool.fetchOne(sessionKnown, arguments: [session]) ?? false else {
+                    refusals.append(.unknownSession(session))
+                    continue
+                }
+                guard !(try Bool.fetchOne(taskExists, arguments: [session, task.identifier]) ?? false) else {
+                    refusals.append(.duplicateTask(session: session, task: task.identifier))
+                    continue
+                }
+                try insert.execute(arguments: [
                     session, task.identifier, spec, JournaledTask.State.waiting.rawValue, date.timeIntervalSince1970,
-                ]
-            )
-            try db.execute(
-                sql: "UPDATE session SET nextTaskIdentifier = max(nextTaskIdentifier, ?) WHERE identifier = ?",
-                arguments: [task.identifier + 1, session]
-            )
+                ])
+                try advance.execute(arguments: [task.identifier + 1, session])
+                refusals.append(nil)
+            }
+            return refusals
         }
     }
 

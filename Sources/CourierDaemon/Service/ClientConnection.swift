@@ -96,24 +96,30 @@ final class ClientConnection: Sendable {
     }
 
     /// Reads frames until the peer closes, a frame is bad, or `handle` says why the connection must close (its
-    /// answer); returns the reason. A bad frame gets a `failure` first.
-    func readMessages(_ handle: (IPCMessage) -> String?) -> String {
+    /// answer); returns the reason. `handle` gets the messages of each read together, in order. A bad frame gets a
+    /// `failure` first, after the messages before it were handled.
+    func readMessages(_ handle: ([IPCMessage]) -> String?) -> String {
         var decoder = IPCFrameDecoder()
         while true {
             let bytes = UnixSocket.read(from: descriptor)
+            var messages: [IPCMessage] = []
             do throws(IPCError) {
                 if bytes.isEmpty {
                     try decoder.finish()
                     return "the client closed the connection"
                 }
                 for frame in try decoder.feed(bytes) {
-                    if let refusal = handle(try IPCMessage(frame: frame)) {
-                        return refusal
-                    }
+                    messages.append(try IPCMessage(frame: frame))
                 }
             } catch {
+                if let refusal = handle(messages) {
+                    return refusal
+                }
                 _ = send(.failure(.init(request: nil, error: CourierError(.unknown, "\(error)"))))
                 return "protocol error: \(error)"
+            }
+            if let refusal = handle(messages) {
+                return refusal
             }
         }
     }

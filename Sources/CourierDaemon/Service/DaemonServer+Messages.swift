@@ -8,6 +8,28 @@ import Glibc
 
 /// The conversation of `docs/ipc.md`, one message at a time, on the connection's reader thread.
 extension DaemonServer {
+    /// Answers the messages of one read in order, the `createTask` frames among them that follow each other as one
+    /// (``createTasks(_:on:)``: one journal transaction); returns why the connection must close, or nil to go on.
+    func handle(_ messages: [IPCMessage], on connection: ClientConnection) -> String? {
+        var index = messages.startIndex
+        while index < messages.endIndex {
+            if connection.app != nil, case .createTask = messages[index] {
+                var creates: [IPCMessage.CreateTask] = []
+                while index < messages.endIndex, case .createTask(let create) = messages[index] {
+                    creates.append(create)
+                    index += 1
+                }
+                createTasks(creates, on: connection)
+                continue
+            }
+            if let refusal = handle(messages[index], on: connection) {
+                return refusal
+            }
+            index += 1
+        }
+        return nil
+    }
+
     /// Answers one message; returns why the connection must close, or nil to go on.
     func handle(_ message: IPCMessage, on connection: ClientConnection) -> String? {
         guard let app = connection.app else {
@@ -53,7 +75,7 @@ extension DaemonServer {
         case .closeSession(let close):
             closeSession(close, on: connection)
         case .createTask(let create):
-            createTask(create, on: connection)
+            createTasks([create], on: connection)
         case .command(let command):
             // Any connection of this user may command a task (the app, or `courier cancel`).
             guard let runner = sessions.runner(command.session) else {
@@ -204,54 +226,72 @@ extension DaemonServer {
         return runner
     }
 
-    /// Journals the task, answers, then starts it: when the app's `resume()` returns, the task is durable.
-    func createTask(_ create: IPCMessage.CreateTask, on connection: ClientConnection) {
-        guard let runner = ownedRunner(create.session, request: create.request, on: connection) else {
-            return
-        }
-        var admitted: IPCMessage.BackgroundTask
-        switch BackgroundTaskAdmission.admit(create.task, uploadsDirectory: paths.uploads) {
-        case .success(let task):
-            admitted = task
-        case .failure(let error):
-            _ = connection.send(.failure(.init(request: create.request, error: error)))
-            return
+    /// The `createTask` frames of one read, as one: each admitted, all journaled in one transaction, then each
+    /// given to its runner and answered. When the app hears a task exists, it is journaled (and on disk: the answer
+    /// is written after the next group commit).
+    func createTasks(_ creates: [IPCMessage.CreateTask], on connection: ClientConnection) {
+        struct Admitted {
+            var create: IPCMessage.CreateTask
+            var runner: BackgroundSessionRunner
+            var task: IPCMessage.BackgroundTask
         }
         let now = Date()
-        // Created in the background: discretionary, and not started before the app's relaunch delay has passed
-        // (docs/background-model.md #7, #8).
-        if !connection.inForeground, let app = connection.app {
-            admitted.createdInBackground = true
-            let earliest = launcher.earliestWake(of: app, now: now)
-            admitted.startAfter = earliest > now ? earliest : nil
+        var admitted: [Admitted] = []
+        admitted.reserveCapacity(creates.count)
+        for create in creates {
+            guard let runner = ownedRunner(create.session, request: create.request, on: connection) else {
+                continue
+            }
+            switch BackgroundTaskAdmission.admit(create.task, uploadsDirectory: paths.uploads) {
+            case .success(var task):
+                // Created in the background: discretionary, and not started before the app's relaunch delay has
+                // passed (docs/background-model.md #7, #8).
+                if !connection.inForeground, let app = connection.app {
+                    task.createdInBackground = true
+                    let earliest = launcher.earliestWake(of: app, now: now)
+                    task.startAfter = earliest > now ? earliest : nil
+                }
+                admitted.append(Admitted(create: create, runner: runner, task: task))
+            case .failure(let error):
+                _ = connection.send(.failure(.init(request: create.request, error: error)))
+            }
         }
-        do {
-            try journal.insertTask(admitted, session: create.session, at: now)
-        } catch {
-            if let copy = admitted.uploadFile, admitted.kind == .upload {
-                try? FileManager.default.removeItem(atPath: copy)
-            }
-            var refusal = error.courierError
-            if case .duplicateTask = error {
-                refusal.code = .unsupportedInBackgroundSession
-            }
-            _ = connection.send(.failure(.init(request: create.request, error: refusal)))
+        guard !admitted.isEmpty else {
             return
         }
-        // The runner has the task before the app hears it exists: a command another connection sends once it does
-        // (`courier kill`, `courier cancel`, the app's force-quit) finds it. Its first events may precede the answer
-        // (the app binds the task before it asks).
-        runner.add(
-            JournaledTask(
-                session: create.session,
-                spec: admitted,
-                state: .waiting,
-                bytesOnDisk: 0,
-                expectedLength: -1,
-                createdAt: now
+        let refusals: [JournalError?]
+        do {
+            refusals = try journal.insertTasks(admitted.map { .init(task: $0.task, session: $0.create.session) }, at: now)
+        } catch {
+            refusals = Array(repeating: error, count: admitted.count)
+        }
+        for (entry, refusal) in zip(admitted, refusals) {
+            if let refusal {
+                if let copy = entry.task.uploadFile, entry.task.kind == .upload {
+                    try? FileManager.default.removeItem(atPath: copy)
+                }
+                var error = refusal.courierError
+                if case .duplicateTask = refusal {
+                    error.code = .unsupportedInBackgroundSession
+                }
+                _ = connection.send(.failure(.init(request: entry.create.request, error: error)))
+                continue
+            }
+            // The runner has the task before the app hears it exists: a command another connection sends once it
+            // does (`courier kill`, `courier cancel`, the app's force-quit) finds it. Its first events may precede the
+            // answer (the app binds the task before it asks).
+            entry.runner.add(
+                JournaledTask(
+                    session: entry.create.session,
+                    spec: entry.task,
+                    state: .waiting,
+                    bytesOnDisk: 0,
+                    expectedLength: -1,
+                    createdAt: now
+                )
             )
-        )
-        _ = connection.send(.reply(.init(request: create.request, result: .taskCreated)))
+            _ = connection.send(.reply(.init(request: entry.create.request, result: .taskCreated)))
+        }
     }
 
     func sessionSummaries() throws(JournalError) -> [IPCMessage.SessionSummary] {

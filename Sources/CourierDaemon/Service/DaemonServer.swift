@@ -269,7 +269,7 @@ package final class DaemonServer: @unchecked Sendable {
 
     /// Answers `connection`'s messages until it closes, then releases what it held.
     private func serve(_ connection: ClientConnection) {
-        let reason = connection.readMessages { message in handle(message, on: connection) }
+        let reason = connection.readMessages { messages in handle(messages, on: connection) }
         // Before the descriptor closes (it could be reused): no wake is written to it after this.
         backgroundWork.disconnected(connection.descriptor)
         // Released before the descriptor closes: no session names a descriptor that could be reused.
