@@ -26,7 +26,7 @@ extension Journal {
         try write { db in
             let existing = try String.fetchOne(db, sql: "SELECT deviceToken FROM app WHERE name = ?", arguments: [app])
             let token = existing ?? DeviceToken.make()
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO app (name, deviceToken, fetchInterval, remoteNotifications) VALUES (?, ?, ?, ?)
                     ON CONFLICT(name) DO UPDATE SET deviceToken = excluded.deviceToken,
@@ -78,7 +78,7 @@ extension Journal {
     package func saveFetchScheduler(_ scheduler: FetchScheduler) throws(JournalError) {
         let data = try Journal.encode(scheduler)
         try write { db in
-            try db.execute(
+            try db.executeCached(
                 sql: "INSERT INTO fetchSchedule (id, scheduler) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET scheduler = excluded.scheduler",
                 arguments: [data]
             )

@@ -86,20 +86,20 @@ extension Journal {
             try copy.execute(arguments: [now, through, session, identifier])
         }
         for table in ["history", "endedTask"] {
-            try db.execute(sql: "DELETE FROM \(table) WHERE endedAt < ?", arguments: [now - historyRetention])
+            try db.executeCached(sql: "DELETE FROM \(table) WHERE endedAt < ?", arguments: [now - historyRetention])
         }
         let kept = try Int.fetchOne(db, sql: "SELECT count(*) FROM endedTask WHERE session = ?", arguments: [session]) ?? 0
         guard kept > historyLimit + historyLimit / 10 else {
             return
         }
-        try db.execute(
+        try db.executeCached(
             sql: """
                 DELETE FROM endedTask WHERE session = ? AND identifier NOT IN
                 (SELECT identifier FROM endedTask WHERE session = ? ORDER BY endedAt DESC, identifier DESC LIMIT ?)
                 """,
             arguments: [session, session, historyLimit]
         )
-        try db.execute(sql: "DELETE FROM history WHERE session = ?", arguments: [session])
+        try db.executeCached(sql: "DELETE FROM history WHERE session = ?", arguments: [session])
     }
 }
 

@@ -80,12 +80,12 @@ extension Journal {
                 sql: "SELECT file FROM event WHERE session = ? AND sequence <= ? AND file IS NOT NULL",
                 arguments: [session, through]
             )
-            try db.execute(
+            try db.executeCached(
                 sql: "DELETE FROM event WHERE session = ? AND sequence <= ?",
                 arguments: [session, through]
             )
             let events = db.changesCount
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     DELETE FROM task WHERE session = ? AND state = ?
                     AND NOT EXISTS (SELECT 1 FROM event WHERE event.session = task.session AND event.task = task.identifier)

@@ -10,7 +10,7 @@ extension Journal {
     package func openSession(_ session: IPCMessage.OpenSession, app: String) throws(JournalError) -> Int {
         let configuration = try Journal.encode(session)
         return try write { db in
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO session (identifier, app, configuration) VALUES (?, ?, ?)
                     ON CONFLICT(identifier) DO UPDATE SET app = excluded.app, configuration = excluded.configuration
@@ -52,11 +52,11 @@ extension Journal {
     /// Forgets a session with its tasks and events.
     package func removeSession(_ identifier: String) throws(JournalError) {
         try write { db in
-            try db.execute(sql: "DELETE FROM event WHERE session = ?", arguments: [identifier])
-            try db.execute(sql: "DELETE FROM task WHERE session = ?", arguments: [identifier])
-            try db.execute(sql: "DELETE FROM history WHERE session = ?", arguments: [identifier])
-            try db.execute(sql: "DELETE FROM endedTask WHERE session = ?", arguments: [identifier])
-            try db.execute(sql: "DELETE FROM session WHERE identifier = ?", arguments: [identifier])
+            try db.executeCached(sql: "DELETE FROM event WHERE session = ?", arguments: [identifier])
+            try db.executeCached(sql: "DELETE FROM task WHERE session = ?", arguments: [identifier])
+            try db.executeCached(sql: "DELETE FROM history WHERE session = ?", arguments: [identifier])
+            try db.executeCached(sql: "DELETE FROM endedTask WHERE session = ?", arguments: [identifier])
+            try db.executeCached(sql: "DELETE FROM session WHERE identifier = ?", arguments: [identifier])
         }
     }
 
@@ -67,7 +67,7 @@ extension Journal {
     package func registerApp(_ app: String, launchCommand: [String]?) throws(JournalError) {
         let encoded = try launchCommand.map { command throws(JournalError) in try Journal.encode(command) }
         try write { db in
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO app (name, launchCommand, forceQuit) VALUES (?, ?, 0)
                     ON CONFLICT(name) DO UPDATE SET launchCommand = coalesce(excluded.launchCommand, launchCommand),
@@ -81,7 +81,7 @@ extension Journal {
     /// The user force-quit `app`: it is not relaunched until it connects by itself.
     package func markForceQuit(_ app: String) throws(JournalError) {
         try write { db in
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO app (name, forceQuit) VALUES (?, 1)
                     ON CONFLICT(name) DO UPDATE SET forceQuit = 1
@@ -228,7 +228,7 @@ extension Journal {
 
     package func removeTask(session: String, task: Int) throws(JournalError) {
         try write { db in
-            try db.execute(sql: "DELETE FROM task WHERE session = ? AND identifier = ?", arguments: [session, task])
+            try db.executeCached(sql: "DELETE FROM task WHERE session = ? AND identifier = ?", arguments: [session, task])
         }
     }
 
@@ -307,15 +307,14 @@ extension Journal {
     ) throws -> IPCMessage.SequencedEvent {
         try Journal.requireSession(session, in: db)
         let sequence = try Int64.fetchOne(
-            db,
-            sql: "SELECT nextSequence FROM session WHERE identifier = ?",
+            db.cachedStatement(sql: "SELECT nextSequence FROM session WHERE identifier = ?"),
             arguments: [session]
         ) ?? 1
-        try db.execute(
+        try db.executeCached(
             sql: "INSERT INTO event (session, sequence, task, body, file) VALUES (?, ?, ?, ?, ?)",
             arguments: [session, sequence, task, body, file]
         )
-        try db.execute(
+        try db.executeCached(
             sql: "UPDATE session SET nextSequence = ? WHERE identifier = ?",
             arguments: [sequence + 1, session]
         )
@@ -366,7 +365,7 @@ extension Journal {
         sql assignments: String,
         arguments: StatementArguments
     ) throws {
-        try db.execute(
+        try db.executeCached(
             sql: "UPDATE task SET \(assignments) WHERE session = ? AND identifier = ?",
             arguments: arguments + [session, task]
         )
@@ -376,7 +375,7 @@ extension Journal {
     }
 
     private static func requireSession(_ session: String, in db: Database) throws {
-        let known = try Bool.fetchOne(db, sql: "SELECT 1 FROM session WHERE identifier = ?", arguments: [session])
+        let known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM session WHERE identifier = ?"), arguments: [session])
         guard known ?? false else {
             throw JournalError.unknownSession(session)
         }

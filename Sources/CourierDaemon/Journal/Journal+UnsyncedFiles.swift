@@ -55,7 +55,7 @@ package struct UnsyncedFile: Sendable, Equatable {
 extension Journal {
     /// Records `file` in the transaction of `db` (a task's finish).
     static func insert(_ file: UnsyncedFile, in db: Database) throws {
-        try db.execute(
+        try db.executeCached(
             sql: """
                 INSERT OR REPLACE INTO unsyncedFile (path, session, task, length, digest, boot, request, acknowledged)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -72,7 +72,7 @@ extension Journal {
     static func deletableAfterAcknowledgement(_ files: [String], in db: Database) throws -> [String] {
         var deletable: [String] = []
         for file in files {
-            try db.execute(sql: "UPDATE unsyncedFile SET acknowledged = 1 WHERE path = ?", arguments: [file])
+            try db.executeCached(sql: "UPDATE unsyncedFile SET acknowledged = 1 WHERE path = ?", arguments: [file])
             if db.changesCount == 0 {
                 deletable.append(file)
             }
@@ -115,7 +115,7 @@ extension Journal {
                     sql: "SELECT acknowledged FROM unsyncedFile WHERE path = ?",
                     arguments: [path]
                 )
-                try db.execute(sql: "DELETE FROM unsyncedFile WHERE path = ?", arguments: [path])
+                try db.executeCached(sql: "DELETE FROM unsyncedFile WHERE path = ?", arguments: [path])
                 if wasAcknowledged == true {
                     acknowledged.append(path)
                 }
@@ -144,7 +144,7 @@ extension Journal {
                     arguments: [try Journal.encode(spec)]
                 )
             }
-            try db.execute(
+            try db.executeCached(
                 sql: "DELETE FROM event WHERE session = ? AND task = ?",
                 arguments: [file.session, file.task]
             )
@@ -155,7 +155,7 @@ extension Journal {
                 sql: "state = ?, checkpoint = NULL, bytesOnDisk = 0, retryAt = NULL",
                 arguments: [JournaledTask.State.waiting.rawValue]
             )
-            try db.execute(sql: "DELETE FROM unsyncedFile WHERE path = ?", arguments: [file.path])
+            try db.executeCached(sql: "DELETE FROM unsyncedFile WHERE path = ?", arguments: [file.path])
         }
     }
 }
