@@ -67,6 +67,10 @@ package final class Journal: Sendable {
             // NORMAL (GRDB's choice for WAL too, set here for good: a queue has one connection): a commit is not
             // flushed; ``sync()`` flushes the log for every commit before it at once (group commit).
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            // A page cache of 16 MiB (SQLite's default is 2 MiB): with the default, a session of thousands of tasks
+            // read its pages back from the file at every commit (565,537 `pread`s of the database for 2,000 downloads,
+            // 5 with this cache; W6 through courierd 22.5 s of CPU, then 16.4 to 18.9 s). A cap, not an allocation.
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size = -16384") }
         } catch let error as DatabaseError where error.isCorruption {
             throw JournalRecovery.Reason.corrupt("\(error.message ?? "\(error)")")
         }
