@@ -221,6 +221,27 @@ struct JournalTests {
         #expect(try journal.history(session: session).isEmpty)
     }
 
+    @Test("an acknowledgement finds the tasks it ends through each task's events, not through every later event")
+    func endingTasksQueryPlan() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        do {
+            let journal = try Journal(at: place.url)
+            _ = try journal.openSession(Self.session, app: "app")
+        }
+        let plan = try DatabaseQueue(path: place.url.path).read { db in
+            try Row.fetchAll(
+                db,
+                sql: "EXPLAIN QUERY PLAN " + Journal.endingTasksQuery,
+                arguments: ["session", "completed", 1]
+            ).map { $0["detail"] as String }
+        }
+        // The correlated look-up: the task's own events (a handful), never the primary key's range of every event
+        // after the acknowledged one (quadratic with thousands of events pending).
+        #expect(plan.contains { $0.contains("event USING INDEX event_session_task") }, "\(plan)")
+        #expect(!plan.contains { $0.contains("sequence>?") }, "\(plan)")
+    }
+
     @Test("a file that is not a database: set aside with a log line, a new journal starts")
     func corrupt() throws {
         let place = Place()

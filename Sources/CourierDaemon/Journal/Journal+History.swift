@@ -47,19 +47,26 @@ extension Journal {
     }
 
     /// The tasks an acknowledgement of the events up to `through` ends: completed, with no event after it.
+    ///
+    /// Each task's events are looked up through `event_session_task` (`INDEXED BY`): left to itself, SQLite searched
+    /// the primary key for every event after `through` instead, once per completed task; with thousands of events
+    /// pending an acknowledgement took seconds, and courierd read nothing else from the app meanwhile (a W6 run through
+    /// courierd stalled for minutes).
     static func endingTasks(session: String, through: Int64, in db: Database) throws -> [Int] {
         try Int.fetchAll(
-            db,
-            sql: """
-                SELECT identifier FROM task WHERE session = ? AND state = ?
-                AND NOT EXISTS (
-                    SELECT 1 FROM event
-                    WHERE event.session = task.session AND event.task = task.identifier AND event.sequence > ?
-                )
-                """,
+            db.cachedStatement(sql: endingTasksQuery),
             arguments: [session, JournaledTask.State.completed.rawValue, through]
         )
     }
+
+    /// ``endingTasks(session:through:in:)``'s query (its arguments: session, the completed state, `through`).
+    package static let endingTasksQuery = """
+        SELECT identifier FROM task WHERE session = ? AND state = ?
+        AND NOT EXISTS (
+            SELECT 1 FROM event INDEXED BY event_session_task
+            WHERE event.session = task.session AND event.task = task.identifier AND event.sequence > ?
+        )
+        """
 
     /// Copies the row of each task of `tasks` (completed, about to leave the task table) to the history with the
     /// body of its last event up to `through` (its completion, whose counts the task's row, written at checkpoints,
@@ -67,7 +74,7 @@ extension Journal {
     /// limit.
     static func keepHistory(of tasks: [Int], session: String, through: Int64, in db: Database) throws {
         let now = Date().timeIntervalSince1970
-        let copy = try db.makeStatement(
+        let copy = try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO endedTask (
                     session, identifier, endedAt, spec, state, bytesOnDisk, expectedLength, validator, checkpointedAt,
@@ -76,7 +83,7 @@ extension Journal {
                 SELECT
                     session, identifier, ?, spec, state, bytesOnDisk, expectedLength, validator, checkpointedAt,
                     bytesSent, expectedToSend, attempts, retryAt, createdAt,
-                    (SELECT body FROM event
+                    (SELECT body FROM event INDEXED BY event_session_task
                      WHERE event.session = task.session AND event.task = task.identifier AND event.sequence <= ?
                      ORDER BY event.sequence DESC LIMIT 1)
                 FROM task WHERE session = ? AND identifier = ?

@@ -74,16 +74,16 @@ final class ConnectionOutbox: @unchecked Sendable {
 
     /// Queues `frame` (an answer); false when the connection is closed.
     func send(_ frame: Data) -> Bool {
-        queue(frame, bounded: false) != .closed
+        enqueue(frame, bounded: false) != .closed
     }
 
     /// Queues `frame` (events) unless the outbox is over its bound: then `.withheld`, and ``caughtUp`` is called once
     /// what is queued has been written.
     func offer(_ frame: Data) -> Offer {
-        queue(frame, bounded: true)
+        enqueue(frame, bounded: true)
     }
 
-    private func queue(_ frame: Data, bounded: Bool) -> Offer {
+    private func enqueue(_ frame: Data, bounded: Bool) -> Offer {
         let (offer, schedule) = state.withLock { state -> (Offer, Bool) in
             guard !state.closed else {
                 return (.closed, false)
