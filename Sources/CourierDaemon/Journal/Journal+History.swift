@@ -53,10 +53,9 @@ extension Journal {
     /// pending an acknowledgement took seconds, and courierd read nothing else from the app meanwhile (a W6 run through
     /// courierd stalled for minutes).
     static func endingTasks(session: String, through: Int64, in db: Database) throws -> [Int] {
-        try Int.fetchAll(
-            db.cachedStatement(sql: endingTasksQuery),
-            arguments: [session, JournaledTask.State.completed.rawValue, through]
-        )
+        try db.fetchCached(sql: endingTasksQuery) { statement in
+            try Int.fetchAll(statement, arguments: [session, JournaledTask.State.completed.rawValue, through])
+        }
     }
 
     /// ``endingTasks(session:through:in:)``'s query (its arguments: session, the completed state, `through`).
@@ -92,6 +91,7 @@ extension Journal {
         for identifier in tasks {
             try copy.execute(arguments: [now, through, session, identifier])
         }
+        copy.dropArguments()
         for table in ["history", "endedTask"] {
             try db.executeCached(sql: "DELETE FROM \(table) WHERE endedAt < ?", arguments: [now - historyRetention])
         }

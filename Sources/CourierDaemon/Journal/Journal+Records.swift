@@ -175,6 +175,9 @@ extension Journal {
                 try advance.execute(arguments: [task.identifier + 1, session])
                 refusals.append(nil)
             }
+            for statement in [sessionKnown, taskExists, insert, advance] {
+                statement.dropArguments()
+            }
             return refusals
         }
     }
@@ -306,10 +309,10 @@ extension Journal {
         in db: Database
     ) throws -> IPCMessage.SequencedEvent {
         try Journal.requireSession(session, in: db)
-        let sequence = try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT nextSequence FROM session WHERE identifier = ?"),
-            arguments: [session]
-        ) ?? 1
+        let sequence =
+            try db.fetchCached(sql: "SELECT nextSequence FROM session WHERE identifier = ?") { statement in
+                try Int64.fetchOne(statement, arguments: [session])
+            } ?? 1
         try db.executeCached(
             sql: "INSERT INTO event (session, sequence, task, body, file) VALUES (?, ?, ?, ?, ?)",
             arguments: [session, sequence, task, body, file]
@@ -375,7 +378,9 @@ extension Journal {
     }
 
     private static func requireSession(_ session: String, in db: Database) throws {
-        let known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM session WHERE identifier = ?"), arguments: [session])
+        let known = try db.fetchCached(sql: "SELECT 1 FROM session WHERE identifier = ?") { statement in
+            try Bool.fetchOne(statement, arguments: [session])
+        }
         guard known ?? false else {
             throw JournalError.unknownSession(session)
         }

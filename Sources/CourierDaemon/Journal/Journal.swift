@@ -288,6 +288,9 @@ package final class Journal: Sendable {
         } catch let error as JournalError {
             throw error
         } catch {
+            // A statement that failed keeps the values it was given (``Statement/dropArguments()`` runs after
+            // successes only): the cached statements go, and their values with them.
+            database.releaseMemory()
             throw Journal.failure(error)
         }
     }
