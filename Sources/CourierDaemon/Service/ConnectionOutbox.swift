@@ -108,14 +108,7 @@ final class ConnectionOutbox: @unchecked Sendable {
     /// (the write source calls again when it has room) or nothing is left.
     private func flush() {
         while true {
-            let taken = state.withLock { state in
-                defer { state.unsynced = [] }
-                return state.unsynced
-            }
-            if !taken.isEmpty {
-                durability()
-                written += taken
-            }
+            takeUnsynced()
             switch writeQueued() {
             case .full:
                 waitForRoom(true)
@@ -142,6 +135,18 @@ final class ConnectionOutbox: @unchecked Sendable {
                 caughtUp()
             }
             return
+        }
+    }
+
+    /// Moves the frames queued since the last journal flush behind one flush (on `queue`): they may be written now.
+    private func takeUnsynced() {
+        let taken = state.withLock { state in
+            defer { state.unsynced = [] }
+            return state.unsynced
+        }
+        if !taken.isEmpty {
+            durability()
+            written += taken
         }
     }
 
@@ -212,14 +217,7 @@ final class ConnectionOutbox: @unchecked Sendable {
         state.withLock { $0.closed = true }
         let cancelled = DispatchSemaphore(value: 0)
         let hasSource = queue.sync { () -> Bool in
-            let taken = state.withLock { state in
-                defer { state.unsynced = [] }
-                return state.unsynced
-            }
-            if !taken.isEmpty {
-                durability()
-                written += taken
-            }
+            takeUnsynced()
             _ = writeQueued()
             written = []
             guard let source else {
