@@ -377,6 +377,28 @@ struct BackgroundTransferTests {
         try await server.shutdown()
     }
 
+    @Test("an app that dies right after creating tasks: the next connection to open the session finds every one")
+    func diesRightAfterCreating() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (first, _) = try Client.opening(Self.session, on: daemon)
+        // Written, not answered: the app is gone before courierd has read them.
+        let count = 200
+        for task in 1...count {
+            let download = Self.download(task, server.url("/bytes/1024?seed=\(task)&trickle=256&interval=100"))
+            try first.send(.createTask(.init(request: UInt64(1_000 + task), session: Self.identifier, task: download)))
+        }
+        first.close()
+        var (second, opened) = try Client.opening(Self.session, on: daemon)
+        defer { second.close() }
+        #expect(opened == .reply(.init(request: 1, result: .sessionOpened(nextTaskIdentifier: count + 1))))
+        let tasks = try second.tasks(of: Self.identifier, timeout: 0) { _ in true }
+        #expect(tasks.count == count)
+        try await server.shutdown()
+    }
+
     @Test("a client that dies before acknowledging gets every event again, in order, and none after acknowledging")
     func redelivery() async throws {
         let server = try await TestServer.start()

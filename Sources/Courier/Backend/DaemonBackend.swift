@@ -175,6 +175,28 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
+    /// Ends the link once courierd has taken everything sent on it: the session is closed by a request whose answer
+    /// courierd sends after handling the frames before it (the acknowledgements of the last batches), at most
+    /// `timeout` seconds; then the identifier is free. Without it, a `Session` made with the identifier right after
+    /// could open it on a new connection before courierd read the old one's last acknowledgements, and be handed
+    /// again events this one had acknowledged. Called by the invalidation, on the delegate queue after the last
+    /// acknowledgement was sent.
+    func finish(within timeout: TimeInterval = 5) {
+        let link = state.withLock { state in
+            defer { state.link = .closed }
+            return state.link
+        }
+        if case .connected(let connection) = link {
+            if !connection.hasEnded {
+                _ = connection.request(timeout: timeout) { [identifier] number in
+                    .closeSession(.init(request: number, session: identifier, cancelTasks: false))
+                }
+            }
+            connection.close()
+        }
+        claim.release()
+    }
+
     /// Marks the backend closed and frees the identifier; returns the link it had.
     private func close() -> Link {
         claim.release()

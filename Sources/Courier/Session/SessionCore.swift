@@ -284,9 +284,9 @@ final class SessionCore: Sendable {
         let backend = closeBackend()
         var work = DelegateWork()
         work.append { [self] session in
-            // A background session's link ends first, its acknowledgements sent: by the time the delegate hears of
-            // the invalidation, another Session of this process may take the identifier.
-            (backend as? DaemonBackend)?.end()
+            // A background session's link ends first, its acknowledgements taken by courierd: by the time the
+            // delegate hears of the invalidation, another Session of this process may take the identifier.
+            (backend as? DaemonBackend)?.finish()
             if let session, let delegate = self.delegate {
                 delegate.urlSession(session, didBecomeInvalidWithError: nil)
             }

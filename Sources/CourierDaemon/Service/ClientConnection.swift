@@ -8,8 +8,10 @@ import Glibc
 /// One app's (or `courier`'s) connection to courierd: its peer, what it said of itself, and its outbox (frames are
 /// queued, never written by the thread that sends them: ``ConnectionOutbox``).
 ///
+/// What it sends goes through its outbox; what it says is read by a ``ConnectionReader``.
+///
 /// `Sendable`: `descriptor`, `pid` and `outbox` are constants; what the app said of itself is behind a lock (written
-/// on the connection's reader thread, read there and by other connections' threads: the reclaim of a suspended
+/// on the connection's reader queue, read there and by other connections' queues: the reclaim of a suspended
 /// instance, the wake for a session's events).
 final class ClientConnection: Sendable {
     private struct Said {
@@ -93,34 +95,5 @@ final class ClientConnection: Sendable {
     func shutDown() {
         outbox.close()
         Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
-    }
-
-    /// Reads frames until the peer closes, a frame is bad, or `handle` says why the connection must close (its
-    /// answer); returns the reason. `handle` gets the messages of each read together, in order. A bad frame gets a
-    /// `failure` first, after the messages before it were handled.
-    func readMessages(_ handle: ([IPCMessage]) -> String?) -> String {
-        var decoder = IPCFrameDecoder()
-        while true {
-            let bytes = UnixSocket.read(from: descriptor)
-            var messages: [IPCMessage] = []
-            do throws(IPCError) {
-                if bytes.isEmpty {
-                    try decoder.finish()
-                    return "the client closed the connection"
-                }
-                for frame in try decoder.feed(bytes) {
-                    messages.append(try IPCMessage(frame: frame))
-                }
-            } catch {
-                if let refusal = handle(messages) {
-                    return refusal
-                }
-                _ = send(.failure(.init(request: nil, error: CourierError(.unknown, "\(error)"))))
-                return "protocol error: \(error)"
-            }
-            if let refusal = handle(messages) {
-                return refusal
-            }
-        }
     }
 }

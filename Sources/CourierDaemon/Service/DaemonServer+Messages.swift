@@ -6,7 +6,7 @@ import Logging
 import Glibc
 #endif
 
-/// The conversation of `docs/ipc.md`, one message at a time, on the connection's reader thread.
+/// The conversation of `docs/ipc.md`, one message at a time, on the connection's reader queue.
 extension DaemonServer {
     /// Answers the messages of one read in order, the `createTask` frames among them that follow each other as one
     /// (``createTasks(_:on:)``: one journal transaction); returns why the connection must close, or nil to go on.
@@ -171,6 +171,7 @@ extension DaemonServer {
     }
 
     func openSession(_ open: IPCMessage.OpenSession, app: String, on connection: ClientConnection) {
+        awaitGoneHolder(of: open.identifier, for: connection)
         let claimed =
             sessions.claim(open.identifier, for: connection.descriptor)
             || (reclaimSuspendedHolder(of: open.identifier, for: app)
@@ -210,6 +211,20 @@ extension DaemonServer {
             return delivery
         }
         _ = connection.send(.reply(.init(request: open.request, result: .sessionOpened(nextTaskIdentifier: next))))
+    }
+
+    /// When the session is held by a connection whose app is gone (its peer hung up: killed, or its session abandoned
+    /// a moment ago), waits (at most ``reclaimGrace``) for that connection's last frames to be handled and the
+    /// connection to end: a task it created just before (its `createTask` written, not yet read) is then journaled
+    /// before the session changes hands, instead of being refused on a connection that no longer holds it.
+    private func awaitGoneHolder(of session: String, for connection: ClientConnection) {
+        guard let descriptor = sessions.holder(of: session), descriptor != connection.descriptor,
+            UnixSocket.peerHungUp(descriptor),
+            let holder = state.withLock({ $0.connections[descriptor] })
+        else {
+            return
+        }
+        state.wait(atMost: Self.reclaimGrace) { $0.connections[descriptor] !== holder }
     }
 
     /// The runner of a session this connection opened, or nil after a failure was sent.

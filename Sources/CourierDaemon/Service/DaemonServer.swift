@@ -7,7 +7,7 @@ package import Logging
 import Glibc
 #endif
 
-/// courierd's front door: the socket under the runtime directory, one reader thread per connection, the peer check
+/// courierd's front door: the socket under the runtime directory, a reader queue per connection, the peer check
 /// before the first byte is read, and the IPC conversation of `docs/ipc.md` over the journal.
 ///
 /// Each background session has a ``BackgroundSessionRunner`` that runs its transfers; the runners of the sessions in
@@ -154,7 +154,7 @@ package final class DaemonServer: @unchecked Sendable {
         )
     }
 
-    /// Accepts connections until ``stop()``; each gets a reader thread of its own. Removes the socket before it
+    /// Accepts connections until ``stop()``; each is read on a queue of its own (``ConnectionReader``). Removes the socket before it
     /// returns (on the caller's thread, so the process cannot exit before it is gone), then stops every session's
     /// transfers. Returns false when a transfer engine was not destroyed in time or a libuv loop closed with handles
     /// still open.
@@ -192,9 +192,7 @@ package final class DaemonServer: @unchecked Sendable {
                 close(descriptor)
                 return false
             }
-            Thread.detachNewThread { [self] in
-                self.serve(connection)
-            }
+            serve(connection)
             return true
         }
         if ownsSocket {
@@ -267,9 +265,20 @@ package final class DaemonServer: @unchecked Sendable {
 
     // MARK: One connection
 
-    /// Answers `connection`'s messages until it closes, then releases what it held.
+    /// Answers `connection`'s messages as they come (on its reader queue) until it closes, then releases what it
+    /// held.
     private func serve(_ connection: ClientConnection) {
-        let reason = connection.readMessages { messages in handle(messages, on: connection) }
+        let reader = ConnectionReader(
+            descriptor: connection.descriptor,
+            handle: { [self] messages in handle(messages, on: connection) },
+            failure: { error in _ = connection.send(.failure(.init(request: nil, error: error))) },
+            ended: { [self] reason in connectionEnded(connection, reason: reason) }
+        )
+        reader.start()
+    }
+
+    /// `connection`'s reading ended: what it held is released, then its descriptor is closed.
+    private func connectionEnded(_ connection: ClientConnection, reason: String) {
         // Before the descriptor closes (it could be reused): no wake is written to it after this.
         backgroundWork.disconnected(connection.descriptor)
         // Released before the descriptor closes: no session names a descriptor that could be reused.
