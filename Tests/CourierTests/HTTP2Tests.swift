@@ -148,8 +148,12 @@ struct HTTP2FaultTests {
                 return try await downloadChecked(session, server, expected: expected, seed: index, query: fault)
             }
             #expect(failures.contains { $0.hasPrefix("#0: ") })
+            // A lost connection, in curl's words: the GOAWAY read first ("HTTP/2 stream N was not closed cleanly"), or
+            // a write to the socket the server closed after it ("Send failure: Broken pipe", curl 55), whichever came
+            // first on the loop.
             for failure in failures {
-                #expect(failure.contains("CourierError.networkConnectionLost: HTTP/2 stream"), "\(failure)")
+                #expect(failure.contains("CourierError.networkConnectionLost: "), "\(failure)")
+                #expect(failure.contains("HTTP/2 stream") || failure.contains("(curl 55)") || failure.contains("(curl 56)"), "\(failure)")
             }
             let (data, _) = try await session.data(from: server.url("/bytes/1000?seed=1"))
             #expect(data == TestServer.bytes(count: 1000, seed: 1))
