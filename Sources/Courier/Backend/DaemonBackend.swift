@@ -182,11 +182,7 @@ final class DaemonBackend: TransferBackend {
     /// again events this one had acknowledged. Called by the invalidation, on the delegate queue after the last
     /// acknowledgement was sent.
     func finish(within timeout: TimeInterval = 5) {
-        let link = state.withLock { state in
-            defer { state.link = .closed }
-            return state.link
-        }
-        if case .connected(let connection) = link {
+        if case .connected(let connection) = takeLink() {
             if !connection.hasEnded {
                 _ = connection.request(timeout: timeout) { [identifier] number in
                     .closeSession(.init(request: number, session: identifier, cancelTasks: false))
@@ -200,7 +196,12 @@ final class DaemonBackend: TransferBackend {
     /// Marks the backend closed and frees the identifier; returns the link it had.
     private func close() -> Link {
         claim.release()
-        return state.withLock { state in
+        return takeLink()
+    }
+
+    /// Marks the backend closed; returns the link it had.
+    private func takeLink() -> Link {
+        state.withLock { state in
             defer { state.link = .closed }
             return state.link
         }

@@ -20,8 +20,8 @@ import Glibc
 /// `queue`, for the connection's sessions to send them again from there. Answers to requests (``send(_:)``) are always
 /// queued: an app has few requests in flight.
 ///
-/// `@unchecked Sendable`: what any thread touches is in `state`, a lock; `written`, `source` and `sourceRunning` are
-/// touched only on `queue`.
+/// `@unchecked Sendable`: what any thread touches is in `state`, a lock; `pending`, `pendingOffset`, `source` and
+/// `sourceRunning` are touched only on `queue`.
 final class ConnectionOutbox: @unchecked Sendable {
     /// What became of an offered frame.
     enum Offer: Sendable {
@@ -53,9 +53,10 @@ final class ConnectionOutbox: @unchecked Sendable {
     private let caughtUp: @Sendable () -> Void
     private let state = LockedValue(State())
     private let queue: DispatchQueue
-    /// Frames flushed to the journal and not yet (wholly) written; `writtenOffset` bytes of its first are out.
-    private var written: [Data] = []
-    private var writtenOffset = 0
+    /// The bytes of the frames flushed to the journal and not yet written, in order; the first `pendingOffset` are out.
+    /// One buffer, so that a batch goes in one `send`.
+    private var pending: [UInt8] = []
+    private var pendingOffset = 0
     private var source: (any DispatchSourceWrite)?
     private var sourceRunning = false
 
@@ -146,7 +147,9 @@ final class ConnectionOutbox: @unchecked Sendable {
         }
         if !taken.isEmpty {
             durability()
-            written += taken
+            for frame in taken {
+                pending.append(contentsOf: frame)
+            }
         }
     }
 
@@ -154,14 +157,14 @@ final class ConnectionOutbox: @unchecked Sendable {
         case done, full, failed
     }
 
-    /// Writes `written` without blocking.
+    /// Writes `pending` without blocking.
     private func writeQueued() -> WriteOutcome {
-        while let frame = written.first {
-            let count = frame.withUnsafeBytes { buffer in
+        while pendingOffset < pending.count {
+            let count = pending.withUnsafeBytes { buffer in
                 Glibc.send(
                     descriptor,
-                    buffer.baseAddress! + writtenOffset,
-                    buffer.count - writtenOffset,
+                    buffer.baseAddress! + pendingOffset,
+                    buffer.count - pendingOffset,
                     Int32(MSG_NOSIGNAL | MSG_DONTWAIT)
                 )
             }
@@ -170,6 +173,9 @@ final class ConnectionOutbox: @unchecked Sendable {
                 case EINTR:
                     continue
                 case EAGAIN, EWOULDBLOCK:
+                    // What is out goes; what is left waits for room.
+                    pending.removeFirst(pendingOffset)
+                    pendingOffset = 0
                     return .full
                 default:
                     // The peer is gone: its reader ends the connection (the shutdown wakes it if it waits).
@@ -177,19 +183,17 @@ final class ConnectionOutbox: @unchecked Sendable {
                         state.closed = true
                         state.flushing = false
                     }
-                    written = []
-                    writtenOffset = 0
+                    pending = []
+                    pendingOffset = 0
                     shutdown(descriptor, Int32(SHUT_RDWR))
                     return .failed
                 }
             }
-            writtenOffset += count
+            pendingOffset += count
             state.withLock { $0.bytes -= count }
-            if writtenOffset == frame.count {
-                written.removeFirst()
-                writtenOffset = 0
-            }
         }
+        pending.removeAll(keepingCapacity: pending.count <= 64 << 10)
+        pendingOffset = 0
         return .done
     }
 
@@ -219,7 +223,8 @@ final class ConnectionOutbox: @unchecked Sendable {
         let hasSource = queue.sync { () -> Bool in
             takeUnsynced()
             _ = writeQueued()
-            written = []
+            pending = []
+            pendingOffset = 0
             guard let source else {
                 return false
             }

@@ -15,7 +15,7 @@ import Glibc
 /// it were handled), or `handle` answers why the connection must close; then `ended` is called once, on the reader
 /// queue, after the read source is gone (the descriptor may then be closed).
 ///
-/// `@unchecked Sendable`: `decoder`, `source` and `ending` are touched only on `queue`; the rest is constant.
+/// `@unchecked Sendable`: `decoder`, `buffer`, `source` and `ending` are touched only on `queue`; the rest is constant.
 final class ConnectionReader: @unchecked Sendable {
     private let descriptor: Int32
     private let queue: DispatchQueue
@@ -23,6 +23,8 @@ final class ConnectionReader: @unchecked Sendable {
     private let failure: (CourierError) -> Void
     private let ended: (String) -> Void
     private var decoder = IPCFrameDecoder()
+    /// What one `recv` reads into (64 KiB), kept from one wake to the next.
+    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
     private var source: (any DispatchSourceRead)?
     private var ending: String?
 
@@ -57,10 +59,6 @@ final class ConnectionReader: @unchecked Sendable {
 
     /// Reads what the socket holds, without blocking, and hands over its messages.
     private func readAvailable() {
-        guard ending == nil else {
-            return
-        }
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while ending == nil {
             let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
             if count < 0 {
@@ -74,32 +72,27 @@ final class ConnectionReader: @unchecked Sendable {
                     return
                 }
             }
+            // The messages before a bad frame are handled, then the peer hears why it is cut off.
+            var messages: [IPCMessage] = []
+            var bad: IPCError?
             do throws(IPCError) {
                 if count == 0 {
                     try decoder.finish()
-                    end("the client closed the connection")
-                    return
-                }
-                var messages: [IPCMessage] = []
-                do throws(IPCError) {
+                } else {
                     for frame in try decoder.feed(Data(buffer[0..<count])) {
                         messages.append(try IPCMessage(frame: frame))
                     }
-                } catch {
-                    if let refusal = handle(messages) {
-                        end(refusal)
-                        return
-                    }
-                    throw error
-                }
-                if let refusal = handle(messages) {
-                    end(refusal)
-                    return
                 }
             } catch {
-                failure(CourierError(.unknown, "\(error)"))
-                end("protocol error: \(error)")
-                return
+                bad = error
+            }
+            if let refusal = handle(messages) {
+                end(refusal)
+            } else if let bad {
+                failure(CourierError(.unknown, "\(bad)"))
+                end("protocol error: \(bad)")
+            } else if count == 0 {
+                end("the client closed the connection")
             }
         }
     }

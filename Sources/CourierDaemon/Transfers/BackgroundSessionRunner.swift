@@ -170,12 +170,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
                     "the app reads again: the events it has not acknowledged are sent again from the journal",
                     metadata: ["session": "\(identifier)", "events": "\(pending.count)"]
                 )
-                if sink(IPCMessage.Events(session: identifier, events: pending, finished: false)) == .gone {
-                    state.withLock { state in
-                        state.sink = nil
-                        state.sinkOwner = nil
-                    }
-                }
+                give(IPCMessage.Events(session: identifier, events: pending, finished: false), to: sink)
             }
         }
     }
@@ -229,6 +224,17 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         }
     }
 
+    /// Gives `events` to the connection's `sink` (with `pushing` held); a connection that is gone is forgotten: events
+    /// are only journaled until the next attach.
+    private func give(_ events: IPCMessage.Events, to sink: EventSink) {
+        if sink(events) == .gone {
+            state.withLock { state in
+                state.sink = nil
+                state.sinkOwner = nil
+            }
+        }
+    }
+
     /// Pushes every event in the outbox to the app's connection (or, with none, hands the completions to
     /// `undelivered`); nothing when another push already took them.
     private func pushOutbox() {
@@ -250,12 +256,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
                 return
             }
             // Withheld events are in the journal: the connection asks for them again (``catchUp(owner:)``).
-            if sink(IPCMessage.Events(session: identifier, events: events, finished: false)) == .gone {
-                state.withLock { state in
-                    state.sink = nil
-                    state.sinkOwner = nil
-                }
-            }
+            give(IPCMessage.Events(session: identifier, events: events, finished: false), to: sink)
         }
     }
 
