@@ -383,7 +383,7 @@ struct BackgroundTransferTests {
         let daemon = Daemon()
         defer { daemon.cleanup() }
         try daemon.start()
-        var (first, _) = try Client.opening(Self.session, on: daemon)
+        let (first, _) = try Client.opening(Self.session, on: daemon)
         // Written, not answered: the app is gone before courierd has read them.
         let count = 200
         for task in 1...count {

@@ -53,8 +53,8 @@ struct DaemonRestartTests {
             #expect(recorder.files[task] == data, "task \(task)")
             // The entity the app asked for, whatever ranges courierd used underneath: never a 206 or a 416.
             #expect(recorder.statuses[task] == 200, "task \(task)")
-            #expect(tasks[task]?.receivedResponse?.head.value("Content-Length") == String(data.count), "task \(task)")
-            #expect(tasks[task]?.receivedResponse?.head.value("Content-Range") == nil, "task \(task)")
+            #expect(tasks[task]?.receivedHead?.value("Content-Length") == String(data.count), "task \(task)")
+            #expect(tasks[task]?.receivedHead?.value("Content-Range") == nil, "task \(task)")
             #expect(calls.filter { $0 == "completed \(task)" }.count == 1, "task \(task): \(calls)")
             #expect(calls.filter { $0 == "finished \(task)" }.count == 1, "task \(task): \(calls)")
         }

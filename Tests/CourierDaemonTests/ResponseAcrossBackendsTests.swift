@@ -37,7 +37,7 @@ struct ResponseAcrossBackendsTests {
         task.resume()
         #expect(recorder.waitForCompletions(1))
         #expect(recorder.errors[task.taskIdentifier] == .some(nil))
-        let head = try #require(task.receivedResponse?.head)
+        let head = try #require(task.receivedHead)
         #expect(head.status == 200)
         #expect(head.httpVersion == "HTTP/1.1")
         #expect(head.setCookies == ["a=1; Expires=\(expires); Path=/", "b=2; Path=/", "c=3; Path=/"])

@@ -55,6 +55,8 @@ final class SessionCore: Sendable {
     private let registry = LockedValue(Registry())
     let nextIdentifier = LockedValue(1)
     private let sessionReference = SessionReference()
+    /// Called after `didBecomeInvalidWithError` (``Session/invalidateAndCancel(then:)``).
+    private let invalidationWaiters = LockedValue<[@Sendable () -> Void]>([])
 
     init(configuration: SessionConfiguration, delegate: (any SessionDelegate)?, queue: OperationQueue) {
         self.configuration = configuration
@@ -292,6 +294,9 @@ final class SessionCore: Sendable {
             }
             self.delegateSlot.withLock { $0 = nil }
             self.removeStagingDirectory()
+            for waiter in self.invalidationWaiters.withLock({ waiters in defer { waiters = [] }; return waiters }) {
+                waiter()
+            }
             if let backend {
                 DispatchQueue.global(qos: .utility).async {
                     withExtendedLifetime(backend) {}
@@ -300,6 +305,11 @@ final class SessionCore: Sendable {
         }
         dispatcher.enqueue(work)
         logger?.debug("session invalidated")
+    }
+
+    /// Calls `waiter` after the invalidation's delegate call (never when the session is already invalid).
+    func whenInvalidated(_ waiter: @escaping @Sendable () -> Void) {
+        invalidationWaiters.withLock { $0.append(waiter) }
     }
 
     /// The session was released without being invalidated: cancel every task and destroy the engine.

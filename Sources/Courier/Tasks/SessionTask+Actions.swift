@@ -75,10 +75,14 @@ extension SessionTask {
                 if stream.append(data) {
                     send(.backpressure(true), work: &work)
                 }
-            case .dataHandler, .inlineData, .downloadHandler, .inlineDownload:
+            case .dataHandler, .inlineData, .downloadHandler, .inlineDownload, .observer:
                 break
             }
         case .sentBodyData(let delta, let total, let expected):
+            if case .observer(let observer) = sink {
+                work.append { _ in observer.task(self, progressed: .sent(total: total, expected: expected)) }
+                return
+            }
             guard core.isTaskDelegate else {
                 return
             }
@@ -95,6 +99,13 @@ extension SessionTask {
                 )
             }
         case .wroteData(let delta, let total, let expected):
+            if case .observer(let observer) = sink {
+                let response = storage.withLock { $0.observedResponse }
+                work.append { _ in
+                    observer.task(self, progressed: .received(total: total, expected: expected, response: response))
+                }
+                return
+            }
             appendDownloadDelegateCall(to: &work) { session, delegate, task in
                 delegate.urlSession(
                     session,
@@ -105,6 +116,15 @@ extension SessionTask {
                 )
             }
         case .resumed(let offset, let expectedTotal):
+            if case .observer(let observer) = sink {
+                let progress = TaskProgress.resumed(
+                    offset: offset,
+                    expectedTotal: expectedTotal,
+                    response: storage.withLock { $0.observedResponse }
+                )
+                work.append { _ in observer.task(self, progressed: progress) }
+                return
+            }
             appendDownloadDelegateCall(to: &work) { session, delegate, task in
                 delegate.urlSession(
                     session,

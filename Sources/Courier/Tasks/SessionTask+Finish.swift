@@ -121,6 +121,20 @@ extension SessionTask {
         case .stream(let stream):
             appendMetrics(&work)
             stream.finish(error: error)
+        case .observer(let observer):
+            let end = TaskEnd(
+                response: storage.withLock { $0.observedResponse },
+                error: error,
+                file: downloaded,
+                fileDigest: final.fileDigest,
+                body: error == nil && kind != .download ? SessionTask.join(final.chunks) : nil
+            )
+            work.append { _ in
+                observer.task(self, ended: end)
+                if let downloadedFile = downloaded {
+                    try? FileManager.default.removeItem(at: downloadedFile)
+                }
+            }
         }
         // The completion is in `work`, which the batch queues later: queue it now, so that the invalidation a
         // task on another loop thread may complete comes after it.

@@ -115,20 +115,6 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         storage.withLock { $0.finalResponse }?.httpResponse
     }
 
-    /// The final response as received (every field line, the HTTP version) with the URL it came from and the
-    /// exchange's timings once it completed: what courierd passes on to the app.
-    package var receivedResponse: IPCMessage.BackgroundResponse? {
-        storage.withLock { machine in
-            machine.finalResponse.map { response in
-                IPCMessage.BackgroundResponse(
-                    url: response.url.absoluteString,
-                    head: response.head,
-                    metrics: machine.hops.last?.metrics
-                )
-            }
-        }
-    }
-
     /// An app-defined description, e.g. an identifier that outlives the task.
     public var taskDescription: String? {
         get { storage.withLock { $0.taskDescription } }

@@ -24,6 +24,8 @@ enum TaskSink: Sendable {
     case inlineDownload(InlineDownloadHandler)
     /// `bytes(for:)`: body chunks go to a bounded buffer.
     case stream(ByteStream)
+    /// courierd's attempts: counters and the end go to a ``TaskObserver`` (the body is collected for it).
+    case observer(any TaskObserver)
 
     var usesDelegateForBody: Bool {
         if case .delegate = self {
@@ -34,7 +36,7 @@ enum TaskSink: Sendable {
 
     var collectsBody: Bool {
         switch self {
-        case .dataHandler, .inlineData: true
+        case .dataHandler, .inlineData, .observer: true
         default: false
         }
     }

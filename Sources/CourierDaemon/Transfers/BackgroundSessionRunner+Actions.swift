@@ -6,22 +6,22 @@ extension BackgroundSessionRunner {
     /// Gives `input` to the machine of the task whose attempt is `task` (nothing when it is not a current attempt).
     func drive(
         attemptOf task: SessionTask,
-        location: URL? = nil,
+        ended end: TaskEnd? = nil,
         _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
     ) {
         guard let identifier = state.withLock({ $0.journalIdentifiers[task.taskIdentifier] }) else {
             return
         }
-        drive(identifier, location: location, input)
+        drive(identifier, ended: end, input)
     }
 
     /// Gives `input` to the machine of task `identifier` (with whether courierd is stopping), then carries out the
     /// actions it returned, in order, with no lock held. An attempt the machine neither starts nor runs any more is
     /// forgotten (later calls of its session task are ignored); a finished machine is dropped (the journal keeps the task until its
-    /// events are acknowledged). `location`: a finished download's file.
+    /// events are acknowledged). `end`: how the attempt ended, with a finished download's file.
     func drive(
         _ identifier: Int,
-        location: URL? = nil,
+        ended end: TaskEnd? = nil,
         _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
     ) {
         let outcome = state.withLock {
@@ -44,7 +44,7 @@ extension BackgroundSessionRunner {
             return
         }
         for action in outcome.actions {
-            carryOut(action, for: outcome.machine.journaled, attempt: outcome.attempt, location: location)
+            carryOut(action, for: outcome.machine.journaled, attempt: outcome.attempt, ended: end)
         }
     }
 
@@ -52,7 +52,7 @@ extension BackgroundSessionRunner {
         _ action: BackgroundTaskAction,
         for task: JournaledTask,
         attempt: SessionTask?,
-        location: URL?
+        ended end: TaskEnd?
     ) {
         let identifier = task.identifier
         switch action {
@@ -99,8 +99,8 @@ extension BackgroundSessionRunner {
                 task,
                 leading: leading,
                 completion: completion,
-                location: location,
-                digest: (attempt as? DownloadTask)?.fileDigest
+                location: end?.file,
+                digest: end?.fileDigest
             )
         case .finish(let events):
             events.last.map(settings.counters.ended)
@@ -155,7 +155,6 @@ extension BackgroundSessionRunner {
             checkpoint.uploadResource = resource.absoluteString
         }
         if let download = attempt as? DownloadTask {
-            checkpoint.entity = checkpoint.entity ?? download.receivedResponse.flatMap(EntityResponse.remembered)
             if let partial = download.partialDownload() {
                 checkpoint.partial = partial
                 checkpoint.durableBytes = min(DurableFile.sync(partial.file) ?? 0, partial.bytesOnDisk)

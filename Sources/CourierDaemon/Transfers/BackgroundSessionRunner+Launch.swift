@@ -104,16 +104,13 @@ extension BackgroundSessionRunner {
         return task
     }
 
+    /// The attempt's task, made from the journaled request as the app built it.
     private func makeBareTask(for journaled: JournaledTask, in session: Session) -> SessionTask {
-        var request = journaled.spec.request.urlRequest
-        let identifier = journaled.identifier
+        var request = journaled.spec.request
         switch journaled.spec.kind {
         case .upload:
             let file = URL(fileURLWithPath: journaled.spec.uploadFile ?? "")
-            // Strong: the handler is released with the task, which the runner's session ends.
-            let upload = session.uploadTask(with: request, fromFile: file) { [self] body, _, error in
-                self.uploadEnded(identifier, body: body, error: error)
-            }
+            let upload = session.observedUpload(request, file: file, observer: self)
             // An earlier attempt's server kept part of the body: ask it how much, and send the rest.
             if let resource = journaled.checkpoint?.uploadResource.flatMap(URL.init(string:)) {
                 upload.resumeUpload(at: resource)
@@ -121,14 +118,14 @@ extension BackgroundSessionRunner {
             return upload
         case .download, .data:  // (admission refuses data tasks)
             if let resumeData = resumeData(for: journaled) {
-                return session.downloadTask(withResumeData: resumeData)
+                return session.observedDownload(resumeData: resumeData, observer: self)
             }
             // Resuming needs the bytes of the entity itself: a background download asks for no content coding
             // unless the app chose one.
             if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
-                request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+                request.setHeaderField("Accept-Encoding", "identity")
             }
-            return session.downloadTask(with: request)
+            return session.observedDownload(request, observer: self)
         }
     }
 

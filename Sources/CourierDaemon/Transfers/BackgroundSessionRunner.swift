@@ -3,16 +3,17 @@ import CourierConcurrency
 package import Foundation
 package import Logging
 
-/// Runs the transfers of one background session inside courierd: an in-process ``Session`` (the same task layer and
-/// task machine as an app's default session) whose delegate is this runner, and one ``BackgroundTaskMachine`` per
-/// journaled task that decides what happens to it. Every event the app must hear is journaled first, then pushed to
-/// the app's connection if it has one open.
+/// Runs the transfers of one background session inside courierd: one ``BackgroundTaskMachine`` per journaled task
+/// decides what happens to it, and each attempt runs as a task of an in-process ``Session`` made straight from the
+/// journaled request, on the same ``TaskMachine`` as an app's tasks, reporting to this runner as its
+/// ``TaskObserver`` (no delegate protocol, no `URLRequest` or `HTTPURLResponse` in between). Every event the app must
+/// hear is journaled first, then pushed to the app's connection if it has one open.
 ///
-/// Threads: delegate calls arrive serially on the session's delegate queue; commands come from connection threads;
+/// Threads: the attempts' reports arrive serially on the session's delegate queue; commands come from connection queues;
 /// wakes from timers. Each input goes to a task's machine under `state`'s lock and the actions that come out are
 /// carried out after it is released (``drive(_:now:_:)``); journal writes and pushes go through ``record(_:)``,
 /// which keeps their order on the wire the order of the sequence numbers.
-package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
+package final class BackgroundSessionRunner: TaskObserver {
     /// Gives events to the connection that holds the session, without waiting for them to be written.
     package typealias EventSink = @Sendable (IPCMessage.Events) -> EventDelivery
 
@@ -42,8 +43,6 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         var stopping = false
         /// Attempts the machines asked for, made together in ``StartOrder`` a moment later (``queueAttempt(_:)``).
         var startQueue: [JournaledTask] = []
-        /// Signalled when the session reports its invalidation (``stop(timeout:)`` waits for it).
-        var invalidated: DispatchSemaphore?
     }
 
     package let identifier: String
@@ -101,7 +100,7 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         sessionConfiguration.resumeDataDirectory = paths.partials
         sessionConfiguration.engineLoopCount = 1
         sessionConfiguration.sharedBandwidthLimiters = settings.bandwidthLimiter.map { [$0] } ?? []
-        let session = Session(configuration: sessionConfiguration, delegate: self, delegateQueue: nil)
+        let session = Session(configuration: sessionConfiguration, delegate: nil, delegateQueue: nil)
         session.sessionDescription = "courierd:\(configuration.identifier)"
         sessionSlot.withLock { $0 = session }
     }
@@ -359,13 +358,8 @@ package final class BackgroundSessionRunner: SessionDownloadDelegate, Sendable {
         }
         state.wait(atMost: timeout) { $0.attempts.isEmpty }
         let invalidated = DispatchSemaphore(value: 0)
-        state.withLock { $0.invalidated = invalidated }
-        session?.invalidateAndCancel()
+        session?.invalidateAndCancel { invalidated.signal() }
         _ = invalidated.wait(timeout: .now() + timeout)
         sessionSlot.withLock { $0 = nil }
-    }
-
-    package func urlSession(_ session: Session, didBecomeInvalidWithError error: (any Error)?) {
-        state.withLock { $0.invalidated }?.signal()
     }
 }

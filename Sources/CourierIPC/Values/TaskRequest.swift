@@ -149,6 +149,15 @@ package struct TaskRequest: Codable, Sendable, Equatable {
         }
     }
 
+    /// Sets the field `name` to `value`, replacing any field of that name (case-insensitive).
+    package mutating func setHeaderField(_ name: String, _ value: String) {
+        removeHeaderField(name)
+        change {
+            $0.headerFields[name] = value
+            $0.source?.setValue(value, forHTTPHeaderField: name)
+        }
+    }
+
     /// Removes every field named `name` (case-insensitive).
     package mutating func removeHeaderField(_ name: String) {
         for key in headerFields.keys where key.caseInsensitiveEquals(name) {

@@ -73,6 +73,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     /// The current attempt has been checkpointed once: its first bytes are journaled at once, so that a crash right
     /// after does not restart a download from zero.
     private var attemptCheckpointed = false
+    /// The entity's response as the running attempt received it, until a checkpoint keeps it.
+    private var attemptEntity: IPCMessage.BackgroundResponse?
     /// When the app was asked whether the delayed task begins (`delayedStart`), while it has not answered.
     private var delayedStartAskedAt: Date?
 
@@ -185,6 +187,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         }
         enter(.running)
         attemptCheckpointed = false
+        attemptEntity = nil
         checkpointedAt = now
         checkpointedBytes = received
         var actions: [BackgroundTaskAction] = [.journalState(.running), .runAttempt]
@@ -201,17 +204,20 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
 
     // MARK: The running attempt
 
-    /// The attempt's counters moved: a checkpoint when enough bytes or time passed since the last one.
+    /// The attempt's counters moved: a checkpoint when enough bytes or time passed since the last one. `response`: the
+    /// attempt's response so far (a checkpoint remembers the entity's, ``EntityResponse/remembered(from:)``).
     package mutating func progressed(
         received: Int64? = nil,
         expectedToReceive: Int64? = nil,
         sent: Int64? = nil,
         expectedToSend: Int64? = nil,
+        response: IPCMessage.BackgroundResponse? = nil,
         now: Date
     ) -> [BackgroundTaskAction] {
         guard phase == .running else {
             return []
         }
+        remember(response)
         self.received = received ?? self.received
         self.expectedToReceive = expectedToReceive ?? self.expectedToReceive
         self.sent = sent ?? self.sent
@@ -227,11 +233,18 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         return due ? [checkpoint(reportingProgress: true, now: now)] : []
     }
 
-    /// The attempt went on from `offset` of the partial file (0: the entity changed and it started again).
-    package mutating func resumed(offset: Int64, expectedTotal: Int64, now: Date) -> [BackgroundTaskAction] {
+    /// The attempt went on from `offset` of the partial file (0: the entity changed and it started again), under
+    /// `response`.
+    package mutating func resumed(
+        offset: Int64,
+        expectedTotal: Int64,
+        response: IPCMessage.BackgroundResponse? = nil,
+        now: Date
+    ) -> [BackgroundTaskAction] {
         guard phase == .running else {
             return []
         }
+        remember(response)
         received = offset
         reportedReceived = offset
         expectedToReceive = expectedTotal
@@ -242,6 +255,13 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             ),
             checkpoint(reportingProgress: false, now: now),
         ]
+    }
+
+    /// Keeps the entity's response from the running attempt's `response`, for its checkpoints, unless one is kept.
+    private mutating func remember(_ response: IPCMessage.BackgroundResponse?) {
+        if journaled.checkpoint?.entity == nil, attemptEntity == nil {
+            attemptEntity = response.flatMap(EntityResponse.remembered)
+        }
     }
 
     /// The runner journaled `checkpoint` (from a `checkpoint` action); `reportingProgress`: with the progress event.
@@ -482,7 +502,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             expectedToSend: expectedToSend,
             boot: nil,
             at: now,
-            entity: journaled.checkpoint?.entity
+            entity: journaled.checkpoint?.entity ?? attemptEntity
         )
         var kept = checkpoint
         kept.uploadResource = journaled.checkpoint?.uploadResource
@@ -497,7 +517,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             expectedToSend: expectedToSend,
             boot: nil,
             at: now,
-            entity: journaled.checkpoint?.entity ?? response.flatMap(EntityResponse.remembered)
+            entity: journaled.checkpoint?.entity ?? attemptEntity ?? response.flatMap(EntityResponse.remembered)
         )
         checkpoint.uploadResource = journaled.checkpoint?.uploadResource
         return checkpoint
