@@ -4,6 +4,10 @@ import CourierTestSupport
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// One download written once and run on each backend under the task layer: the in-process engine, the serialised
 /// backend (every spec and event through its encoding) and courierd (a real daemon process). The response reaches
 /// the task as the server sent it on each: repeated fields apart and in their order, and the HTTP version; its metrics
@@ -49,6 +53,89 @@ struct ResponseAcrossBackendsTests {
         #expect(exchange.networkProtocolName == "http/1.1")
         #expect(exchange.responseEndDate != nil)
         #expect(exchange.countOfResponseHeaderBytesReceived > 0)
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test("the request reaches the wire as the app built it: through its session's proxy, with its header fields", arguments: Backend.allCases)
+    func requestAsBuilt(_ backend: Backend) async throws {
+        // The origin is reachable only through the proxy (a name under .invalid is never resolved).
+        let server = try await TestServer.start()
+        let place = BackgroundSessionTests.Place()
+        defer { place.cleanup() }
+        var configuration: SessionConfiguration
+        switch backend {
+        case .inProcess, .serialised:
+            configuration = .ephemeral
+            configuration.serialisesBackend = backend == .serialised
+        case .courierd:
+            configuration = place.configuration("com.example.proxied.\(backend.rawValue)")
+        }
+        configuration.connectionProxyDictionary = ["HTTPEnable": 1, "HTTPProxy": "127.0.0.1", "HTTPPort": server.port]
+        configuration.httpAdditionalHeaders = ["X-Session": "s1"]
+        configuration.timeoutIntervalForResource = 20
+        let recorder = BackgroundSessionTests.Recorder()
+        let session = Session(configuration: configuration, delegate: recorder)
+        let path = "/bytes/2048?seed=7&backend=\(backend.rawValue)"
+        var request = URLRequest(url: URL(string: "http://origin.invalid\(path)")!)
+        request.setValue("token-1", forHTTPHeaderField: "X-App-Token")
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Accept")
+        let task = session.downloadTask(with: request)
+        task.resume()
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil), "\(String(describing: recorder.errors[task.taskIdentifier]))")
+        #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: 2048, seed: 7))
+        let sent = try #require(server.requests.last { $0.uri == "http://origin.invalid\(path)" })
+        #expect(sent.header("X-App-Token") == "token-1")
+        #expect(sent.header("Accept") == "application/octet-stream")
+        #expect(sent.header("X-Session") == "s1")
+        #expect(sent.headerValues("User-Agent").count == 1)
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test("a URL's user and password answer its origin's challenge, and are never listed", arguments: Backend.allCases)
+    func credentialsInTheURL(_ backend: Backend) async throws {
+        let server = try await TestServer.start()
+        let place = BackgroundSessionTests.Place()
+        defer { place.cleanup() }
+        var configuration: SessionConfiguration
+        switch backend {
+        case .inProcess, .serialised:
+            configuration = .ephemeral
+            configuration.serialisesBackend = backend == .serialised
+        case .courierd:
+            configuration = place.configuration("com.example.credentials.\(backend.rawValue)")
+        }
+        let recorder = BackgroundSessionTests.Recorder()
+        let session = Session(configuration: configuration, delegate: recorder)
+        var components = URLComponents(url: server.url("/basic-auth/carol/secret"), resolvingAgainstBaseURL: false)!
+        components.user = "carol"
+        components.password = "secret"
+        let task = session.downloadTask(with: components.url!)
+        task.resume()
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+        #expect(recorder.statuses[task.taskIdentifier] == 200)
+        let sent = server.requests.filter { $0.uri == "/basic-auth/carol/secret" }
+        #expect(sent.last?.header("Authorization") == "Basic " + Data("carol:secret".utf8).base64EncodedString())
+        if backend == .courierd {
+            // What courierd lists of the task (to the app, to `courier tasks`) holds no password.
+            var looking = try Client.looking(at: place.paths.socket.path)
+            defer { looking.close() }
+            let answer = try looking.request {
+                .listTasks(.init(request: $0, session: "com.example.credentials.\(backend.rawValue)", includesEnded: true))
+            }
+            guard case .reply(let reply)? = answer, case .tasks(let listed) = reply.result else {
+                Issue.record("no listing: \(String(describing: answer))")
+                return
+            }
+            #expect(!listed.isEmpty)
+            for snapshot in listed {
+                #expect(snapshot.task?.spec.task?.credentialURL == nil)
+                #expect(snapshot.task?.spec.url.contains("carol:secret@") == false)
+            }
+        }
         session.finishTasksAndInvalidate()
         try await server.shutdown()
     }

@@ -3,20 +3,34 @@ package import Foundation
 /// Tasks that report to a ``TaskObserver`` instead of the session's delegate: how courierd runs a background task's
 /// attempt straight from its journaled request.
 extension Session {
-    /// A download of `request` as given: its header fields, method and body reach the engine unchanged.
-    package func observedDownload(_ request: TaskRequest, observer: any TaskObserver) -> DownloadTask {
-        makeDownloadTask(request, sink: .observer(observer))
+    /// A download of `request`; the hops to its URL are sent as `template` says (the spec an app's task built: its
+    /// header lines in their order, its proxy and HTTP/2 settings), with what each hop adds (a range to resume).
+    package func observedDownload(
+        _ request: TaskRequest,
+        template: TransferSpec? = nil,
+        observer: any TaskObserver
+    ) -> DownloadTask {
+        makeDownloadTask(request, sink: .observer(observer, template: template))
     }
 
-    /// A download that continues from `resumeData` (``downloadTask(withResumeData:)``).
-    package func observedDownload(resumeData: Data, observer: any TaskObserver) -> DownloadTask {
-        makeResumedTask(resumeData, sink: .observer(observer))
+    /// A download that continues from `resumeData` (``downloadTask(withResumeData:)``), `template` as above.
+    package func observedDownload(
+        resumeData: Data,
+        template: TransferSpec? = nil,
+        observer: any TaskObserver
+    ) -> DownloadTask {
+        makeResumedTask(resumeData, sink: .observer(observer, template: template))
     }
 
-    /// An upload of the file at `file` (``uploadTask(with:fromFile:)``); its response body is in the observer's
-    /// ``TaskEnd/body``.
-    package func observedUpload(_ request: TaskRequest, file: URL, observer: any TaskObserver) -> UploadTask {
-        makeUploadTask(request, body: .file(file), sink: .observer(observer))
+    /// An upload of the file at `file` (``uploadTask(with:fromFile:)``), `template` as above; its response body is
+    /// in the observer's ``TaskEnd/body``.
+    package func observedUpload(
+        _ request: TaskRequest,
+        file: URL,
+        template: TransferSpec? = nil,
+        observer: any TaskObserver
+    ) -> UploadTask {
+        makeUploadTask(request, body: .file(file), sink: .observer(observer, template: template))
     }
 
     /// ``invalidateAndCancel()``, then `invalidated` once the session is invalid (after every task's end was

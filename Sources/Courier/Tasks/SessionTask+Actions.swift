@@ -79,7 +79,7 @@ extension SessionTask {
                 break
             }
         case .sentBodyData(let delta, let total, let expected):
-            if case .observer(let observer) = sink {
+            if case .observer(let observer, _) = sink {
                 work.append { _ in observer.task(self, progressed: .sent(total: total, expected: expected)) }
                 return
             }
@@ -99,7 +99,7 @@ extension SessionTask {
                 )
             }
         case .wroteData(let delta, let total, let expected):
-            if case .observer(let observer) = sink {
+            if case .observer(let observer, _) = sink {
                 let response = storage.withLock { $0.observedResponse }
                 work.append { _ in
                     observer.task(self, progressed: .received(total: total, expected: expected, response: response))
@@ -116,7 +116,7 @@ extension SessionTask {
                 )
             }
         case .resumed(let offset, let expectedTotal):
-            if case .observer(let observer) = sink {
+            if case .observer(let observer, _) = sink {
                 let progress = TaskProgress.resumed(
                     offset: offset,
                     expectedTotal: expectedTotal,

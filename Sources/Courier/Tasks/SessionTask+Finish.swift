@@ -121,7 +121,7 @@ extension SessionTask {
         case .stream(let stream):
             appendMetrics(&work)
             stream.finish(error: error)
-        case .observer(let observer):
+        case .observer(let observer, _):
             let end = TaskEnd(
                 response: storage.withLock { $0.observedResponse },
                 error: error,

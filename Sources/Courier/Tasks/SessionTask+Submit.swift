@@ -171,7 +171,47 @@ extension SessionTask {
         if configuration.identifier != nil {
             spec.task = backgroundDetails()
         }
+        if case .observer(_, let template?) = sink {
+            SessionTask.follow(template, in: &spec)
+        }
         return .success(spec)
+    }
+
+    /// A hop of courierd's attempt goes as the app's task built it (`template`): the app's proxy and HTTP/2 setting;
+    /// for a hop to the template's URL, the template's header lines in their order (repeated fields apart), then the
+    /// lines this hop adds (a range and its validator to resume, conditions) that the template does not name. The
+    /// template's own range fields give way to the hop's: they described where the app's attempt began.
+    static func follow(_ template: TransferSpec, in spec: inout TransferSpec) {
+        spec.http2 = template.http2
+        if spec.proxy == nil {
+            spec.proxy = template.proxy
+            spec.noProxy = template.noProxy
+        }
+        if spec.proxyAuthentication == .none {
+            spec.proxyAuthentication = template.proxyAuthentication
+        }
+        guard spec.url == template.url else {
+            // A redirect: its fields are the redirect policy's (credentials and cookies stay with their origin).
+            return
+        }
+        let hopOwned: Set<String> = ["range", "if-range"]
+        var lines: [String] = []
+        var named = Set<String>()
+        for line in template.headers {
+            let name = TransferSpec.fieldName(of: line)
+            guard !hopOwned.contains(name) else {
+                continue
+            }
+            named.insert(name)
+            lines.append(line)
+        }
+        for line in spec.headers {
+            let name = TransferSpec.fieldName(of: line)
+            if hopOwned.contains(name) || !named.contains(name) {
+                lines.append(line)
+            }
+        }
+        spec.headers = lines
     }
 
     /// The task as a background backend keeps it: its kind, description, priority, resume data and the options
@@ -206,6 +246,9 @@ extension SessionTask {
         }
         var encoded = details
         encoded.resumeData = resumeSource?.encoded()
+        if let url = storage.withLock({ $0.originalRequest?.url }), url.user != nil {
+            encoded.credentialURL = url.absoluteString
+        }
         return encoded
     }
 

@@ -123,6 +123,8 @@ extension IPCMessage.TaskSnapshot {
             countOfBytesExpectedToSend: task.expectedToSend
         )
         self.task = task.spec
+        // The password stays in courierd.
+        self.task?.spec.task?.credentialURL = nil
     }
 
     /// The task ended: completed, with `completion`'s error and counts when it is known (the task's row, written at

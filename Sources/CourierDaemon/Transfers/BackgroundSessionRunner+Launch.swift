@@ -104,13 +104,18 @@ extension BackgroundSessionRunner {
         return task
     }
 
-    /// The attempt's task, made from the journaled request as the app built it.
+    /// The attempt's task, made from the journaled spec as the app's task built it (its header lines, proxy and
+    /// HTTP/2 setting go on the wire as they are: ``SessionTask/follow(_:in:)``).
     private func makeBareTask(for journaled: JournaledTask, in session: Session) -> SessionTask {
         var request = journaled.spec.request
+        let template = journaled.spec.spec
+        if let withCredentials = template.task?.credentialURL.flatMap(URL.init(string:)) {
+            request.setURL(withCredentials)
+        }
         switch journaled.spec.kind {
         case .upload:
             let file = URL(fileURLWithPath: journaled.spec.uploadFile ?? "")
-            let upload = session.observedUpload(request, file: file, observer: self)
+            let upload = session.observedUpload(request, file: file, template: template, observer: self)
             // An earlier attempt's server kept part of the body: ask it how much, and send the rest.
             if let resource = journaled.checkpoint?.uploadResource.flatMap(URL.init(string:)) {
                 upload.resumeUpload(at: resource)
@@ -118,14 +123,14 @@ extension BackgroundSessionRunner {
             return upload
         case .download, .data:  // (admission refuses data tasks)
             if let resumeData = resumeData(for: journaled) {
-                return session.observedDownload(resumeData: resumeData, observer: self)
+                return session.observedDownload(resumeData: resumeData, template: template, observer: self)
             }
             // Resuming needs the bytes of the entity itself: a background download asks for no content coding
             // unless the app chose one.
             if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
                 request.setHeaderField("Accept-Encoding", "identity")
             }
-            return session.observedDownload(request, observer: self)
+            return session.observedDownload(request, template: template, observer: self)
         }
     }
 

@@ -58,6 +58,9 @@ package struct TransferSpec: Codable, Sendable, Equatable {
         package var maximumBytesPerSecond: Int64?
         /// ``DownloadTask/maximumSegments`` (courierd's attempts use as many connections).
         package var maximumSegments: Int?
+        /// The request's URL with its `user:password@` (the spec's URL goes without them): courierd's attempts answer
+        /// a challenge from their origin with them, as the app's own session does. Never listed (`listTasks`).
+        package var credentialURL: String?
 
         /// What the app expects the task to move in all, when it said (either count).
         package var clientExpectedBytes: Int64? {
@@ -144,6 +147,11 @@ package struct TransferSpec: Codable, Sendable, Equatable {
 extension TransferSpec {
     /// Decodes a spec of this version or an earlier one: a field an earlier courierd did not journal (or an earlier
     /// app did not send) takes its default, so that journals and apps of earlier versions still decode.
+    /// The field name of a header line (`Name: value`), lowercased.
+    package static func fieldName(of line: String) -> String {
+        String(line.prefix { $0 != ":" }).trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
     package init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         func value<Value: Decodable>(_ key: CodingKeys, _ fallback: Value) throws -> Value {
