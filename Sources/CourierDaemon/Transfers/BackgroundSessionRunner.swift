@@ -319,7 +319,11 @@ package final class BackgroundSessionRunner: TaskObserver {
     /// page of that many from position `offset`.
     package func snapshots(offset: Int = 0, limit: Int? = nil) throws(JournalError) -> [IPCMessage.TaskSnapshot] {
         let journaled = try journal.tasks(session: identifier, offset: offset, limit: limit)
-        let machines = state.withLock { $0.machines }
+        // The page's machines only: a copy of the whole dictionary held while the page is built would make every
+        // change of a machine meanwhile copy it again (100,000 tasks: a copy per wake).
+        let machines = state.withLock { state in
+            Dictionary(uniqueKeysWithValues: journaled.compactMap { task in state.machines[task.identifier].map { (task.identifier, $0) } })
+        }
         // How each ended task ended, and its counts then, from its completion the app has not acknowledged yet.
         var endings: [Int: IPCMessage.BackgroundEvent] = [:]
         for sequenced in try journal.pendingEvents(session: identifier) where sequenced.event.completion != nil {
