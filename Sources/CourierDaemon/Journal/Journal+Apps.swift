@@ -72,7 +72,7 @@ extension Journal {
     /// The fetch scheduler as last saved; nil before the first save (or when it cannot be read: it starts over).
     package func fetchScheduler() throws(JournalError) -> FetchScheduler? {
         let data = try read { db in try Data.fetchOne(db, sql: "SELECT scheduler FROM fetchSchedule WHERE id = 1") }
-        return data.flatMap { try? JSONDecoder().decode(FetchScheduler.self, from: $0) }
+        return data.flatMap { try? Journal.decode(FetchScheduler.self, from: $0) }
     }
 
     package func saveFetchScheduler(_ scheduler: FetchScheduler) throws(JournalError) {

@@ -386,18 +386,21 @@ extension Journal {
         }
     }
 
+    /// `value` as a journal record (``RecordFormat``).
     static func encode(_ value: some Encodable) throws(JournalError) -> Data {
         do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
-            return try encoder.encode(value)
+            return try RecordEncoder.encode(value)
         } catch {
             throw JournalError.unreadable("cannot encode \(type(of: value)): \(error)")
         }
     }
 
+    /// A journal record: in the ``RecordFormat``, or JSON as journals written before it hold them.
     package static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws(JournalError) -> Value {
         do {
+            if data.first == RecordFormat.marker {
+                return try RecordDecoder.decode(type, from: data)
+            }
             return try JSONDecoder().decode(type, from: data)
         } catch {
             throw JournalError.unreadable("\(Value.self): \(error)")
