@@ -308,7 +308,7 @@ struct JournalTests {
             Issue.record("expected a newer-schema recovery, got \(String(describing: journal.recovery))")
             return
         }
-        #expect(migrations == "v1,v2,v3,v4,v5,v6,v99")
+        #expect(migrations == "v1,v2,v3,v4,v5,v6,v7,v99")
         #expect(journal.recovery?.movedTo?.lastPathComponent.hasPrefix("journal.sqlite.newer-") == true)
         #expect(try journal.sessions().isEmpty)
     }

@@ -12,7 +12,7 @@ package import Logging
 /// newer courierd) is moved aside with a log line and a fresh one is started: the daemon always starts.
 package final class Journal: Sendable {
     /// The version of the schema this build writes; the migrations are named `v1`, `v2`, …
-    package static let schemaVersion = 5
+    package static let schemaVersion = 7
 
     private let database: DatabaseQueue
     private let groupCommit: GroupCommit
@@ -217,6 +217,11 @@ package final class Journal: Sendable {
                 table.primaryKey(["session", "identifier"])
             }
             try db.create(index: "endedTask_session_endedAt", on: "endedTask", columns: ["session", "endedAt"])
+        }
+        migrator.registerMigration("v7") { _ in
+            // No table changes: records are written in the record format (RecordEncoder.swift) from now on, and the
+            // JSON ones already here are still read. Registered so that an earlier courierd, which reads only JSON,
+            // sets this journal aside as a newer one's instead of failing on each record.
         }
         return migrator
     }
