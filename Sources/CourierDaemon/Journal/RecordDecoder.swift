@@ -4,7 +4,7 @@ import Foundation
 /// never a crash.
 struct RecordDecoder {
     static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
-        let reader = RecordReader(bytes: [UInt8](data))
+        let reader = RecordReader(data)
         guard reader.bytes.first == RecordFormat.marker else {
             throw reader.damaged("not a record", at: 0, codingPath: [])
         }
@@ -13,12 +13,30 @@ struct RecordDecoder {
     }
 }
 
-/// The bytes of one record, shared by every decoder and container reading it.
+/// The bytes of one record, shared by every decoder and container reading it: a copy of its own, read without
+/// reference counting. Not `Sendable`: a reader lives on the thread that decodes one record.
 final class RecordReader {
-    let bytes: [UInt8]
+    let bytes: UnsafeRawBufferPointer
 
-    init(bytes: [UInt8]) {
-        self.bytes = bytes
+    init(_ data: Data) {
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: data.count, alignment: 1)
+        data.withUnsafeBytes { copy.copyMemory(from: $0) }
+        bytes = UnsafeRawBufferPointer(copy)
+    }
+
+    deinit {
+        bytes.deallocate()
+    }
+
+    /// The UTF-8 at `range` as a string.
+    func text(_ range: Range<Int>) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+    }
+
+    /// Whether the bytes at `range` are `utf8`.
+    func matches(_ range: Range<Int>, _ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        range.count == utf8.count
+            && (utf8.isEmpty || memcmp(bytes.baseAddress! + range.lowerBound, utf8.baseAddress!, utf8.count) == 0)
     }
 
     func damaged(_ what: String, at offset: Int, codingPath: [any CodingKey]) -> DecodingError {
@@ -181,8 +199,7 @@ final class RecordReader {
         guard try tag(at: offset, codingPath: codingPath) == .string else {
             throw mismatch(String.self, at: offset, codingPath: codingPath)
         }
-        let range = try span(at: offset + 1, codingPath: codingPath)
-        return String(decoding: bytes[range], as: UTF8.self)
+        return text(try span(at: offset + 1, codingPath: codingPath))
     }
 
     func decodeValue<Value: Decodable>(_ type: Value.Type, at offset: Int, codingPath: [any CodingKey]) throws
@@ -192,7 +209,7 @@ final class RecordReader {
             guard try tag(at: offset, codingPath: codingPath) == .bytes else {
                 throw mismatch(Data.self, at: offset, codingPath: codingPath)
             }
-            return Data(bytes[try span(at: offset + 1, codingPath: codingPath)]) as! Value
+            return Data(UnsafeRawBufferPointer(rebasing: bytes[try span(at: offset + 1, codingPath: codingPath)])) as! Value
         }
         if type == Date.self {
             return Date(timeIntervalSinceReferenceDate: try double(at: offset, codingPath: codingPath)) as! Value
@@ -262,15 +279,13 @@ private struct RecordKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtoco
     }
 
     var allKeys: [Key] {
-        entries.compactMap { Key(stringValue: String(decoding: reader.bytes[$0.key], as: UTF8.self)) }
+        entries.compactMap { Key(stringValue: reader.text($0.key)) }
     }
 
     private func find(_ key: Key) -> Int? {
         var name = key.stringValue
         return name.withUTF8 { utf8 in
-            entries.first { entry in
-                entry.key.count == utf8.count && reader.bytes[entry.key].elementsEqual(utf8)
-            }?.value
+            entries.first { reader.matches($0.key, utf8) }?.value
         }
     }
 
@@ -286,24 +301,26 @@ private struct RecordKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtoco
 
     func contains(_ key: Key) -> Bool { find(key) != nil }
 
+    // Primitives say their container's path in an error (no array is made for each field read).
+
     func decodeNil(forKey key: Key) throws -> Bool {
-        try reader.isNull(at: try value(key), codingPath: codingPath + [key])
+        try reader.isNull(at: try value(key), codingPath: codingPath)
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        try reader.bool(at: try value(key), codingPath: codingPath + [key])
+        try reader.bool(at: try value(key), codingPath: codingPath)
     }
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        try reader.string(at: try value(key), codingPath: codingPath + [key])
+        try reader.string(at: try value(key), codingPath: codingPath)
     }
 
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        try reader.double(at: try value(key), codingPath: codingPath + [key])
+        try reader.double(at: try value(key), codingPath: codingPath)
     }
 
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
-        try reader.float(at: try value(key), codingPath: codingPath + [key])
+        try reader.float(at: try value(key), codingPath: codingPath)
     }
 
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, key) }
@@ -318,7 +335,7 @@ private struct RecordKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtoco
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(type, key) }
 
     private func integer<Value: FixedWidthInteger>(_ type: Value.Type, _ key: Key) throws -> Value {
-        try reader.integer(type, at: try value(key), codingPath: codingPath + [key])
+        try reader.integer(type, at: try value(key), codingPath: codingPath)
     }
 
     func decode<Value: Decodable>(_ type: Value.Type, forKey key: Key) throws -> Value {
