@@ -59,8 +59,12 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     package private(set) var expectedToReceive: Int64 = -1
     package private(set) var sent: Int64 = 0
     package private(set) var expectedToSend: Int64 = -1
-    /// Why the task is not moving bytes, while it waits for something other than a resume.
-    package private(set) var waitingReason: String?
+    /// Why the task is not moving bytes, while it waits for something other than a resume (`courier tasks` says it).
+    package var waitingReason: String? {
+        waiting?.text
+    }
+    /// ``waitingReason`` as kept: a date is made text only when someone asks (a listing), not at each launch.
+    private var waiting: Waiting?
     /// What the file system must have free before the next attempt: the last one ran out of space.
     package private(set) var spaceNeeded: Int64?
     package private(set) var userSuspended = false
@@ -122,17 +126,16 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             break
         }
         if userSuspended {
-            waitingReason = nil
+            waiting = nil
             return []
         }
         if let startAfter = journaled.spec.startAfter, startAfter > now {
-            waitingReason =
-                "created in the background: waits for the app's relaunch delay until \(Self.text(startAfter))"
+            waiting = .relaunchDelay(until: startAfter)
             return [.wake(at: startAfter)]
         }
         if let begin = journaled.spec.earliestBeginDate {
             if begin > now {
-                waitingReason = "scheduled: begins no earlier than \(Self.text(begin)) (earliestBeginDate)"
+                waiting = .scheduled(begin)
                 return [.wake(at: begin)]
             }
             guard appListening else {
@@ -141,7 +144,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             }
             guard let asked = delayedStartAskedAt else {
                 delayedStartAskedAt = now
-                waitingReason = "asking the app whether it begins (willBeginDelayedRequest)"
+                waiting = .askingTheApp
                 return [
                     .record(IPCMessage.BackgroundEvent(.delayedStart, progress: counters)),
                     .wake(at: now.addingTimeInterval(Self.delayedStartAnswerTime)),
@@ -155,14 +158,14 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             return beginDelayed(with: nil)
         }
         if let retryAt = journaled.retryAt, retryAt > now {
-            waitingReason = "retrying at \(Self.text(retryAt))"
+            waiting = .retrying(at: retryAt)
             return [.wake(at: retryAt)]
         }
         if let conditionsWait {
-            waitingReason = conditionsWait
+            waiting = .conditions(conditionsWait)
             return [.wake(at: now.addingTimeInterval(rules.conditionPollInterval))]
         }
-        waitingReason = nil
+        waiting = nil
         spaceNeeded = nil
         enter(.starting)
         return [.makeAttempt(journaled)]
@@ -384,7 +387,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     /// `request` when there is one, journals that, and looks at its launch again.
     private mutating func beginDelayed(with request: TaskRequest?) -> [BackgroundTaskAction] {
         delayedStartAskedAt = nil
-        waitingReason = nil
+        waiting = nil
         journaled.spec.beginDelayed(with: request)
         return [.rewriteTask(journaled.spec), .launch]
     }
@@ -528,9 +531,32 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         let moved = journaled.spec.kind == .upload ? sent != reportedSent : received != reportedReceived
         return moved ? IPCMessage.BackgroundEvent(.progress, progress: counters) : nil
     }
+}
 
-    private static func text(_ date: Date) -> String {
-        ISO8601DateFormatter().string(from: date)
+extension BackgroundTaskMachine {
+    /// What a waiting task waits for.
+    enum Waiting: Sendable, Equatable {
+        case relaunchDelay(until: Date)
+        case scheduled(Date)
+        case askingTheApp
+        case retrying(at: Date)
+        /// The machine's conditions (``TransferRequirements``) or the space it needs, said by them.
+        case conditions(String)
+
+        var text: String {
+            switch self {
+            case .relaunchDelay(let until):
+                "created in the background: waits for the app's relaunch delay until \(until.formatted(.iso8601))"
+            case .scheduled(let begin):
+                "scheduled: begins no earlier than \(begin.formatted(.iso8601)) (earliestBeginDate)"
+            case .askingTheApp:
+                "asking the app whether it begins (willBeginDelayedRequest)"
+            case .retrying(let at):
+                "retrying at \(at.formatted(.iso8601))"
+            case .conditions(let text):
+                text
+            }
+        }
     }
 }
 
