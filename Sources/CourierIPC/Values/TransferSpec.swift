@@ -145,13 +145,60 @@ package struct TransferSpec: Codable, Sendable, Equatable {
 }
 
 extension TransferSpec {
-    /// Decodes a spec of this version or an earlier one: a field an earlier courierd did not journal (or an earlier
-    /// app did not send) takes its default, so that journals and apps of earlier versions still decode.
     /// The field name of a header line (`Name: value`), lowercased.
     package static func fieldName(of line: String) -> String {
         String(line.prefix { $0 != ":" }).trimmingCharacters(in: .whitespaces).lowercased()
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case url, method, headers, body, bodyOffset, sink, resumeOffset, rangeLength, segments, segmentMap
+        case holdRedirectAndAuth, askResponse, noBody, decodesContent, http2, authentication, proxy, noProxy
+        case proxyAuthentication, maximumBytesPerSecond, idleTimeoutMilliseconds, totalTimeoutMilliseconds, priority
+        case digest, announcedDigest, task
+    }
+
+    /// Encodes the URL and every field that differs from its default (``init(from:)`` gives a missing field its
+    /// default): a spec is sent with each `createTask`, journaled with its task and listed with it, and most of its
+    /// fields keep their defaults.
+    package func encode(to encoder: any Encoder) throws {
+        var values = encoder.container(keyedBy: CodingKeys.self)
+        let defaults = TransferSpec(url: "")
+        func value<Value: Encodable & Equatable>(_ value: Value, _ fallback: Value, _ key: CodingKeys) throws {
+            if value != fallback {
+                try values.encode(value, forKey: key)
+            }
+        }
+        try values.encode(url, forKey: .url)
+        try value(method, defaults.method, .method)
+        try value(headers, defaults.headers, .headers)
+        try value(body, defaults.body, .body)
+        try value(bodyOffset, defaults.bodyOffset, .bodyOffset)
+        try value(sink, defaults.sink, .sink)
+        try value(resumeOffset, defaults.resumeOffset, .resumeOffset)
+        try value(rangeLength, defaults.rangeLength, .rangeLength)
+        try value(segments, defaults.segments, .segments)
+        try values.encodeIfPresent(segmentMap, forKey: .segmentMap)
+        try value(holdRedirectAndAuth, defaults.holdRedirectAndAuth, .holdRedirectAndAuth)
+        try value(askResponse, defaults.askResponse, .askResponse)
+        try value(noBody, defaults.noBody, .noBody)
+        try value(decodesContent, defaults.decodesContent, .decodesContent)
+        try value(http2, defaults.http2, .http2)
+        try value(authentication, defaults.authentication, .authentication)
+        try values.encodeIfPresent(proxy, forKey: .proxy)
+        try values.encodeIfPresent(noProxy, forKey: .noProxy)
+        try value(proxyAuthentication, defaults.proxyAuthentication, .proxyAuthentication)
+        try value(maximumBytesPerSecond, defaults.maximumBytesPerSecond, .maximumBytesPerSecond)
+        try value(idleTimeoutMilliseconds, defaults.idleTimeoutMilliseconds, .idleTimeoutMilliseconds)
+        try value(totalTimeoutMilliseconds, defaults.totalTimeoutMilliseconds, .totalTimeoutMilliseconds)
+        try value(priority, defaults.priority, .priority)
+        try values.encodeIfPresent(digest, forKey: .digest)
+        try value(announcedDigest, defaults.announcedDigest, .announcedDigest)
+        try values.encodeIfPresent(task, forKey: .task)
+    }
+
+    /// Decodes a spec of this version or an earlier one: a field an earlier courierd did not journal (or an earlier
+    /// app did not send), or that was left out as its default, takes its default, so that journals and apps of
+    /// earlier versions still decode.
     package init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         func value<Value: Decodable>(_ key: CodingKeys, _ fallback: Value) throws -> Value {
