@@ -75,9 +75,7 @@ extension BackgroundSessionRunner {
                 attempt?.cancel()
             }
         case .wake(let date):
-            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, date.timeIntervalSinceNow)) { [self] in
-                self.launch(identifier)
-            }
+            wakes.add(identifier, at: date)
         case .launch:
             launch(identifier)
         case .journalState(let journaledState):

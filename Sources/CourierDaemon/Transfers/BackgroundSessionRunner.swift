@@ -63,6 +63,8 @@ package final class BackgroundSessionRunner: TaskObserver {
     /// Held while the outbox is pushed (taken before `delivery` when both are); counts the pushes.
     private let pushing = LockedValue<UInt64>(0)
     private let sessionSlot = LockedValue<Session?>(nil)
+    /// When the waiting tasks look at their start again (one timer for the session).
+    let wakes: WakeSchedule
 
     package init(
         configuration: IPCMessage.OpenSession,
@@ -81,6 +83,7 @@ package final class BackgroundSessionRunner: TaskObserver {
         self.flusher = flusher
         self.logger = logger
         state = WaitableValue(State(configuration: configuration))
+        wakes = WakeSchedule(label: "courierd.wakes.\(configuration.identifier)")
         var sessionConfiguration = SessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         sessionConfiguration.timeoutIntervalForResource = configuration.resourceTimeout
@@ -103,6 +106,11 @@ package final class BackgroundSessionRunner: TaskObserver {
         let session = Session(configuration: sessionConfiguration, delegate: nil, delegateQueue: nil)
         session.sessionDescription = "courierd:\(configuration.identifier)"
         sessionSlot.withLock { $0 = session }
+        wakes.onWake { [weak self] identifiers in
+            for identifier in identifiers {
+                self?.launch(identifier)
+            }
+        }
     }
 
     var session: Session? {
