@@ -11,6 +11,18 @@ import FoundationNetworking
 extension BackgroundSessionRunner {
     /// Gives the task's machine a look at starting its next attempt, with the conditions as they are now.
     func launch(_ identifier: Int) {
+        launch([identifier])
+    }
+
+    /// ``launch(_:)`` for each of `identifiers` (the tasks a wake found due), with the conditions read once.
+    func launch(_ identifiers: [Int]) {
+        let conditions = settings.conditions.read()
+        for identifier in identifiers {
+            launch(identifier, under: conditions)
+        }
+    }
+
+    private func launch(_ identifier: Int, under conditions: TransferConditions) {
         let looked = state.withLock { state in
             state.machines[identifier].map { machine in
                 (
@@ -35,7 +47,7 @@ extension BackgroundSessionRunner {
                 at: paths.stateDirectory
             )
         }
-        let conditionsWait = spaceWait ?? requirements.waitingReason(under: settings.conditions.read())
+        let conditionsWait = spaceWait ?? requirements.waitingReason(under: conditions)
         drive(identifier) { machine, stopping in
             machine.launch(conditionsWait: conditionsWait, appListening: appListening, stopping: stopping, now: Date())
         }

@@ -107,9 +107,7 @@ package final class BackgroundSessionRunner: TaskObserver {
         session.sessionDescription = "courierd:\(configuration.identifier)"
         sessionSlot.withLock { $0 = session }
         wakes.onWake { [weak self] identifiers in
-            for identifier in identifiers {
-                self?.launch(identifier)
-            }
+            self?.launch(identifiers)
         }
     }
 
@@ -273,11 +271,13 @@ package final class BackgroundSessionRunner: TaskObserver {
     /// tasks start again (a download from its bytes on disk), suspended ones wait for a resume.
     package func restore(_ tasks: [JournaledTask]) {
         let rules = BackgroundTaskMachine.Rules(settings)
+        var restored: [Int] = []
         for var task in tasks where task.state != .completed {
             adoptPartialFile(of: &task)
             state.withLock { $0.machines[task.identifier] = BackgroundTaskMachine(restoring: task, rules: rules) }
-            launch(task.identifier)
+            restored.append(task.identifier)
         }
+        launch(restored)
     }
 
     /// A task the app created (already journaled): starts it when its conditions allow.
