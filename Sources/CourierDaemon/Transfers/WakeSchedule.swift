@@ -10,7 +10,11 @@ import Foundation
 /// schedule's queue.
 final class WakeSchedule: Sendable {
     private struct State {
+        /// Each waiting task's time.
         var wakes: [Int: Date] = [:]
+        /// The same times, earliest first (a binary heap); an entry whose task now waits for another time is stale
+        /// and dropped when it comes up.
+        var queue = WakeQueue()
         /// The date the timer is set for; nil when it is not set.
         var armed: Date?
         var handler: (@Sendable ([Int]) -> Void)?
@@ -50,6 +54,7 @@ final class WakeSchedule: Sendable {
                 return
             }
             state.wakes[identifier] = date
+            state.queue.push(date, identifier)
             if state.armed.map({ date < $0 }) ?? true {
                 arm(&state, at: date)
             }
@@ -71,15 +76,18 @@ final class WakeSchedule: Sendable {
         let (due, handler) = state.withLock { state -> ([Int], (@Sendable ([Int]) -> Void)?) in
             var due: [Int] = []
             var next: Date?
-            for (identifier, date) in state.wakes {
-                if date <= now {
-                    due.append(identifier)
-                } else if next.map({ date < $0 }) ?? true {
-                    next = date
+            while let (date, identifier) = state.queue.first {
+                guard state.wakes[identifier] == date else {
+                    state.queue.removeFirst()
+                    continue
                 }
-            }
-            for identifier in due {
+                guard date <= now else {
+                    next = date
+                    break
+                }
+                state.queue.removeFirst()
                 state.wakes[identifier] = nil
+                due.append(identifier)
             }
             if let next {
                 arm(&state, at: next)
@@ -90,6 +98,53 @@ final class WakeSchedule: Sendable {
         }
         if !due.isEmpty {
             handler?(due)
+        }
+    }
+}
+
+/// A binary min-heap of wake times and their tasks.
+struct WakeQueue {
+    private var entries: [(date: Date, identifier: Int)] = []
+
+    var first: (Date, Int)? {
+        entries.first.map { ($0.date, $0.identifier) }
+    }
+
+    mutating func push(_ date: Date, _ identifier: Int) {
+        entries.append((date, identifier))
+        var child = entries.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard entries[child].date < entries[parent].date else {
+                break
+            }
+            entries.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeFirst() {
+        guard !entries.isEmpty else {
+            return
+        }
+        entries.swapAt(0, entries.count - 1)
+        entries.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < entries.count, entries[left].date < entries[smallest].date {
+                smallest = left
+            }
+            if right < entries.count, entries[right].date < entries[smallest].date {
+                smallest = right
+            }
+            guard smallest != parent else {
+                return
+            }
+            entries.swapAt(parent, smallest)
+            parent = smallest
         }
     }
 }
