@@ -18,6 +18,19 @@ struct ResponseAcrossBackendsTests {
         case inProcess
         case serialised
         case courierd
+
+        /// A configuration for this backend: ephemeral (serialised or not), or a background session named `name`
+        /// in `place`.
+        func configuration(_ name: String, in place: BackgroundSessionTests.Place) -> SessionConfiguration {
+            switch self {
+            case .inProcess, .serialised:
+                var configuration = SessionConfiguration.ephemeral
+                configuration.serialisesBackend = self == .serialised
+                return configuration
+            case .courierd:
+                return place.configuration("com.example.\(name).\(rawValue)")
+            }
+        }
     }
 
     @Test("repeated Set-Cookie fields, one with an Expires date, and the HTTP version", arguments: Backend.allCases)
@@ -25,14 +38,7 @@ struct ResponseAcrossBackendsTests {
         let server = try await TestServer.start()
         let place = BackgroundSessionTests.Place()
         defer { place.cleanup() }
-        var configuration: SessionConfiguration
-        switch backend {
-        case .inProcess, .serialised:
-            configuration = .ephemeral
-            configuration.serialisesBackend = backend == .serialised
-        case .courierd:
-            configuration = place.configuration("com.example.fields.\(backend.rawValue)")
-        }
+        let configuration = backend.configuration("fields", in: place)
         let recorder = BackgroundSessionTests.Recorder()
         let session = Session(configuration: configuration, delegate: recorder)
         let expires = "Wed, 21 Oct 2037 07:28:00 GMT"
@@ -63,14 +69,7 @@ struct ResponseAcrossBackendsTests {
         let server = try await TestServer.start()
         let place = BackgroundSessionTests.Place()
         defer { place.cleanup() }
-        var configuration: SessionConfiguration
-        switch backend {
-        case .inProcess, .serialised:
-            configuration = .ephemeral
-            configuration.serialisesBackend = backend == .serialised
-        case .courierd:
-            configuration = place.configuration("com.example.proxied.\(backend.rawValue)")
-        }
+        var configuration = backend.configuration("proxied", in: place)
         configuration.connectionProxyDictionary = ["HTTPEnable": 1, "HTTPProxy": "127.0.0.1", "HTTPPort": server.port]
         configuration.httpAdditionalHeaders = ["X-Session": "s1"]
         configuration.timeoutIntervalForResource = 20
@@ -99,14 +98,7 @@ struct ResponseAcrossBackendsTests {
         let server = try await TestServer.start()
         let place = BackgroundSessionTests.Place()
         defer { place.cleanup() }
-        var configuration: SessionConfiguration
-        switch backend {
-        case .inProcess, .serialised:
-            configuration = .ephemeral
-            configuration.serialisesBackend = backend == .serialised
-        case .courierd:
-            configuration = place.configuration("com.example.credentials.\(backend.rawValue)")
-        }
+        let configuration = backend.configuration("credentials", in: place)
         let recorder = BackgroundSessionTests.Recorder()
         let session = Session(configuration: configuration, delegate: recorder)
         var components = URLComponents(url: server.url("/basic-auth/carol/secret"), resolvingAgainstBaseURL: false)!

@@ -326,26 +326,24 @@ extension Journal {
 
     /// The events the app has not acknowledged, in order.
     package func pendingEvents(session: String) throws(JournalError) -> [IPCMessage.SequencedEvent] {
-        let rows = try read { db in
-            try Row.fetchAll(
+        // Each body is decoded where SQLite holds it (no copy of it is made).
+        try read { db in
+            var events: [IPCMessage.SequencedEvent] = []
+            let rows = try Row.fetchCursor(
                 db,
                 sql: "SELECT sequence, task, body FROM event WHERE session = ? ORDER BY sequence",
                 arguments: [session]
             )
+            while let row = try rows.next() {
+                let sequence: Int64 = row[0]
+                let task: Int = row[1]
+                let event = try row.withUnsafeData(atIndex: 2) { body in
+                    try Journal.decode(IPCMessage.BackgroundEvent.self, from: body ?? Data())
+                }
+                events.append(IPCMessage.SequencedEvent(sequence: UInt64(sequence), task: task, event: event))
+            }
+            return events
         }
-        var events: [IPCMessage.SequencedEvent] = []
-        for row in rows {
-            let sequence: Int64 = row["sequence"]
-            let body: Data = row["body"]
-            events.append(
-                IPCMessage.SequencedEvent(
-                    sequence: UInt64(sequence),
-                    task: row["task"],
-                    event: try Journal.decode(IPCMessage.BackgroundEvent.self, from: body)
-                )
-            )
-        }
-        return events
     }
 
     // MARK: Helpers

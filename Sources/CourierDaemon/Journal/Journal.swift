@@ -302,7 +302,11 @@ package final class Journal: Sendable {
 
     /// What SQLite's (or GRDB's) `error` means for the caller: a full or failing disk apart from the rest.
     private static func failure(_ error: any Error) -> JournalError {
-        switch (error as? DatabaseError)?.resultCode.primaryResultCode {
+        if let journal = error as? JournalError {
+            // A record that did not decode inside a read.
+            return journal
+        }
+        return switch (error as? DatabaseError)?.resultCode.primaryResultCode {
         case .SQLITE_FULL?: .storageFull("\(error)")
         case .SQLITE_IOERR?: .storageFailed("\(error)")
         default: .failed("\(error)")
