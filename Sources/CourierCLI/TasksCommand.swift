@@ -1,5 +1,6 @@
 import ArgumentParser
 import Courier
+import CourierConcurrency
 import Foundation
 
 #if canImport(Glibc)
@@ -136,25 +137,58 @@ extension Tasks {
                 sessions = all.map(\.identifier)
             }
             return try sessions.flatMap { session -> [(String, IPCMessage.TaskSnapshot)] in
-                let snapshots = try IPCMessage.ListTasks.allPages { offset, limit in
-                    let result = try DaemonClient.request(connection) {
+                try pages(of: session).map { (session, $0) }
+            }
+        }
+
+        /// Every task of `session`, a page at a time, with the next page asked for before this one is decoded:
+        /// courierd makes one while `courier` reads the other (one after the other, both sat idle half the time).
+        private func pages(of session: String) throws -> [IPCMessage.TaskSnapshot] {
+            let pageSize = IPCMessage.ListTasks.pageSize
+            let answers = WaitableValue<[Int: Result<IPCMessage.Reply.Result, CourierError>]>([:])
+            func ask(_ page: Int) {
+                let sent = connection.send(
+                    request: { number in
                         .listTasks(
                             .init(
-                                request: $0,
+                                request: number,
                                 session: session,
                                 includesEnded: includesEnded,
-                                offset: offset,
-                                limit: limit
+                                offset: page * pageSize,
+                                limit: pageSize
                             )
                         )
-                    }
-                    guard case .tasks(let page) = result else {
-                        return []
-                    }
-                    return page
+                    },
+                    onAnswer: { answer in answers.withLock { $0[page] = answer } }
+                )
+                if !sent {
+                    answers.withLock { $0[page] = .failure(CourierError(.unknown, "the connection to courierd ended")) }
                 }
-                return snapshots.map { (session, $0) }
             }
+            ask(0)
+            ask(1)
+            var snapshots: [IPCMessage.TaskSnapshot] = []
+            for page in 0... {
+                guard answers.wait(atMost: 30, until: { $0[page] != nil }) else {
+                    throw CommandFailure(description: "courierd did not answer the task listing within 30 s")
+                }
+                let answer = answers.withLock { $0.removeValue(forKey: page) }
+                let listed: [IPCMessage.TaskSnapshot]
+                switch answer {
+                case .success(.tasks(let page))?:
+                    listed = page
+                case .failure(let error)?:
+                    throw CommandFailure(description: error.message)
+                default:
+                    listed = []
+                }
+                snapshots += listed
+                guard listed.count == pageSize else {
+                    break
+                }
+                ask(page + 2)
+            }
+            return snapshots
         }
 
         /// The rows of `now`, with the rate of each running task since `before`, `interval` seconds earlier.
