@@ -4,29 +4,21 @@ import Foundation
 /// never a crash.
 struct RecordDecoder {
     static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
-        let reader = RecordReader(data)
-        guard reader.bytes.first == RecordFormat.marker else {
-            throw reader.damaged("not a record", at: 0, codingPath: [])
+        try data.withUnsafeBytes { bytes in
+            let reader = RecordReader(bytes: bytes)
+            guard bytes.first == RecordFormat.marker else {
+                throw reader.damaged("not a record", at: 0, codingPath: [])
+            }
+            return try reader.decodeValue(type, at: 1, codingPath: [])
         }
-        let value = try reader.decodeValue(type, at: 1, codingPath: [])
-        return value
     }
 }
 
-/// The bytes of one record, shared by every decoder and container reading it: a copy of its own, read without
-/// reference counting. Not `Sendable`: a reader lives on the thread that decodes one record.
-final class RecordReader {
+/// The bytes of one record, read by every decoder and container of it without reference counting. It borrows them
+/// for the one call of ``RecordDecoder/decode(_:from:)`` that reads the record: what it decodes (strings, data) is
+/// copied out, so nothing keeps a reference into them afterwards.
+struct RecordReader {
     let bytes: UnsafeRawBufferPointer
-
-    init(_ data: Data) {
-        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: data.count, alignment: 1)
-        data.withUnsafeBytes { copy.copyMemory(from: $0) }
-        bytes = UnsafeRawBufferPointer(copy)
-    }
-
-    deinit {
-        bytes.deallocate()
-    }
 
     /// The UTF-8 at `range` as a string.
     func text(_ range: Range<Int>) -> String {
