@@ -535,7 +535,7 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
 
 extension BackgroundTaskMachine {
     /// What a waiting task waits for.
-    enum Waiting: Sendable, Equatable {
+    private enum Waiting: Sendable, Equatable {
         case relaunchDelay(until: Date)
         case scheduled(Date)
         case askingTheApp
