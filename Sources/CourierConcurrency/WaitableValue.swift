@@ -107,8 +107,8 @@ package struct WaitableValue<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-/// A moment on `CLOCK_MONOTONIC` (which the wall clock's changes do not move), for ``WaitableValue/wait(until:deadline:)``
-/// calls that share one deadline.
+/// A moment on `CLOCK_MONOTONIC` (which the wall clock's changes do not move), for
+/// ``WaitableValue/wait(until:deadline:)`` calls that share one deadline.
 package struct MonotonicDeadline: Sendable {
     let time: timespec
 

@@ -95,7 +95,8 @@ extension Journal {
         for table in ["history", "endedTask"] {
             try db.executeCached(sql: "DELETE FROM \(table) WHERE endedAt < ?", arguments: [now - historyRetention])
         }
-        let kept = try Int.fetchOne(db, sql: "SELECT count(*) FROM endedTask WHERE session = ?", arguments: [session]) ?? 0
+        let kept =
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM endedTask WHERE session = ?", arguments: [session]) ?? 0
         guard kept > historyLimit + historyLimit / 10 else {
             return
         }

@@ -231,7 +231,10 @@ extension Journal {
 
     package func removeTask(session: String, task: Int) throws(JournalError) {
         try write { db in
-            try db.executeCached(sql: "DELETE FROM task WHERE session = ? AND identifier = ?", arguments: [session, task])
+            try db.executeCached(
+                sql: "DELETE FROM task WHERE session = ? AND identifier = ?",
+                arguments: [session, task]
+            )
         }
     }
 

@@ -201,7 +201,8 @@ struct RecordReader {
             guard try tag(at: offset, codingPath: codingPath) == .bytes else {
                 throw mismatch(Data.self, at: offset, codingPath: codingPath)
             }
-            return Data(UnsafeRawBufferPointer(rebasing: bytes[try span(at: offset + 1, codingPath: codingPath)])) as! Value
+            let range = try span(at: offset + 1, codingPath: codingPath)
+            return Data(UnsafeRawBufferPointer(rebasing: bytes[range])) as! Value
         }
         if type == Date.self {
             return Date(timeIntervalSinceReferenceDate: try double(at: offset, codingPath: codingPath)) as! Value
@@ -367,7 +368,10 @@ private struct RecordUnkeyedDecoder: UnkeyedDecodingContainer {
         guard try reader.tag(at: offset, codingPath: codingPath) == .unkeyed else {
             throw DecodingError.typeMismatch(
                 [Any].self,
-                .init(codingPath: codingPath, debugDescription: "journal record: no unkeyed container at byte \(offset)")
+                .init(
+                    codingPath: codingPath,
+                    debugDescription: "journal record: no unkeyed container at byte \(offset)"
+                )
             )
         }
         self.reader = reader
@@ -407,7 +411,9 @@ private struct RecordUnkeyedDecoder: UnkeyedDecodingContainer {
     mutating func decode(_ type: Double.Type) throws -> Double {
         try reader.double(at: try next(), codingPath: codingPath)
     }
-    mutating func decode(_ type: Float.Type) throws -> Float { try reader.float(at: try next(), codingPath: codingPath) }
+    mutating func decode(_ type: Float.Type) throws -> Float {
+        try reader.float(at: try next(), codingPath: codingPath)
+    }
     mutating func decode(_ type: Int.Type) throws -> Int { try integer(type) }
     mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
     mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }
@@ -430,7 +436,9 @@ private struct RecordUnkeyedDecoder: UnkeyedDecodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
         -> KeyedDecodingContainer<NestedKey>
     {
-        KeyedDecodingContainer(try RecordKeyedDecoder<NestedKey>(reader: reader, offset: try next(), codingPath: codingPath))
+        KeyedDecodingContainer(
+            try RecordKeyedDecoder<NestedKey>(reader: reader, offset: try next(), codingPath: codingPath)
+        )
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {

@@ -274,7 +274,9 @@ private struct RecordUnkeyedEncoder: UnkeyedEncodingContainer {
         try element { try buffer.encodeValue(value, codingPath: codingPath) }
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
         counter.added(in: buffer)
         return KeyedEncodingContainer(RecordKeyedEncoder<NestedKey>(buffer: buffer, codingPath: codingPath))
     }

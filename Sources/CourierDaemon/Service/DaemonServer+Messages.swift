@@ -276,7 +276,8 @@ extension DaemonServer {
         }
         let refusals: [JournalError?]
         do {
-            refusals = try journal.insertTasks(admitted.map { .init(task: $0.task, session: $0.create.session) }, at: now)
+            let records = admitted.map { Journal.NewTask(task: $0.task, session: $0.create.session) }
+            refusals = try journal.insertTasks(records, at: now)
         } catch {
             refusals = Array(repeating: error, count: admitted.count)
         }

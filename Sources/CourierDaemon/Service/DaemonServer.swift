@@ -138,7 +138,8 @@ package final class DaemonServer: @unchecked Sendable {
         instances = BackgroundInstanceRecords(runtimeDirectory: paths.runtimeDirectory, logger: logger)
         instances.reclaimLeftovers(grace: Self.reclaimGrace)
         if let pushPort {
-            pushEndpoint = try PushEndpoint(port: pushPort, portFile: paths.runtimeDirectory.appendingPathComponent("push-port"), logger: logger) {
+            let portFile = paths.runtimeDirectory.appendingPathComponent("push-port")
+            pushEndpoint = try PushEndpoint(port: pushPort, portFile: portFile, logger: logger) {
                 backgroundWork.push($0)
             }
         } else {
@@ -154,9 +155,9 @@ package final class DaemonServer: @unchecked Sendable {
         )
     }
 
-    /// Accepts connections until ``stop()``; each is read on a queue of its own (``ConnectionReader``). Removes the socket before it
-    /// returns (on the caller's thread, so the process cannot exit before it is gone), then stops every session's
-    /// transfers. Returns false when a transfer engine was not destroyed in time or a libuv loop closed with handles
+    /// Accepts connections until ``stop()``; each is read on a queue of its own (``ConnectionReader``). Removes the
+    /// socket before it returns (on the caller's thread, so the process cannot exit before it is gone), then stops
+    /// every session's transfers. Returns false when a transfer engine was not destroyed in time or a libuv loop closed with handles
     /// still open.
     package func run() -> Bool {
         scheduleIdleReclaim()

@@ -17,8 +17,8 @@ extension BackgroundSessionRunner {
 
     /// Gives `input` to the machine of task `identifier` (with whether courierd is stopping), then carries out the
     /// actions it returned, in order, with no lock held. An attempt the machine neither starts nor runs any more is
-    /// forgotten (later calls of its session task are ignored); a finished machine is dropped (the journal keeps the task until its
-    /// events are acknowledged). `end`: how the attempt ended, with a finished download's file.
+    /// forgotten (later calls of its session task are ignored); a finished machine is dropped (the journal keeps the
+    /// task until its events are acknowledged). `end`: how the attempt ended, with a finished download's file.
     func drive(
         _ identifier: Int,
         ended end: TaskEnd? = nil,
@@ -261,7 +261,13 @@ extension BackgroundSessionRunner {
             events.append(failed)
         }
         record { () throws(JournalError) in
-            try journal.finish(session: self.identifier, task: identifier, events: events, file: file, unsynced: unsynced)
+            try journal.finish(
+                session: self.identifier,
+                task: identifier,
+                events: events,
+                file: file,
+                unsynced: unsynced
+            )
         }
         if let unsynced {
             flusher.enqueue(unsynced.path)

@@ -9,9 +9,9 @@ package import Logging
 /// ``TaskObserver`` (no delegate protocol, no `URLRequest` or `HTTPURLResponse` in between). Every event the app must
 /// hear is journaled first, then pushed to the app's connection if it has one open.
 ///
-/// Threads: the attempts' reports arrive serially on the session's delegate queue; commands come from connection queues;
-/// wakes from timers. Each input goes to a task's machine under `state`'s lock and the actions that come out are
-/// carried out after it is released (``drive(_:now:_:)``); journal writes and pushes go through ``record(_:)``,
+/// Threads: the attempts' reports arrive serially on the session's delegate queue; commands come from connection
+/// queues; wakes from the ``WakeSchedule``. Each input goes to a task's machine under `state`'s lock and the actions
+/// that come out are carried out after it is released (``drive(_:ended:_:)``); journal writes and pushes go through ``record(_:)``,
 /// which keeps their order on the wire the order of the sequence numbers.
 package final class BackgroundSessionRunner: TaskObserver {
     /// Gives events to the connection that holds the session, without waiting for them to be written.
@@ -330,7 +330,11 @@ package final class BackgroundSessionRunner: TaskObserver {
         // The page's machines only: a copy of the whole dictionary held while the page is built would make every
         // change of a machine meanwhile copy it again (100,000 tasks: a copy per wake).
         let machines = state.withLock { state in
-            Dictionary(uniqueKeysWithValues: journaled.compactMap { task in state.machines[task.identifier].map { (task.identifier, $0) } })
+            Dictionary(
+                uniqueKeysWithValues: journaled.compactMap { task in
+                    state.machines[task.identifier].map { (task.identifier, $0) }
+                }
+            )
         }
         // How each ended task ended, and its counts then, from its completion the app has not acknowledged yet.
         var endings: [Int: IPCMessage.BackgroundEvent] = [:]
