@@ -7,7 +7,7 @@ extension Session {
     /// header lines in their order, its proxy and HTTP/2 settings), with what each hop adds (a range to resume).
     package func observedDownload(
         _ request: TaskRequest,
-        template: TransferSpec? = nil,
+        template: TransferSpec,
         observer: any TaskObserver
     ) -> DownloadTask {
         makeDownloadTask(request, sink: .observer(observer, template: template))
@@ -16,7 +16,7 @@ extension Session {
     /// A download that continues from `resumeData` (``downloadTask(withResumeData:)``), `template` as above.
     package func observedDownload(
         resumeData: Data,
-        template: TransferSpec? = nil,
+        template: TransferSpec,
         observer: any TaskObserver
     ) -> DownloadTask {
         makeResumedTask(resumeData, sink: .observer(observer, template: template))
@@ -27,7 +27,7 @@ extension Session {
     package func observedUpload(
         _ request: TaskRequest,
         file: URL,
-        template: TransferSpec? = nil,
+        template: TransferSpec,
         observer: any TaskObserver
     ) -> UploadTask {
         makeUploadTask(request, body: .file(file), sink: .observer(observer, template: template))

@@ -171,7 +171,7 @@ extension SessionTask {
         if configuration.identifier != nil {
             spec.task = backgroundDetails()
         }
-        if case .observer(_, let template?) = sink {
+        if case .observer(_, let template) = sink {
             SessionTask.follow(template, in: &spec)
         }
         return .success(spec)

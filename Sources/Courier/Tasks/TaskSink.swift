@@ -27,7 +27,7 @@ enum TaskSink: Sendable {
     /// courierd's attempts: counters and the end go to a ``TaskObserver`` (the body is collected for it). `template`:
     /// the spec the app's own task machine built (journaled by courierd); the hops to its URL go with its header lines,
     /// in its order, and its proxy and HTTP/2 settings (``SessionTask/transferSpec(for:at:)``).
-    case observer(any TaskObserver, template: TransferSpec?)
+    case observer(any TaskObserver, template: TransferSpec)
 
     var usesDelegateForBody: Bool {
         if case .delegate = self {
