@@ -138,6 +138,7 @@ let package = Package(
             name: "courierd",
             dependencies: [
                 "CourierDaemon",
+                "CourierIPC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

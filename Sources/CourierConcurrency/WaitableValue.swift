@@ -126,4 +126,11 @@ package struct MonotonicDeadline: Sendable {
         }
         time = timespec(tv_sec: secondsPart, tv_nsec: nanoseconds)
     }
+
+    /// The seconds left until this moment; 0 once it has passed.
+    package var remaining: Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return max(0, Double(time.tv_sec - now.tv_sec) + Double(time.tv_nsec - now.tv_nsec) / 1e9)
+    }
 }

@@ -141,9 +141,10 @@ struct Courierd: ParsableCommand {
             logger.critical("cannot start", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+        signal(SIGPIPE, SIG_IGN)
+        ReadinessPipe.say()
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
-        signal(SIGPIPE, SIG_IGN)
         // Relaunched apps are not waited for: the kernel reaps them.
         signal(SIGCHLD, SIG_IGN)
         var sources: [any DispatchSourceSignal] = []

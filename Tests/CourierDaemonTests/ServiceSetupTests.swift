@@ -150,4 +150,41 @@ struct ServiceSetupTests {
         close(connection)
         #expect(client.wait(timeout: .seconds(10)) == .exited(0))
     }
+
+    @Test("a session starting courierd connects once it says it listens; one that stops at start is said at once")
+    func launcherWaitsForReadiness() throws {
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        var environment = daemon.environment
+        environment["COURIERD"] = try Daemon.executable()
+        let began = Date()
+        let descriptor = try DaemonLauncher.start(daemon.paths, environment: environment).get()
+        let started = Date().timeIntervalSince(began)
+        let peer = try #require(PeerCredentials.of(socket: descriptor))
+        close(descriptor)
+        #expect(ProcessState.of(peer.pid) != nil, "courierd \(peer.pid) answered")
+        // A second start while one runs: the new courierd loses the lock and stops, and says nothing; the launcher
+        // then connects to the one that runs, without waiting out its timeout.
+        let again = Date()
+        let second = try DaemonLauncher.start(daemon.paths, timeout: 20, environment: environment).get()
+        #expect(PeerCredentials.of(socket: second)?.pid == peer.pid)
+        close(second)
+        #expect(Date().timeIntervalSince(again) < 10, "the losing start took \(Date().timeIntervalSince(again)) s")
+        daemon.killServing()
+        // A "courierd" that exits at once, before listening.
+        let fake = daemon.root.appendingPathComponent("exits-at-once")
+        try FileManager.default.createDirectory(at: daemon.root, withIntermediateDirectories: true)
+        try "#!/bin/sh\nexit 3\n".write(to: fake, atomically: true, encoding: .utf8)
+        chmod(fake.path, 0o755)
+        environment["COURIERD"] = fake.path
+        let failing = Date()
+        let answer = DaemonLauncher.start(daemon.paths, timeout: 20, environment: environment)
+        guard case .failure(let error) = answer else {
+            Issue.record("a courierd that exits at once was connected to")
+            return
+        }
+        #expect(error.message.contains("stopped as it started"), "\(error.message)")
+        #expect(Date().timeIntervalSince(failing) < 10, "said after \(Date().timeIntervalSince(failing)) s, not at once")
+        print("courierd started and answering in \(started) s")
+    }
 }

@@ -87,6 +87,8 @@ final class DaemonBackend: TransferBackend {
     private let state: WaitableValue<State>
     /// Runs the commands in order, each waiting for courierd's answer before the next is sent.
     private let commands: DispatchQueue
+    /// Makes the connections after the first, one attempt at a time, each after the pause its schedule sets.
+    private let linkQueue: DispatchQueue
 
     /// A backend on `opened`, the session's first connection; `relaunched`: this process was launched for the
     /// session's events (`COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>`).
@@ -104,6 +106,7 @@ final class DaemonBackend: TransferBackend {
         self.hooks = hooks
         self.requestTimeout = requestTimeout
         commands = DispatchQueue(label: "courier.background-commands.\(opener.identifier)")
+        linkQueue = DispatchQueue(label: "courier.background-link.\(opener.identifier)")
         state = WaitableValue(
             State(
                 link: .connected(opened.connection),
@@ -462,43 +465,35 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
-    /// Makes a new connection on a thread of its own, retrying with a growing pause; courierd is started when none
-    /// has answered for ``startGrace`` since the connection ended (`lost`; nil: at once). Gives up after the request
-    /// timeout.
+    /// Makes a new connection on the link's queue, trying again on the timer ``ReconnectSchedule`` sets; courierd is
+    /// started when none has answered for ``startGrace`` since the connection ended (`lost`; nil: at once). Gives up
+    /// after the request timeout.
     private func reconnect(after lost: Date?) {
-        let startFrom = (lost ?? .distantPast).addingTimeInterval(Self.startGrace)
-        let deadline = Date().addingTimeInterval(requestTimeout)
-        Thread.detachNewThread { [weak self] in
-            var pause: TimeInterval = 0.02
-            while true {
-                // Strong only for the attempt: a session released meanwhile ends the reconnection.
-                if self?.reconnectOnce(startingDaemon: Date() >= startFrom, deadline: deadline) ?? true {
-                    return
-                }
-                Thread.sleep(forTimeInterval: pause)
-                pause = min(pause * 2, 0.5)
-            }
-        }
+        let now = Date()
+        let schedule = ReconnectSchedule(lost: lost, now: now, timeout: requestTimeout, startGrace: Self.startGrace)
+        linkQueue.async { [weak self] in self?.reconnectOnce(schedule) }
     }
 
-    /// One attempt: true when it ended the reconnection (connected, closed, or given up), false to try again.
-    private func reconnectOnce(startingDaemon: Bool, deadline: Date) -> Bool {
+    /// One attempt (the session is strong only for it: a session released meanwhile ends the reconnection); when it
+    /// fails, the next is scheduled, or the session gives up.
+    private func reconnectOnce(_ schedule: ReconnectSchedule) {
         guard case .reconnecting = state.withLock({ $0.link }) else {
-            return true
+            return
         }
         // Started again only where its state directory is still there: where it is gone (removed by the user, or
         // by a test that is over), a new courierd would know none of the session's tasks.
         let statePresent = FileManager.default.fileExists(atPath: opener.paths.stateDirectory.path)
-        switch opener.open(startingDaemon: startingDaemon && statePresent) {
+        switch opener.open(startingDaemon: schedule.startsDaemon(at: Date()) && statePresent) {
         case .success(let opened):
             adoptConnection(opened)
-            return true
         case .failure(let error):
-            guard Date() >= deadline else {
-                return false
+            var next = schedule
+            switch next.failed(at: Date()) {
+            case .tryAgain(let pause):
+                linkQueue.asyncAfter(deadline: .now() + pause) { [weak self, next] in self?.reconnectOnce(next) }
+            case .giveUp:
+                giveUp(unreachable(for: requestTimeout, because: error))
             }
-            giveUp(unreachable(for: requestTimeout, because: error))
-            return true
         }
     }
 

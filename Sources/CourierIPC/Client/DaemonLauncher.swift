@@ -1,3 +1,4 @@
+import CourierConcurrency
 package import Foundation
 
 #if canImport(Glibc)
@@ -30,10 +31,18 @@ package enum DaemonLauncher {
         return nil
     }
 
-    /// Starts courierd for `paths` and waits (up to `timeout`) until its socket accepts a connection; returns the
-    /// connected descriptor.
-    package static func start(_ paths: DaemonPaths, timeout: TimeInterval = 10) -> Result<Int32, CourierError> {
-        guard let executable = executable() else {
+    /// The variable naming the descriptor on which a started courierd says that it listens (`sd_notify`'s
+    /// `READY=1`, in a pipe): one byte, then the pipe is closed.
+    package static let readinessVariable = "COURIERD_READY_FD"
+
+    /// Starts courierd for `paths` and waits (up to `timeout`) until it says it listens; returns a descriptor
+    /// connected to its socket. `environment` is where `$COURIERD` is looked up, and courierd's.
+    package static func start(
+        _ paths: DaemonPaths,
+        timeout: TimeInterval = 10,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Result<Int32, CourierError> {
+        guard let executable = executable(environment: environment) else {
             return .failure(
                 CourierError(
                     .backgroundSessionWasDisconnected,
@@ -55,12 +64,25 @@ package enum DaemonLauncher {
             "/bin/sh", "-c", script, executable,
             "--runtime-directory", paths.runtimeDirectory.path, "--state-directory", paths.stateDirectory.path,
         ]
-        var environment = ProcessInfo.processInfo.environment
+        // courierd says it listens by writing to this pipe (then closes it); it closes it without a word when it
+        // stops at start (another courierd holds the lock, or it cannot start at all).
+        var ready: [Int32] = [-1, -1]
+        guard pipe(&ready) == 0 else {
+            let reason = String(cString: strerror(errno))
+            return .failure(CourierError(.backgroundSessionWasDisconnected, "cannot start courierd: pipe: \(reason)"))
+        }
+        _ = fcntl(ready[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(ready[1], F_SETFD, FD_CLOEXEC)
+        defer { close(ready[0]) }
+        var environment = environment
         environment["COURIERD_LOG"] = log
+        environment[readinessVariable] = "\(ProcessSpawner.passedDescriptor)"
+        let spawned = ProcessSpawner.spawn(arguments, environment: environment, passing: ready[1])
+        close(ready[1])
         let pid: pid_t
-        switch ProcessSpawner.spawn(arguments, environment: environment) {
-        case .success(let spawned):
-            pid = spawned
+        switch spawned {
+        case .success(let started):
+            pid = started
         case .failure(let error):
             return .failure(
                 CourierError(.backgroundSessionWasDisconnected, "cannot start courierd: \(error.localizedDescription)")
@@ -68,12 +90,16 @@ package enum DaemonLauncher {
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let descriptor = UnixSocket.connect(to: paths.socket.path) {
-                return .success(descriptor)
-            }
-            usleep(20_000)
+        let said = waitForReadiness(ready[0], timeout: timeout)
+        // Ready: it listens. Closed without a word: it stopped at start, maybe because another courierd, started by
+        // a racing session, holds the lock and is the one to connect to.
+        if said != nil, let descriptor = UnixSocket.connect(to: paths.socket.path) {
+            return .success(descriptor)
+        }
+        if said == false {
+            return .failure(
+                CourierError(.backgroundSessionWasDisconnected, "courierd stopped as it started (its log: \(log))")
+            )
         }
         return .failure(
             CourierError(
@@ -81,5 +107,27 @@ package enum DaemonLauncher {
                 "courierd did not answer within \(Int(timeout)) s (its log: \(log))"
             )
         )
+    }
+
+    /// Waits for courierd's word on its readiness pipe: true when it said it listens, false when it closed the pipe
+    /// without a word (it stopped), nil when it said nothing within `timeout`.
+    private static func waitForReadiness(_ descriptor: Int32, timeout: TimeInterval) -> Bool? {
+        let deadline = MonotonicDeadline(after: timeout)
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let answered = poll(&entry, 1, Int32(min(deadline.remaining * 1000, Double(Int32.max))))
+            if answered < 0 && errno == EINTR {
+                continue
+            }
+            guard answered > 0 else {
+                return nil
+            }
+            var byte: UInt8 = 0
+            let count = read(descriptor, &byte, 1)
+            if count < 0 && errno == EINTR {
+                continue
+            }
+            return count == 1
+        }
     }
 }

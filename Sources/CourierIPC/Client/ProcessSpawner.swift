@@ -11,17 +11,22 @@ import Glibc
 /// descriptor is closed in it, whether or not it was opened close-on-exec (an app relaunched by courierd must not hold
 /// courierd's connections to servers, its journal or its socket).
 package enum ProcessSpawner {
+    /// Where the child finds the descriptor given with `passing`.
+    package static let passedDescriptor: Int32 = 3
+
     /// Runs `arguments[0]` (looked up on `PATH` when it has no slash) with `arguments` and `environment`; returns its
     /// pid, or the `errno` of the failure.
     /// With `standardOutput` (`standardError`), the child's standard output (error) is that descriptor (this process
     /// keeps its own copy); with `quiet`, its standard error goes to `/dev/null` (a helper whose complaints would only
-    /// clutter courierd's log).
+    /// clutter courierd's log); with `passing`, the child also gets that descriptor, as its descriptor 3 (courierd's
+    /// readiness pipe).
     package static func spawn(
         _ arguments: [String],
         environment: [String: String],
         standardOutput: Int32? = nil,
         standardError: Int32? = nil,
-        quiet: Bool = false
+        quiet: Bool = false,
+        passing passed: Int32? = nil
     ) -> Result<pid_t, POSIXError> {
         guard let executable = arguments.first else {
             return .failure(POSIXError(.ENOENT))
@@ -37,7 +42,11 @@ package enum ProcessSpawner {
         } else if quiet {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
-        courier_spawn_close_from(&actions, 3)
+        if let passed {
+            // dup2 onto itself clears close-on-exec (glibc), so a descriptor that already is 3 is passed too.
+            posix_spawn_file_actions_adddup2(&actions, passed, ProcessSpawner.passedDescriptor)
+        }
+        courier_spawn_close_from(&actions, passed == nil ? 3 : ProcessSpawner.passedDescriptor + 1)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
