@@ -62,6 +62,8 @@ enum Router {
             return CookieRoutes.list(request)
         case ("cookies", 2) where segments[1] == "set":
             return CookieRoutes.set(request)
+        case ("cookies", 2) where segments[1] == "raw":
+            return CookieRoutes.raw(request)
         case ("garbage", 1):
             return GarbageRoute.respond(to: request)
         case ("h2", 1):

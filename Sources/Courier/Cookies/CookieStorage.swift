@@ -45,10 +45,18 @@ public final class CookieStorage: Sendable {
         }
     }
 
-    /// Stores cookies a response to `url` set.
+    /// Stores cookies a response to `url` set, each only if a response from `url` may set it (RFC 6265bis: no
+    /// `Secure` cookie from plain http, no domain the host is not in, no public suffix, no domain of an IP address);
+    /// with no URL, each is stored as it is.
     public func setCookies(_ cookies: [HTTPCookie], for url: URL?) {
         for cookie in cookies {
-            setCookie(cookie)
+            guard let url else {
+                setCookie(cookie)
+                continue
+            }
+            if let accepted = CookieAcceptance.accepted(cookie, from: url, stored: self.cookies) {
+                setCookie(accepted)
+            }
         }
     }
 
@@ -69,34 +77,15 @@ public final class CookieStorage: Sendable {
             return []
         }
         let path = url.path.isEmpty ? "/" : url.path
-        let isSecure = url.scheme?.lowercased() == "https"
+        let isSecure = CookieAcceptance.isSecure(url)
         let now = Date()
         return state.withLock { jar in
             jar.values.filter { cookie in
                 !cookie.isExpired(at: now) && (!cookie.isSecure || isSecure)
-                    && CookieStorage.domainMatches(cookie.domain, host: host)
-                    && CookieStorage.pathMatches(cookie.path, requestPath: path)
+                    && CookieAcceptance.domainMatches(cookie.domain, host: host)
+                    && CookieAcceptance.pathMatches(cookie.path, requestPath: path)
             }
         }.sorted { $0.path.count > $1.path.count }
-    }
-
-    static func domainMatches(_ cookieDomain: String, host: String) -> Bool {
-        var domain = cookieDomain.lowercased()
-        if domain.hasPrefix(".") {
-            domain.removeFirst()
-            return host == domain || host.hasSuffix("." + domain)
-        }
-        return host == domain
-    }
-
-    static func pathMatches(_ cookiePath: String, requestPath: String) -> Bool {
-        if cookiePath.isEmpty || cookiePath == "/" || requestPath == cookiePath {
-            return true
-        }
-        guard requestPath.hasPrefix(cookiePath) else {
-            return false
-        }
-        return cookiePath.hasSuffix("/") || requestPath.dropFirst(cookiePath.count).hasPrefix("/")
     }
 }
 
@@ -110,7 +99,7 @@ extension HTTPCookie {
 }
 
 extension CookieStorage {
-    /// Parses `Set-Cookie` values of a response and stores the ones the policy accepts.
+    /// Parses `Set-Cookie` values of a response and stores the ones the policy and ``CookieAcceptance`` accept.
     func store(setCookieValues: [String], from url: URL, policy: HTTPCookie.AcceptPolicy) {
         guard !setCookieValues.isEmpty, policy != .never, let host = url.host?.lowercased() else {
             return
@@ -118,22 +107,18 @@ extension CookieStorage {
         for value in setCookieValues {
             let parsed = HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": value], for: url)
             for cookie in parsed {
-                // A cookie may only be set for the response's host or a parent domain of it.
-                guard
-                    CookieStorage.domainMatches(cookie.domain, host: host)
-                        || CookieStorage.domainMatches("." + cookie.domain.trimmingCharacters(in: ["."]), host: host)
-                else {
+                guard let accepted = CookieAcceptance.accepted(cookie, from: url, stored: cookies) else {
                     continue
                 }
                 if policy == .onlyFromMainDocumentDomain,
-                    !CookieStorage.domainMatches(
-                        cookie.domain.hasPrefix(".") ? cookie.domain : "." + cookie.domain,
+                    !CookieAcceptance.domainMatches(
+                        accepted.domain.hasPrefix(".") ? accepted.domain : "." + accepted.domain,
                         host: host
                     )
                 {
                     continue
                 }
-                setCookie(cookie)
+                setCookie(accepted)
             }
         }
     }

@@ -9,6 +9,16 @@ enum CookieRoutes {
         return plan
     }
 
+    /// Each `v` query value as a `Set-Cookie` field as it is (attributes and all): a server setting what a test
+    /// needs, hostile ones included.
+    static func raw(_ request: ReceivedRequest) -> ResponsePlan {
+        var plan = ResponsePlan.text(.ok, "set\n")
+        for pair in request.query where pair.name == "v" {
+            plan.headers.add(name: "Set-Cookie", value: pair.value)
+        }
+        return plan
+    }
+
     /// The cookies the request carried, as a JSON object (a repeated name keeps its last value).
     static func list(_ request: ReceivedRequest) -> ResponsePlan {
         var order: [String] = []
