@@ -66,6 +66,9 @@ extension SessionTask {
                     return
                 }
                 work.append { [core] session in
+                    // Consumed once the delegate returns (or when there is no session left to call): the transfer
+                    // is paced by what the delegate has taken (`TaskMachine.deliveryWindow`).
+                    defer { self.send(.consumed(data.count)) }
                     guard let session, let delegate = core.delegate as? any SessionDataDelegate else {
                         return
                     }

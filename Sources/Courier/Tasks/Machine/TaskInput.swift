@@ -14,6 +14,8 @@ enum TaskInput: Codable, Sendable, Equatable {
     case cancel
     /// A bounded consumer (`bytes(for:)`) is full (`true`) or has room again.
     case backpressure(Bool)
+    /// The data delegate returned from `didReceive` for this many bytes of the body (``TaskMachine/deliveryWindow``).
+    case consumed(Int)
     /// The answer to ``TaskAction/start``: the task is registered and its files are ready; submit the first hop.
     /// `resumeOffset` is the length of the partial file a resumed download continues.
     case started(resumeOffset: Int64, staging: URL?, resourceDeadline: Date?)

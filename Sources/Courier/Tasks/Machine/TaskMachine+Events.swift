@@ -47,6 +47,7 @@ extension TaskMachine {
                 bodyChunks.append(data)
             } else {
                 actions.append(.deliver(.data(data)))
+                paceDelivery(of: data.count, into: &actions)
             }
         case .progress:
             reportProgress(into: &actions)

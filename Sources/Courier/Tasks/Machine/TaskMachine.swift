@@ -66,6 +66,8 @@ struct TaskMachine: Sendable {
     private(set) var phase = Phase.created
     var userSuspended = false
     var backpressurePaused = false
+    /// Body bytes handed to a data delegate and not yet through its `didReceive` (``deliveryWindow``).
+    var unconsumedBytes = 0
     /// What the backend was last told for the current transfer.
     var enginePaused = false
     var cancelRequested = false
@@ -294,6 +296,11 @@ struct TaskMachine: Sendable {
             cancel(into: &actions)
         case .backpressure(let paused):
             setBackpressure(paused, into: &actions)
+        case .consumed(let count):
+            unconsumedBytes -= count
+            if backpressurePaused, unconsumedBytes <= Self.deliveryWindow / 2 {
+                setBackpressure(false, into: &actions)
+            }
         case .started(let resumeOffset, let staging, let deadline):
             guard phase == .running, hop == 0 else {
                 return
@@ -370,6 +377,24 @@ struct TaskMachine: Sendable {
         }
         userSuspended = true
         syncBackendPause(into: &actions)
+    }
+
+    /// How many body bytes a data delegate may have waiting on its queue: past it the transfer pauses (the engine
+    /// stops reading the socket, and the server's sending stops within the kernel's buffers); it resumes once the
+    /// delegate is down to half. A delegate slower than the network bounds the memory its task holds to this.
+    static let deliveryWindow = 4 << 20
+
+    /// `count` bytes of the body are on their way to the data delegate, which says ``TaskInput/consumed(_:)`` after
+    /// each `didReceive`; tasks whose body goes elsewhere (collected, a stream with its own bound, a file) are not
+    /// paced here.
+    mutating func paceDelivery(of count: Int, into actions: inout TaskActions) {
+        guard role.asksDisposition else {
+            return
+        }
+        unconsumedBytes += count
+        if unconsumedBytes >= Self.deliveryWindow {
+            setBackpressure(true, into: &actions)
+        }
     }
 
     private mutating func setBackpressure(_ paused: Bool, into actions: inout TaskActions) {

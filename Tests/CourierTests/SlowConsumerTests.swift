@@ -1,0 +1,99 @@
+import Courier
+import CourierConcurrency
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A data delegate that handles `bytesPerSecond` at most (sleeping in `didReceive` for what it was handed), counting
+/// the bytes; nil: as fast as they come.
+private final class SlowDataDelegate: SessionDataDelegate, Sendable {
+    let bytesPerSecond: Int?
+    private let received = LockedValue(0)
+
+    init(bytesPerSecond: Int?) {
+        self.bytesPerSecond = bytesPerSecond
+    }
+
+    var bytesReceived: Int {
+        received.withLock { $0 }
+    }
+
+    func urlSession(_ session: Session, dataTask: DataTask, didReceive data: Data) {
+        received.withLock { $0 += data.count }
+        if let bytesPerSecond {
+            Thread.sleep(forTimeInterval: Double(data.count) / Double(bytesPerSecond))
+        }
+    }
+}
+
+/// Consumers slower than the network, and consumers that give up: what leaves the server is the measure (an endless
+/// body from ``EndlessBodyServer``), so memory held by Courier is what the server wrote less what was consumed.
+@Suite("Slow consumers and cancellation", .timeLimit(.minutes(1)))
+struct SlowConsumerTests {
+    /// The kernel's socket buffers on loopback (both ends, autotuned) plus Courier's window: what may be in flight
+    /// between a server's writes and a delegate's calls.
+    static let inFlightAllowance = 24 << 20
+
+    @Test("a data delegate slower than the network holds the transfer back: what left the server stays bounded")
+    func slowDelegateBoundsMemory() async throws {
+        let server = try EndlessBodyServer()
+        defer { server.stop() }
+        let delegate = SlowDataDelegate(bytesPerSecond: 20 << 20)
+        let session = Session(configuration: testConfiguration(), delegate: delegate, delegateQueue: nil)
+        defer { session.invalidateAndCancel() }
+        let task = session.dataTask(with: server.url)
+        task.resume()
+        try await Task.sleep(for: .seconds(2))
+        let written = server.bytesWritten
+        let consumed = delegate.bytesReceived
+        #expect(consumed > 0)
+        #expect(written - consumed < Self.inFlightAllowance, "server wrote \(written), the delegate had \(consumed)")
+        task.cancel()
+    }
+
+    @Test(
+        "cancel() stops reading the socket within 100 ms: the server sees the connection closed",
+        arguments: [nil, 20 << 20]
+    )
+    func cancelStopsTheTransfer(delegateRate: Int?) async throws {
+        let server = try EndlessBodyServer()
+        defer { server.stop() }
+        let delegate = SlowDataDelegate(bytesPerSecond: delegateRate)
+        let session = Session(configuration: testConfiguration(), delegate: delegate, delegateQueue: nil)
+        defer { session.invalidateAndCancel() }
+        let task = session.dataTask(with: server.url)
+        task.resume()
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(delegate.bytesReceived > 1 << 16)
+        let cancelled = Date()
+        task.cancel()
+        try await Task.sleep(for: .milliseconds(300))
+        let closed = try #require(server.clientClosedAt, "the connection is still open 300 ms after cancel()")
+        #expect(closed.timeIntervalSince(cancelled) < 0.1, "closed \(closed.timeIntervalSince(cancelled)) s after cancel()")
+        let settled = server.bytesWritten
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(server.bytesWritten == settled)
+    }
+
+    @Test("cancelling the Swift Task awaiting data(from:) ends the transfer within 100 ms and throws")
+    func taskCancellationStopsDataFrom() async throws {
+        let server = try EndlessBodyServer(bytesPerSecond: 50 << 20)
+        defer { server.stop() }
+        let session = Session(configuration: testConfiguration())
+        defer { session.invalidateAndCancel() }
+        let url = server.url
+        let waiting = Task { try await session.data(from: url) }
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(server.bytesWritten > 1 << 20)
+        let cancelled = Date()
+        waiting.cancel()
+        await #expect(throws: (any Error).self) { _ = try await waiting.value }
+        try await Task.sleep(for: .milliseconds(200))
+        let closed = try #require(server.clientClosedAt, "the connection is still open after the Task was cancelled")
+        #expect(closed.timeIntervalSince(cancelled) < 0.1, "closed \(closed.timeIntervalSince(cancelled)) s after")
+    }
+}
