@@ -3,8 +3,10 @@ import Foundation
 import PackageDescription
 
 // Courier: URLSession-style sessions over a libcurl + libuv transfer core (CSupport).
-// System packages: libuv1-dev and libcurl4-openssl-dev; libsqlite3-dev for courierd's journal; for the test
-// server's encoders zlib1g-dev, libbrotli-dev and libzstd-dev (all installed by scripts/bootstrap.sh).
+// System packages: libuv1-dev and libcurl4-openssl-dev; zlib1g-dev (among Swift's own requirements on Linux) for the
+// engine's gzip and deflate decoding (br and zstd are loaded at run time from the libraries libcurl links);
+// libsqlite3-dev for courierd's journal; for the test server's encoders libbrotli-dev and libzstd-dev (all installed
+// by scripts/bootstrap.sh).
 
 let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -51,7 +53,7 @@ let package = Package(
             exclude: ["tests"],
             sources: ["src"],
             publicHeadersPath: "include",
-            linkerSettings: [.linkedLibrary("pthread")]
+            linkerSettings: [.linkedLibrary("pthread"), .linkedLibrary("z"), .linkedLibrary("dl")]
         ),
         // posix_spawn's close-every-descriptor-from action (glibc declares it only under _GNU_SOURCE): a process
         // courierd or an app starts inherits standard input, output and error only (ProcessSpawner.swift).

@@ -30,6 +30,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <curl/curl.h>
@@ -59,6 +60,7 @@
 
 #define CR_PRIORITY_LEVELS 3
 #define CR_CHUNK_SIZE (128 * 1024)     /* one disk write job               */
+#define CR_DECODED_SIZE (64 * 1024)    /* decoded at a time into the sink  */
 #define CR_MAX_PENDING_WRITES 4        /* per transfer, then curl pauses   */
 /* Per loop: chunks waiting for the writer, over all transfers. The disk is
  * the bottleneck when many downloads run at once; more queued chunks add
@@ -117,6 +119,32 @@ typedef enum {
   CR_TRANSFER_DONE
 } cr_transfer_state_t;
 
+/* ---- decoder.c: content codings ---- */
+
+#define CR_MAX_CODINGS 4
+typedef struct cr_decoder_s cr_decoder_t;
+#pragma GCC visibility push(hidden)
+/* The Accept-Encoding value of what the engine decodes: "gzip, deflate",
+ * then br and zstd where their libraries load. */
+const char* cr__decoder_offer(void);
+/* Appends the codings one Content-Encoding value lists; 0, or -1 with *why
+ * for a coding the engine does not decode or too many. */
+int cr__codings_parse(unsigned char* codings, int* count, const char* value,
+                      size_t length, const char** why);
+/* A decoder for the codings (in the order they were applied); NULL when out
+ * of memory. */
+cr_decoder_t* cr__decoder_make(const unsigned char* codings, int count);
+/* Decodes from *input (advanced past what it took) into output, at most
+ * capacity bytes; returns the bytes made, or -1 for corrupt data. It takes
+ * all of the input or fills the output. */
+ptrdiff_t cr__decoder_run(cr_decoder_t* d, const unsigned char** input,
+                          size_t* input_length, unsigned char* output,
+                          size_t capacity);
+/* Whether every coding's stream ended, with nothing left inside. */
+int cr__decoder_complete(const cr_decoder_t* d);
+void cr__decoder_free(cr_decoder_t* d);
+#pragma GCC visibility pop
+
 /* What a transfer holds only once it runs: allocated when it is first
  * admitted (cr__transfer_setup_easy) and freed with the transfer, so that a
  * transfer waiting for a slot carries none of it (Benchmarks/: 100,000
@@ -155,6 +183,18 @@ typedef struct {
   cr_sha2_t* hash;
   int64_t hashed;
   cr_digest_t auto_digest;    /* what the head's digest fields name          */
+
+  /* Content decoding (decoder.c): the codings the head names, then the
+   * decoder made from them at its end, and the part of a write the sink had
+   * no room for (decoded once it has: cr__transfer_decode_pending). */
+  unsigned char codings[CR_MAX_CODINGS];
+  int coding_count;
+  cr_decoder_t* decoder;
+  unsigned char* decoded;     /* the decoder's output, on its way to the sink */
+  unsigned char* undecoded;
+  size_t undecoded_length;
+  unsigned undecoded_pending : 1; /* input (or output) waits in the decoder  */
+  unsigned decoder_fed : 1;   /* some body went through the decoder         */
 } cr_running_t;
 
 /* A transfer, owned by its loop from the moment the submit command is
@@ -492,6 +532,13 @@ void cr__fail_running(cr_loop_t* loop, const char* why);
 void cr__process_write_results(cr_loop_t* loop);
 /* Hands t's filled chunk to the writer (curl's write callback, finishing). */
 void cr__queue_chunk(cr_transfer_t* t);
+/* transfer.c: decodes what a body's sink had no room for (write_encoded),
+ * as far as the sink has room now. 0: all of it; 1: the sink is full again
+ * (t->disk_paused); -1: the transfer fails (t->error says why). */
+int cr__transfer_decode_pending(cr_transfer_t* t);
+/* transfer.c: at a body's end, fails the transfer whose content coding did
+ * not end with it (a truncated gzip stream). */
+void cr__transfer_check_decoded_end(cr_transfer_t* t);
 /* Loop stop: takes every transfer out of curl and frees them (no COMPLETE
  * is delivered); the writer is stopped in between. */
 void cr__abandon_all(cr_loop_t* loop);

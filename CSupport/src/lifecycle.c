@@ -17,6 +17,7 @@
 #include "internal.h"
 
 static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced);
+static void finish_writing(cr_transfer_t* t);
 
 /* ---- States ---- */
 
@@ -195,8 +196,14 @@ static void resume_disk_paused(cr_loop_t* loop) {
   while (t && loop->pending_writes < CR_LOOP_PENDING_WRITES) {
     cr_transfer_t* next = t->list_next;
     if (t->disk_paused && t->run->pending_writes < CR_MAX_PENDING_WRITES / 2) {
-      t->disk_paused = 0;
-      apply_pause(t); /* curl may deliver (and queue chunks) at once */
+      /* What waited to be decoded goes first; curl resumes after it. */
+      int decoded = cr__transfer_decode_pending(t);
+      if (decoded < 0) {
+        finish_active(t, CURLE_OK, t->error); /* may free t */
+      } else if (decoded == 0) {
+        t->disk_paused = 0;
+        apply_pause(t); /* curl may deliver (and queue chunks) at once */
+      }
     }
     t = next;
   }
@@ -237,7 +244,7 @@ void cr__process_write_results(cr_loop_t* loop) {
       }
     }
     if (t->state == CR_TRANSFER_FINISHING && t->run->pending_writes == 0)
-      complete(t);
+      finish_writing(t);
   }
   resume_disk_paused(loop);
 }
@@ -353,12 +360,28 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
   } else if (t->sink == CR_SINK_FILE) {
     cr__queue_chunk(t);
     set_state(t, CR_TRANSFER_FINISHING);
-    /* FINISHING lasts while writes are pending, and not a moment more. */
+    /* FINISHING lasts while writes are pending (and body bytes wait to be
+     * decoded into them), and not a moment more. */
     if (t->run->pending_writes == 0)
-      complete(t);
+      finish_writing(t);
   } else {
+    cr__transfer_check_decoded_end(t);
     complete(t);
   }
+}
+
+/* A FINISHING transfer with no write pending: what waits to be decoded is
+ * decoded (queuing writes: it finishes when they are done), else it
+ * completes. */
+static void finish_writing(cr_transfer_t* t) {
+  if (t->error == CR_OK && t->run->undecoded_pending) {
+    int decoded = cr__transfer_decode_pending(t);
+    cr__queue_chunk(t);
+    if (decoded > 0 || (decoded == 0 && t->run->pending_writes > 0))
+      return;
+  }
+  cr__transfer_check_decoded_end(t);
+  complete(t);
 }
 
 /* Ends a transfer that waited out of curl for the decision on its held

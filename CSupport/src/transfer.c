@@ -211,6 +211,19 @@ void cr__transfer_release_borrowed(cr_transfer_t* t) {
   memset(&t->borrowed, 0, sizeof(t->borrowed));
 }
 
+/* The decoder of the response (and what waited in it), when it has one. */
+static void drop_decoder(cr_transfer_t* t) {
+  cr__decoder_free(t->run->decoder);
+  free(t->run->decoded);
+  free(t->run->undecoded);
+  t->run->decoder = NULL;
+  t->run->decoded = NULL;
+  t->run->undecoded = NULL;
+  t->run->undecoded_length = 0;
+  t->run->undecoded_pending = 0;
+  t->run->decoder_fed = 0;
+}
+
 void cr__transfer_free(cr_transfer_t* t) {
   if (t == NULL)
     return;
@@ -233,6 +246,7 @@ void cr__transfer_free(cr_transfer_t* t) {
     free(t->run->memory);
     free(t->run->chunk);
     free(t->run->hash);
+    drop_decoder(t);
     free(t->run);
   }
   free(t->message);
@@ -254,6 +268,8 @@ static void reset_response(cr_transfer_t* t) {
   t->response_seen = 0;
   t->run->auto_digest = CR_DIGEST_NONE;
   t->run->body_base = -1; /* until finish_headers: the Content-Range start */
+  t->run->coding_count = 0;
+  drop_decoder(t);
 }
 
 static int append_header(cr_transfer_t* t, const char* line, size_t length) {
@@ -351,6 +367,12 @@ static int finish_headers(cr_transfer_t* t) {
    * and finish_active() checks it again (engine.md §4: HTTP/2 in 7.88.1). */
   if (t->encoded && (t->flags & CR_FLAG_DECODE))
     t->expected = -1;
+  if ((t->flags & CR_FLAG_DECODE) && t->run->coding_count > 0) {
+    t->run->decoder = cr__decoder_make(t->run->codings, t->run->coding_count);
+    t->run->decoded = cr__malloc(CR_DECODED_SIZE);
+    if (t->run->decoder == NULL || t->run->decoded == NULL)
+      return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+  }
   if ((t->flags & CR_FLAG_NO_BODY) || t->status == 204 || t->status == 304)
     t->expected = 0;
   int64_t range_start = t->run->body_base;
@@ -484,9 +506,16 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
       t->run->auto_digest = named;
   } else if ((value = header_value(data, length, "Content-Encoding",
                                    &value_length))) {
+    const char* why = NULL;
     if (value_length > 0 &&
         !(value_length == 8 && strncasecmp(value, "identity", 8) == 0))
       t->encoded = 1;
+    /* A coding the engine cannot decode fails the transfer only when a body
+     * comes (a HEAD or a 304 names it and has none). */
+    if ((t->flags & CR_FLAG_DECODE) && t->run->coding_count >= 0 &&
+        cr__codings_parse(t->run->codings, &t->run->coding_count, value,
+                          value_length, &why) != 0)
+      t->run->coding_count = -1;
   }
   if (append_header(t, data, length) != 0)
     return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
@@ -528,29 +557,18 @@ static size_t first_memory_capacity(const cr_transfer_t* t) {
   return left < CR_MEMORY_BATCH_MAX ? (size_t)left : CR_MEMORY_BATCH_MAX;
 }
 
-static size_t on_write(char* data, size_t size, size_t count, void* context) {
-  cr_transfer_t* t = context;
-  size_t length = size * count;
+/* Whether the file writer has no room for this transfer's next chunk. */
+static int sink_full(const cr_transfer_t* t) {
+  return t->sink == CR_SINK_FILE && !t->discard_body &&
+         (t->run->pending_writes >= CR_MAX_PENDING_WRITES ||
+          t->loop->pending_writes >= CR_LOOP_PENDING_WRITES);
+}
 
-  CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
-  if (t->dropping)
-    return length;
-  t->run->last_activity_ms = uv_now(&t->loop->uv);
-  if (!t->response_emitted)
-    cr__emit_response(t);
-  if (t->held || t->user_paused) {
-    t->curl_paused = 1;
-    return CURL_WRITEFUNC_PAUSE;
-  }
-  if (t->loop->engine->rate_limit_count > 0 && length > 0) {
-    uint64_t wait_ms = cr__rate_limits_take(t->loop->engine->rate_limits,
-                                            t->loop->engine->rate_limit_count,
-                                            length);
-    if (wait_ms > 0) {
-      cr__rate_pause(t, wait_ms);
-      return CURL_WRITEFUNC_PAUSE;
-    }
-  }
+/* Body bytes (decoded, if the body has a coding) into the sink. Returns
+ * `length`, CURL_WRITEFUNC_PAUSE when the writer is full and `may_pause`
+ * (curl keeps the bytes), or 0 when the transfer fails (t->error). */
+static size_t take_body(cr_transfer_t* t, const char* data, size_t length,
+                        int may_pause) {
   if (t->expected >= 0 && t->received + (int64_t)length > t->expected)
     return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
                               "body longer than announced");
@@ -575,8 +593,7 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
     size_t offset = 0;
     if (t->run->write_errno != 0)
       return 0;
-    if (t->run->pending_writes >= CR_MAX_PENDING_WRITES ||
-        t->loop->pending_writes >= CR_LOOP_PENDING_WRITES) {
+    if (may_pause && sink_full(t)) {
       t->disk_paused = 1;
       t->curl_paused = 1;
       return CURL_WRITEFUNC_PAUSE;
@@ -606,6 +623,119 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
   t->received += (int64_t)length;
   cr__mark_dirty(t);
   return length;
+}
+
+/* Decodes `length` bytes of the body into the sink, as far as the sink has
+ * room: what it has no room for waits (t->run->undecoded, or inside the
+ * decoder) and the transfer is paused for the disk. 0: all of it went; 1:
+ * some waits; -1: the transfer fails (t->error). */
+static int decode_into_sink(cr_transfer_t* t, const unsigned char* input,
+                            size_t length) {
+  t->run->decoder_fed = 1;
+  for (;;) {
+    ptrdiff_t made = cr__decoder_run(t->run->decoder, &input, &length,
+                                     t->run->decoded, CR_DECODED_SIZE);
+    if (made < 0) {
+      fail_from_callback(t, CR_ERR_DECODING,
+                         "the body is not valid in its content coding");
+      return -1;
+    }
+    if (made > 0 &&
+        take_body(t, (const char*)t->run->decoded, (size_t)made, 0) == 0)
+      return -1;
+    if (length == 0 && (size_t)made < CR_DECODED_SIZE) {
+      free(t->run->undecoded);
+      t->run->undecoded = NULL;
+      t->run->undecoded_length = 0;
+      t->run->undecoded_pending = 0;
+      return 0;
+    }
+    if (sink_full(t))
+      break;
+  }
+  /* The rest waits for the writer: kept (at most one read of curl's). */
+  if (length == 0) {
+    free(t->run->undecoded);
+    t->run->undecoded = NULL;
+  } else if (t->run->undecoded && input >= t->run->undecoded &&
+             input < t->run->undecoded + t->run->undecoded_length) {
+    memmove(t->run->undecoded, input, length);
+  } else {
+    unsigned char* kept = cr__malloc(length);
+    if (kept == NULL) {
+      fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+      return -1;
+    }
+    memcpy(kept, input, length);
+    free(t->run->undecoded);
+    t->run->undecoded = kept;
+  }
+  t->run->undecoded_length = length;
+  t->run->undecoded_pending = 1;
+  t->disk_paused = 1;
+  return 1;
+}
+
+int cr__transfer_decode_pending(cr_transfer_t* t) {
+  if (!t->run->undecoded_pending)
+    return 0;
+  return decode_into_sink(t, t->run->undecoded, t->run->undecoded_length);
+}
+
+void cr__transfer_check_decoded_end(cr_transfer_t* t) {
+  if (t->error == CR_OK && t->run && t->run->decoder &&
+      t->run->decoder_fed && !cr__decoder_complete(t->run->decoder)) {
+    t->error = CR_ERR_DECODING;
+    free(t->message);
+    t->message = cr__strdup("the body ended inside its content coding");
+  }
+}
+
+/* CURLOPT_WRITEFUNCTION. A body with a content coding comes as it was sent
+ * (CURLOPT_HTTP_CONTENT_DECODING 0): curl can keep such bytes across a
+ * pause, and the engine decodes only what its sink has room for
+ * (decoder.c says why libcurl 7.88's own decoding cannot be paused). */
+static size_t on_write(char* data, size_t size, size_t count, void* context) {
+  cr_transfer_t* t = context;
+  size_t length = size * count;
+
+  CR_ASSERT(t->magic == CR_TRANSFER_MAGIC);
+  if (t->dropping)
+    return length;
+  t->run->last_activity_ms = uv_now(&t->loop->uv);
+  if (!t->response_emitted)
+    cr__emit_response(t);
+  if (t->held || t->user_paused) {
+    t->curl_paused = 1;
+    return CURL_WRITEFUNC_PAUSE;
+  }
+  if (t->run->undecoded_pending || (t->run->decoder && sink_full(t))) {
+    t->disk_paused = 1;
+    t->curl_paused = 1;
+    return CURL_WRITEFUNC_PAUSE;
+  }
+  if (t->loop->engine->rate_limit_count > 0 && length > 0) {
+    uint64_t wait_ms = cr__rate_limits_take(t->loop->engine->rate_limits,
+                                            t->loop->engine->rate_limit_count,
+                                            length);
+    if (wait_ms > 0) {
+      cr__rate_pause(t, wait_ms);
+      return CURL_WRITEFUNC_PAUSE;
+    }
+  }
+  if (t->discard_body || length == 0)
+    return take_body(t, data, length, 1);
+  if (t->run->coding_count < 0)
+    return fail_from_callback(t, CR_ERR_DECODING,
+                              "the body has a content coding this engine "
+                              "does not decode");
+  if (t->run->decoder) {
+    if (t->run->write_errno != 0)
+      return 0;
+    return decode_into_sink(t, (const unsigned char*)data, length) < 0 ? 0
+                                                                       : length;
+  }
+  return take_body(t, data, length, 1);
 }
 
 static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
@@ -758,12 +888,12 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   } else {
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
   }
-  /* "" offers every coding this libcurl decodes; a request's own
-   * Accept-Encoding header replaces the offer, and decoding stays on. */
+  /* The codings the engine decodes are offered (a request's own
+   * Accept-Encoding header replaces the offer, and decoding stays on); curl
+   * passes the body as it came, and the engine decodes it (decoder.c). */
   if (t->flags & CR_FLAG_DECODE)
-    SET(CURLOPT_ACCEPT_ENCODING, "");
-  else
-    SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    SET(CURLOPT_ACCEPT_ENCODING, cr__decoder_offer());
+  SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
   if (t->flags & CR_FLAG_INSECURE) {
     SET(CURLOPT_SSL_VERIFYPEER, 0L);
     SET(CURLOPT_SSL_VERIFYHOST, 0L);

@@ -94,3 +94,47 @@ unsigned char* ctc_encode(const char* coding, const void* input, size_t length,
     return encode_zstd(input, length, encoded_length);
   return NULL;
 }
+
+unsigned char* ctc_gzip_repeated(const void* block, size_t block_length,
+                                 size_t repeats, int level,
+                                 size_t* encoded_length) {
+  z_stream stream;
+  size_t capacity = 1 << 20, length = 0;
+  unsigned char* output = malloc(capacity);
+  size_t done = 0;
+  int flush;
+
+  if (output == NULL)
+    return NULL;
+  memset(&stream, 0, sizeof stream);
+  if (deflateInit2(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
+    free(output);
+    return NULL;
+  }
+  do {
+    flush = done + 1 >= repeats ? Z_FINISH : Z_NO_FLUSH;
+    stream.next_in = (Bytef*)block;
+    stream.avail_in = (uInt)block_length;
+    do {
+      if (capacity - length < 65536) {
+        unsigned char* grown = realloc(output, capacity * 2);
+        if (grown == NULL) {
+          deflateEnd(&stream);
+          free(output);
+          return NULL;
+        }
+        output = grown;
+        capacity *= 2;
+      }
+      stream.next_out = output + length;
+      stream.avail_out = (uInt)(capacity - length);
+      deflate(&stream, flush);
+      length = capacity - stream.avail_out;
+    } while (stream.avail_in > 0 || (flush == Z_FINISH && stream.avail_out == 0));
+    done++;
+  } while (done < repeats);
+  deflateEnd(&stream);
+  *encoded_length = length;
+  return output;
+}

@@ -60,7 +60,11 @@ public final class EndlessBodyServer: @unchecked Sendable {
         guard client >= 0 else {
             return
         }
-        defer { close(client) }
+        defer {
+            // Forgotten before it is closed: `stop()` must never shut down a descriptor reused by another socket.
+            lock.withLock { connection = -1 }
+            close(client)
+        }
         let proceed = lock.withLock { () -> Bool in
             connection = client
             return !stopped

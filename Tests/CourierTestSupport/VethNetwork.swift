@@ -1,5 +1,5 @@
 import CourierConcurrency
-public import Foundation
+import Foundation
 
 /// A network of the test's own (docs/test-server.md): a network namespace joined to this one by a veth pair
 /// (iproute2), 10.231.N.1 on this side (``hostAddress``), 10.231.N.2 inside (``insideAddress``); the inside end

@@ -38,6 +38,18 @@ struct SlowConsumerTests {
     /// between a server's writes and a delegate's calls.
     static let inFlightAllowance = 24 << 20
 
+    /// Whether `condition` held within 10 s (checked every 10 ms): a transfer under way on a loaded machine.
+    static func eventually(_ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while !condition() {
+            guard Date() < deadline else {
+                return false
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
     @Test("a data delegate slower than the network holds the transfer back: what left the server stays bounded")
     func slowDelegateBoundsMemory() async throws {
         let server = try EndlessBodyServer()
@@ -67,8 +79,7 @@ struct SlowConsumerTests {
         defer { session.invalidateAndCancel() }
         let task = session.dataTask(with: server.url)
         task.resume()
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(delegate.bytesReceived > 1 << 16)
+        #expect(await Self.eventually { delegate.bytesReceived > 1 << 20 })
         let cancelled = Date()
         task.cancel()
         try await Task.sleep(for: .milliseconds(300))
@@ -87,8 +98,7 @@ struct SlowConsumerTests {
         defer { session.invalidateAndCancel() }
         let url = server.url
         let waiting = Task { try await session.data(from: url) }
-        try await Task.sleep(for: .milliseconds(400))
-        #expect(server.bytesWritten > 1 << 20)
+        #expect(await Self.eventually { server.bytesWritten > 1 << 20 })
         let cancelled = Date()
         waiting.cancel()
         await #expect(throws: (any Error).self) { _ = try await waiting.value }

@@ -21,6 +21,14 @@ extern "C" {
 unsigned char* ctc_encode(const char* coding, const void* input, size_t length,
                           size_t* encoded_length);
 
+/* gzip (at `level`, 1-9) of `block` repeated `repeats` times, without the
+ * whole input in memory: a body that decodes to gigabytes from a few
+ * megabytes. Returns a malloc'd buffer the caller frees and sets
+ * *encoded_length; NULL when out of memory. */
+unsigned char* ctc_gzip_repeated(const void* block, size_t block_length,
+                                 size_t repeats, int level,
+                                 size_t* encoded_length);
+
 #ifdef __cplusplus
 }
 #endif

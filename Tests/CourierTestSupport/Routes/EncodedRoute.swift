@@ -70,4 +70,17 @@ extension TestServer {
         }
         return Data(bytesNoCopy: encoded, count: length, deallocator: .free)
     }
+
+    /// `block` repeated `repeats` times, gzip-encoded at `level` as it streams (the decoded body is never in memory):
+    /// a body of gigabytes in a few megabytes.
+    public static func gzip(repeating block: Data, times repeats: Int, level: Int32 = 1) -> Data {
+        var length = 0
+        let encoded = block.withUnsafeBytes { input in
+            ctc_gzip_repeated(input.baseAddress, input.count, repeats, level, &length)
+        }
+        guard let encoded else {
+            fatalError("out of memory encoding a test body")
+        }
+        return Data(bytesNoCopy: encoded, count: length, deallocator: .free)
+    }
 }
