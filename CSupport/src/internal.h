@@ -61,6 +61,10 @@
 #define CR_PRIORITY_LEVELS 3
 #define CR_CHUNK_SIZE (128 * 1024)     /* one disk write job               */
 #define CR_DECODED_SIZE (64 * 1024)    /* decoded at a time into the sink  */
+/* A response's head at most (status line, fields, blank line), as curl
+ * from 8.6 limits it (MAX_HTTP_RESP_HEADER_SIZE); libcurl 7.88 refuses a
+ * single line over 100 KiB only, and as "Out of memory". */
+#define CR_MAX_HEADER_SECTION (300 * 1024)
 #define CR_MAX_PENDING_WRITES 4        /* per transfer, then curl pauses   */
 /* Per loop: chunks waiting for the writer, over all transfers. The disk is
  * the bottleneck when many downloads run at once; more queued chunks add

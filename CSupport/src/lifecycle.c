@@ -304,6 +304,13 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
       t->message = NULL;
     }
     t->error = forced;
+  } else if (t->error == CR_OK && code == CURLE_OUT_OF_MEMORY &&
+             !t->response_seen) {
+    /* libcurl 7.88 keeps each header line in a buffer capped at 100 KiB
+     * (CURL_MAX_HTTP_HEADER) and reports a longer one as out of memory. */
+    t->error = CR_ERR_BAD_RESPONSE;
+    t->message = cr__strdup("a response header line is longer than 100 KiB "
+                            "(or memory ran out reading the head)");
   } else if (t->error == CR_OK) {
     t->error = cr__error_from_curl(code, 1);
     if (t->error == CR_OK && !(t->flags & CR_FLAG_NO_BODY)) {

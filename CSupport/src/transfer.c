@@ -272,7 +272,11 @@ static void reset_response(cr_transfer_t* t) {
   drop_decoder(t);
 }
 
+/* Keeps a line of the head: 0, -1 out of memory, -2 over
+ * CR_MAX_HEADER_SECTION. */
 static int append_header(cr_transfer_t* t, const char* line, size_t length) {
+  if (t->run->header_length + length > CR_MAX_HEADER_SECTION)
+    return -2;
   if (t->run->header_length + length + 1 > t->run->header_capacity) {
     size_t capacity = t->run->header_capacity ? t->run->header_capacity * 2 : 1024;
     char* block;
@@ -428,12 +432,24 @@ static int parse_content_range(cr_transfer_t* t, const char* value,
   return 0;
 }
 
+/* append_header failed (`why`, its result): the head is over
+ * CR_MAX_HEADER_SECTION (a server sending a header section without end),
+ * or there is no memory for it. Returns 0: the transfer fails. */
+static size_t header_not_kept(cr_transfer_t* t, int why) {
+  if (why == -2)
+    return (size_t)fail_from_callback(
+        t, CR_ERR_BAD_RESPONSE,
+        "the response's header section is larger than 300 KiB");
+  return (size_t)fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+}
+
 /* One header line (with its line ending): the status line, a field, or the
  * blank line that ends the head. Returns `length`, or 0 when the transfer
  * must fail (t->error says why). */
 static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
   const char* value;
   size_t value_length;
+  int kept;
 
   if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) {
     const char* space = memchr(data, ' ', length);
@@ -454,8 +470,8 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
     if (length >= 7 && strncmp(data, "HTTP/2 ", 7) == 0)
       curl_easy_setopt(t->easy, CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
   } else if (length <= 2 && (data[0] == '\r' || data[0] == '\n')) {
-    if (append_header(t, data, length) != 0)
-      return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+    if ((kept = append_header(t, data, length)) != 0)
+      return header_not_kept(t, kept);
     if (t->status >= 200) {
       int outcome = finish_headers(t);
       if (outcome <= 0)
@@ -517,8 +533,8 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
                           value_length, &why) != 0)
       t->run->coding_count = -1;
   }
-  if (append_header(t, data, length) != 0)
-    return fail_from_callback(t, CR_ERR_INTERNAL, "out of memory");
+  if ((kept = append_header(t, data, length)) != 0)
+    return header_not_kept(t, kept);
   return length;
 }
 

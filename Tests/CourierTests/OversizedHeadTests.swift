@@ -1,0 +1,57 @@
+import Courier
+import CourierTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Servers that send a head without end: refused at once, with memory bounded, as a bad server response that says
+/// why (never "out of memory").
+@Suite("Oversized response heads", .timeLimit(.minutes(1)))
+struct OversizedHeadTests {
+    static func failure(for head: String) async throws -> CourierError? {
+        let server = try await RawServer.start(response: Data(head.utf8))
+        let session = Session(configuration: testConfiguration())
+        defer { session.invalidateAndCancel() }
+        do {
+            _ = try await session.data(from: server.baseURL.appendingPathComponent("head"))
+            try await server.shutdown()
+            return nil
+        } catch {
+            try await server.shutdown()
+            return error as? CourierError
+        }
+    }
+
+    @Test("one header line of 2 MiB: badServerResponse naming the line")
+    func longLine() async throws {
+        let head = "HTTP/1.1 200 OK\r\nX-Huge: " + String(repeating: "a", count: 2 << 20) + "\r\nContent-Length: 0\r\n\r\n"
+        let error = try #require(try await Self.failure(for: head))
+        #expect(error.code == .badServerResponse, "\(error)")
+        #expect(error.message.contains("header line is longer than 100 KiB"), "\(error.message)")
+    }
+
+    @Test("20,000 header lines (2 MiB): badServerResponse naming the header section's limit")
+    func manyLines() async throws {
+        var head = "HTTP/1.1 200 OK\r\n"
+        for index in 0..<20_000 {
+            head += "X-Field-\(index): " + String(repeating: "b", count: 80) + "\r\n"
+        }
+        head += "Content-Length: 0\r\n\r\n"
+        let error = try #require(try await Self.failure(for: head))
+        #expect(error.code == .badServerResponse, "\(error)")
+        #expect(error.message.contains("header section is larger than 300 KiB"), "\(error.message)")
+    }
+
+    @Test("a head just under the limit (250 KiB of fields) is taken")
+    func underTheLimit() async throws {
+        var head = "HTTP/1.1 200 OK\r\n"
+        for index in 0..<2_500 {
+            head += "X-Field-\(index): " + String(repeating: "c", count: 80) + "\r\n"
+        }
+        head += "Content-Length: 2\r\n\r\nok"
+        #expect(try await Self.failure(for: head) == nil)
+    }
+}
