@@ -166,6 +166,10 @@ typedef struct {
    * CURLOPT_MAX_RECV_SPEED_LARGE and _SEND_); 0: none. */
   int64_t max_receive_speed;
   int64_t max_send_speed;
+  /* The most body bytes (decoded) the transfer keeps: a longer body fails
+   * with CR_ERR_TOO_LARGE, at its Content-Length when that says so, else
+   * when the bytes pass it (curl's --max-filesize). 0: no limit. */
+  int64_t max_body;
   int64_t idle_timeout_ms;      /* no byte in either direction: fail; 0 off */
   int64_t total_timeout_ms;     /* whole transfer, queueing included; 0 off */
   int priority;                 /* higher first among queued transfers   */

@@ -246,6 +246,7 @@ struct cr_transfer_s {
   int priority_level;
   int64_t max_receive_speed;
   int64_t max_send_speed;
+  int64_t max_body;           /* cr_request_t.max_body; 0: none             */
   int64_t idle_timeout_ms;
   int64_t total_timeout_ms;
   uint64_t submitted_us;

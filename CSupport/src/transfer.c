@@ -149,6 +149,7 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   t->flags = request->flags;
   t->max_receive_speed = request->max_receive_speed > 0 ? request->max_receive_speed : 0;
   t->max_send_speed = request->max_send_speed > 0 ? request->max_send_speed : 0;
+  t->max_body = request->max_body > 0 ? request->max_body : 0;
   t->auth = request->auth;
   if (request->auth != CR_AUTH_NONE) {
     t->username = cr__strdup(request->username ? request->username : "");
@@ -323,6 +324,15 @@ static int fail_from_callback(cr_transfer_t* t, cr_error_t error,
   return 0;
 }
 
+/* The body passes cr_request_t.max_body. Returns 0: the transfer fails. */
+static size_t body_too_large(cr_transfer_t* t) {
+  char text[128];
+  snprintf(text, sizeof(text),
+           "the body is longer than the %lld bytes a task may collect",
+           (long long)t->max_body);
+  return (size_t)fail_from_callback(t, CR_ERR_TOO_LARGE, text);
+}
+
 /* The algorithm a digest field's value names, SHA-512 first (RFC 9530's
  * "sha-512=:…:", RFC 3230's "SHA-256=…"). */
 static cr_digest_t named_digest(const char* value, size_t length) {
@@ -379,6 +389,9 @@ static int finish_headers(cr_transfer_t* t) {
   }
   if ((t->flags & CR_FLAG_NO_BODY) || t->status == 204 || t->status == 304)
     t->expected = 0;
+  /* A body announced longer than the limit fails before it comes. */
+  if (t->max_body > 0 && t->expected > t->max_body && t->status / 100 == 2)
+    return (int)body_too_large(t);
   int64_t range_start = t->run->body_base;
   t->run->body_base = 0;
   /* A resumed download keeps its partial file untouched until the
@@ -588,6 +601,9 @@ static size_t take_body(cr_transfer_t* t, const char* data, size_t length,
   if (t->expected >= 0 && t->received + (int64_t)length > t->expected)
     return fail_from_callback(t, CR_ERR_BAD_RESPONSE,
                               "body longer than announced");
+  if (t->max_body > 0 && !t->discard_body &&
+      t->received + (int64_t)length > t->max_body)
+    return body_too_large(t);
   if (t->discard_body || t->sink == CR_SINK_DISCARD) {
     /* counted only */
   } else if (t->sink == CR_SINK_MEMORY) {

@@ -106,4 +106,40 @@ struct SlowConsumerTests {
         let closed = try #require(server.clientClosedAt, "the connection is still open after the Task was cancelled")
         #expect(closed.timeIntervalSince(cancelled) < 0.1, "closed \(closed.timeIntervalSince(cancelled)) s after")
     }
+
+    @Test("maximumCollectedBodyLength: an announced body over it fails before it comes, an endless one as it passes")
+    func collectedBodyLimit() async throws {
+        try await withServer { server in
+            var configuration = testConfiguration()
+            configuration.maximumCollectedBodyLength = 100_000
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            let (small, _) = try await session.data(from: server.url("/bytes/100000?seed=6"))
+            #expect(small == TestServer.bytes(count: 100_000, seed: 6))
+            await #expect {
+                _ = try await session.data(from: server.url("/bytes/100001?seed=6"))
+            } throws: { error in
+                let error = error as? CourierError
+                return error?.code == .dataLengthExceedsMaximum && error?.message.contains("100000 bytes") == true
+            }
+            // Chunked, no length: fails as the bytes pass the limit; a delegate's body is not limited.
+            await #expect {
+                _ = try await session.data(from: server.url("/bytes/300000?seed=6&chunked=1"))
+            } throws: { error in
+                (error as? CourierError)?.code == .dataLengthExceedsMaximum
+            }
+        }
+        let endless = try EndlessBodyServer()
+        defer { endless.stop() }
+        var configuration = testConfiguration()
+        configuration.maximumCollectedBodyLength = 1 << 20
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let url = endless.url
+        await #expect {
+            _ = try await session.data(from: url)
+        } throws: { error in
+            (error as? CourierError)?.code == .dataLengthExceedsMaximum
+        }
+    }
 }

@@ -252,6 +252,7 @@ extension Engine {
         request.digest = Self.digest(of: spec)
         request.max_receive_speed = spec.maximumBytesPerSecond
         request.max_send_speed = spec.maximumBytesPerSecond
+        request.max_body = spec.maximumBodyLength
         request.flags = Engine.flags(of: spec)
         (request.auth, request.username, request.password) = Self.credential(spec.authentication, keep)
         request.proxy = spec.proxy.flatMap(keep)

@@ -162,6 +162,14 @@ public struct SessionConfiguration: Sendable {
     /// Limits shared with other sessions (courierd's `--limit-rate` for every session it runs).
     package var sharedBandwidthLimiters: [BandwidthLimiter] = []
 
+    /// The most bytes a data or upload task collects in memory for its completion handler or an async
+    /// `data(for:)` / `data(from:)` / `upload(for:)` (decoded bytes), or nil (the default, as URLSession) for no
+    /// limit. A longer body fails the task with `dataLengthExceedsMaximum`: before it comes when its
+    /// `Content-Length` says so, else as soon as the bytes pass the limit (curl's `--max-filesize`). Bodies handed to
+    /// a delegate, to `bytes(for:)` or to a file are not collected and not limited (they are paced by their
+    /// consumer instead). A server's body otherwise takes as much memory as it is long.
+    public var maximumCollectedBodyLength: Int?
+
     /// The most ranged connections one download task uses at once (``DownloadTask/maximumSegments``); 1 (the
     /// default) for one, at most 16.
     public var maximumSegmentsPerDownload = 1

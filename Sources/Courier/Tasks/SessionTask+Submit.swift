@@ -167,6 +167,9 @@ extension SessionTask {
         } else {
             spec.sink = .memory
             spec.askResponse = sink.usesDelegateForBody && core.isDataDelegate
+            if sink.collectsBody, let limit = configuration.maximumCollectedBodyLength {
+                spec.maximumBodyLength = Int64(max(limit, 0))
+            }
         }
         if configuration.identifier != nil {
             spec.task = backgroundDetails()

@@ -128,6 +128,9 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     package var proxyAuthentication: Authentication = .none
     /// The task's own limit in each direction (``SessionTask/maximumBytesPerSecond``); 0: none.
     package var maximumBytesPerSecond: Int64 = 0
+    /// The most body bytes the hop keeps (``SessionConfiguration/maximumCollectedBodyLength`` for a collected
+    /// body); 0: none.
+    package var maximumBodyLength: Int64 = 0
     package var idleTimeoutMilliseconds: Int64 = 0
     package var totalTimeoutMilliseconds: Int64 = 0
     package var priority: Int32 = 0
@@ -154,7 +157,7 @@ extension TransferSpec {
         case url, method, headers, body, bodyOffset, sink, resumeOffset, rangeLength, segments, segmentMap
         case holdRedirectAndAuth, askResponse, noBody, decodesContent, http2, authentication, proxy, noProxy
         case proxyAuthentication, maximumBytesPerSecond, idleTimeoutMilliseconds, totalTimeoutMilliseconds, priority
-        case digest, announcedDigest, task
+        case digest, announcedDigest, task, maximumBodyLength
     }
 
     /// Encodes the URL and every field that differs from its default (``init(from:)`` gives a missing field its
@@ -188,6 +191,7 @@ extension TransferSpec {
         try values.encodeIfPresent(noProxy, forKey: .noProxy)
         try value(proxyAuthentication, defaults.proxyAuthentication, .proxyAuthentication)
         try value(maximumBytesPerSecond, defaults.maximumBytesPerSecond, .maximumBytesPerSecond)
+        try value(maximumBodyLength, defaults.maximumBodyLength, .maximumBodyLength)
         try value(idleTimeoutMilliseconds, defaults.idleTimeoutMilliseconds, .idleTimeoutMilliseconds)
         try value(totalTimeoutMilliseconds, defaults.totalTimeoutMilliseconds, .totalTimeoutMilliseconds)
         try value(priority, defaults.priority, .priority)
@@ -225,6 +229,7 @@ extension TransferSpec {
         noProxy = try values.decodeIfPresent(String.self, forKey: .noProxy)
         proxyAuthentication = try value(.proxyAuthentication, defaults.proxyAuthentication)
         maximumBytesPerSecond = try value(.maximumBytesPerSecond, defaults.maximumBytesPerSecond)
+        maximumBodyLength = try value(.maximumBodyLength, defaults.maximumBodyLength)
         idleTimeoutMilliseconds = try value(.idleTimeoutMilliseconds, defaults.idleTimeoutMilliseconds)
         totalTimeoutMilliseconds = try value(.totalTimeoutMilliseconds, defaults.totalTimeoutMilliseconds)
         priority = try value(.priority, defaults.priority)
