@@ -22,14 +22,17 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(ipc-frames push-payload push-request resume-data content-disposition response-head journal-record)
+    targets=(ipc-frames push-payload push-request resume-data content-disposition response-head journal-record
+        engine-response)
 fi
 scratch="${COURIER_SCRATCH_PATH:+$COURIER_SCRATCH_PATH-fuzz}"
 scratch="${scratch:-$repo_root/.build/fuzz}"
 
 log "building courier-fuzzer (-sanitize=fuzzer,address) in $scratch"
 export COURIER_FUZZ=1
-swift build --scratch-path "$scratch" --product courier-fuzzer -Xswiftc -sanitize=fuzzer,address
+# The engine's C sources too (-Xcc): coverage for the engine-response target, and ASan on what it does.
+swift build --scratch-path "$scratch" --product courier-fuzzer -Xswiftc -sanitize=fuzzer,address \
+    -Xcc -fsanitize=fuzzer-no-link,address
 fuzzer="$(swift build --scratch-path "$scratch" --show-bin-path)/courier-fuzzer"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/courier-fuzz.XXXXXX")"

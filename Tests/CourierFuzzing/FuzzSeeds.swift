@@ -55,7 +55,37 @@ extension FuzzTarget {
                 "HTTP/1.0 301 Moved\r\nLocation: /x\r\n folded: value\r\n\r\n",
             ].map { Data([100]) + Data($0.utf8) }
         case .journalRecord: Self.journalSeeds
+        case .engineResponse: Self.responseSeeds
         }
+    }
+
+    /// Real responses' shapes: lengths, chunked framing with trailers, gzip and deflate bodies, interim responses,
+    /// redirects, challenges, a close-delimited body, a body where none may be.
+    private static var responseSeeds: [Data] {
+        let gzip = Data(hex: "1f8b0800000000000203cb48cdc9c9d751c840a2b800e7426e5214000000")
+        let deflate = Data(hex: "789ccb48cdc9c9d751c840a2b8004b0706df")
+        let text: [String] = [
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nETag: \"v1\"\r\n\r\nhello",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n"
+                + "X-Trailer: 1\r\n\r\n",
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            "HTTP/1.1 301 Moved Permanently\r\nLocation: http://127.0.0.1/elsewhere\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Digest realm=\"r\", nonce=\"n\", qop=\"auth\"\r\n"
+                + "Content-Length: 0\r\n\r\n",
+            "HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\n\r\nuntil the connection closes",
+            "HTTP/1.1 204 No Content\r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-4/10\r\nContent-Length: 5\r\n\r\nhello",
+        ]
+        var seeds = text.map { Data($0.utf8) }
+        for (coding, body) in [("gzip", gzip), ("deflate", deflate)] {
+            let head = "HTTP/1.1 200 OK\r\nContent-Encoding: \(coding)\r\nContent-Length: \(body.count)\r\n\r\n"
+            seeds.append(Data(head.utf8) + body)
+        }
+        let chunkedGzip = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + String(gzip.count, radix: 16) + "\r\n"
+        seeds.append(Data(chunkedGzip.utf8) + gzip + Data("\r\n0\r\n\r\n".utf8))
+        return seeds
     }
 
     private static var ipcSeeds: [Data] {
@@ -113,5 +143,19 @@ extension FuzzTarget {
             (try? encoder.encode(IPCMessage.OpenSession(request: 1, identifier: "s"))).map { [Data([3]) + $0] } ?? []
         seeds += (try? encoder.encode(task.spec)).map { [Data([6]) + $0] } ?? []
         return seeds
+    }
+}
+
+extension Data {
+    /// Bytes written as lower-case hex digits in pairs (seeds only: malformed text stops at the first bad pair).
+    fileprivate init(hex: String) {
+        var bytes: [UInt8] = []
+        var digits = hex.utf8.makeIterator()
+        while let high = digits.next(), let low = digits.next(),
+            let byte = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+        {
+            bytes.append(byte)
+        }
+        self.init(bytes)
     }
 }

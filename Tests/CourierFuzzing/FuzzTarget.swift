@@ -22,6 +22,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case responseHead = "response-head"
     /// A journal record's stored JSON, as each of the types the journal keeps (the first byte picks one).
     case journalRecord = "journal-record"
+    /// Everything a server answers a GET with, written on a loopback connection to the real engine (a session's
+    /// data task): status lines, fields, chunked framing, content codings, early ends (``EngineResponseRig``).
+    case engineResponse = "engine-response"
 
     package func run(_ data: Data) {
         switch self {
@@ -32,6 +35,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .contentDisposition: _ = ContentDisposition.fileName(in: String(decoding: data, as: UTF8.self))
         case .responseHead: Self.responseHead(data)
         case .journalRecord: Self.journalRecord(data)
+        case .engineResponse: EngineResponseRig.shared.run(data)
         }
     }
 
