@@ -171,6 +171,13 @@ struct ServiceSetupTests {
         close(second)
         #expect(Date().timeIntervalSince(again) < 10, "the losing start took \(Date().timeIntervalSince(again)) s")
         daemon.killServing()
+        // Nothing answers on the socket any more (its file stays), whatever a loaded machine makes of the kill.
+        let gone = Date().addingTimeInterval(10)
+        while let open = UnixSocket.connect(to: daemon.socket), Date() < gone {
+            close(open)
+            usleep(20_000)
+        }
+        try #require(UnixSocket.connect(to: daemon.socket).map { close($0) } == nil, "courierd still answers")
         // A "courierd" that exits at once, before listening.
         let fake = daemon.root.appendingPathComponent("exits-at-once")
         try FileManager.default.createDirectory(at: daemon.root, withIntermediateDirectories: true)

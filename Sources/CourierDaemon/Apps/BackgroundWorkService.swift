@@ -96,6 +96,8 @@ package final class BackgroundWorkService: Sendable {
         state.withLock { state in
             state.stopped = true
             state.timerGeneration += 1
+            // Kept in memory only (as APNs keeps one per device while it is off): gone with this courierd.
+            state.budget.dropWaiting()
         }
     }
 

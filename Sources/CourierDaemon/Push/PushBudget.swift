@@ -56,6 +56,14 @@ package struct PushBudget: Sendable, Equatable {
     }
 
     /// The app finished handling its delivery (or overran): a waiting push may go.
+    /// Forgets the pushes waiting for a token (courierd stops: they were in memory only).
+    package mutating func dropWaiting() {
+        for app in apps.keys {
+            apps[app]?.waiting = nil
+            apps[app]?.merged = 0
+        }
+    }
+
     package mutating func finished(_ app: String, at now: Date) {
         var state = refilled(app, at: now)
         state.inFlight = false
