@@ -428,9 +428,6 @@ struct cr_loop_s {
 
   CURLM* multi;
   CURLSH* share;
-  CURL** easy_pool;
-  size_t easy_pool_count;
-  size_t easy_pool_capacity;
 
   cr_command_queue_t commands;
   cr_command_t* command_scratch;

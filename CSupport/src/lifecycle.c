@@ -251,46 +251,19 @@ void cr__process_write_results(cr_loop_t* loop) {
 
 /* ---- Finishing a running transfer ---- */
 
-/* Whether the easy handle of t's finished transfer may be reset and used
- * again. Not one that ran over HTTP/2, nor one that offered it and got no
- * response (it may have been a stream of a shared connection): when a
- * transfer ends on a connection other transfers still use, libcurl before
- * 8.7.0 stops multi_done() early ("Connection still in use", lib/multi.c)
- * and keeps the handle's receive buffer (and, before 8.1.0, the bytes it held
- * for a paused transfer, curl #10971); curl_easy_reset() frees neither. The
- * next CURLOPT_BUFFERSIZE on that handle then fails with
- * CURLE_BAD_FUNCTION_ARGUMENT (lib/setopt.c refuses it while a buffer exists,
- * curl #5842), and held bytes would reach the next transfer at its first
- * unpause. Such a handle is freed instead: curl_easy_cleanup() frees
- * everything (docs/engine.md, "HTTP/2"). */
-static int reusable_easy(const cr_transfer_t* t, CURL* easy) {
-  long version = 0;
-  if (curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
-    return 0;
-  if (version == 0)
-    return !cr__transfer_offers_http2(t);
-  return version != CURL_HTTP_VERSION_2_0;
-}
-
-static void release_easy(cr_loop_t* loop, const cr_transfer_t* t, CURL* easy) {
-  if (!reusable_easy(t, easy)) {
-    curl_easy_cleanup(easy);
-    return;
-  }
-  curl_easy_reset(easy);
-  if (loop->easy_pool_count == loop->easy_pool_capacity) {
-    size_t capacity = loop->easy_pool_capacity ? loop->easy_pool_capacity * 2 : 32;
-    CURL** pool;
-    if (capacity > 1024 ||
-        (pool = cr__realloc(loop->easy_pool, capacity * sizeof(*pool))) == NULL) {
-      curl_easy_cleanup(easy);
-      return;
-    }
-    loop->easy_pool = pool;
-    loop->easy_pool_capacity = capacity;
-  }
-  loop->easy_pool[loop->easy_pool_count++] = easy;
-}
+/* An easy handle serves one transfer and is freed with it, never reset and
+ * used again. libcurl 7.88 frees a handle's stored header lines at the start
+ * of its next transfer but keeps a pointer to the last of them
+ * (state.prevhead, lib/headers.c): a response whose first field line is a
+ * continuation (obs-fold, " x") then appends to freed memory, a heap
+ * corruption any server could cause on a reused handle (found by the
+ * engine-response fuzz target; OversizedHeadTests.foldedFirstLine). A fresh
+ * handle has no such pointer, and such a line fails the transfer. Reuse also
+ * kept the receive buffer and held bytes of a handle whose transfer ended on
+ * a shared HTTP/2 connection (curl #10971, #5842). Connections, TLS sessions
+ * and DNS answers are the multi handle's and the loop's share's: a new
+ * handle loses none of them. */
+static void release_easy(CURL* easy) { curl_easy_cleanup(easy); }
 
 /* Takes t out of curl. The outcome is `forced` when set, else what the
  * callbacks recorded, else what curl says, else the length check. */
@@ -353,7 +326,7 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
     (void)curl_easy_pause(t->easy, CURLPAUSE_CONT);
   }
   curl_multi_remove_handle(loop->multi, t->easy);
-  release_easy(loop, t, t->easy);
+  release_easy(t->easy);
   t->easy = NULL;
   cr__running_remove(loop, t);
   loop->active_count--;
@@ -435,12 +408,6 @@ void cr__fail_running(cr_loop_t* loop, const char* why) {
 
 /* ---- Admission ---- */
 
-static CURL* take_easy(cr_loop_t* loop) {
-  if (loop->easy_pool_count > 0)
-    return loop->easy_pool[--loop->easy_pool_count];
-  return curl_easy_init();
-}
-
 static void on_sweep(uv_timer_t* timer);
 
 void cr__admit(cr_loop_t* loop) {
@@ -459,7 +426,7 @@ void cr__admit(cr_loop_t* loop) {
       complete(t);
       continue;
     }
-    easy = take_easy(loop);
+    easy = curl_easy_init();
     if (easy == NULL) {
       t->error = CR_ERR_INTERNAL;
       t->message = cr__strdup("out of memory (curl_easy_init)");
@@ -480,7 +447,7 @@ void cr__admit(cr_loop_t* loop) {
       }
     }
     if (error != CR_OK) {
-      release_easy(loop, t, easy);
+      release_easy(easy);
       t->easy = NULL;
       t->error = error;
       complete(t);

@@ -78,9 +78,6 @@ static void stop_loop(cr_loop_t* loop) {
    * the loop and the socket contexts still exist here. */
   curl_multi_cleanup(loop->multi);
   loop->multi = NULL;
-  for (size_t i = 0; i < loop->easy_pool_count; i++)
-    curl_easy_cleanup(loop->easy_pool[i]);
-  loop->easy_pool_count = 0;
   curl_share_cleanup(loop->share);
   loop->share = NULL;
 
@@ -193,6 +190,5 @@ void cr__loop_join(cr_loop_t* loop) {
   cr__command_queue_destroy(&loop->commands);
   free(loop->command_scratch);
   free(loop->events);
-  free(loop->easy_pool);
   free(loop->sockets);
 }

@@ -54,4 +54,32 @@ struct OversizedHeadTests {
         head += "Content-Length: 2\r\n\r\nok"
         #expect(try await Self.failure(for: head) == nil)
     }
+
+    /// libcurl 7.88 frees a handle's stored header lines at the start of its next transfer but keeps a pointer to
+    /// the last one (`state.prevhead`, lib/headers.c); a response whose first field line is a continuation (obs-fold)
+    /// then makes it append to freed memory: a heap corruption a server can cause on any reused handle. The engine
+    /// gives every transfer a handle of its own, so such a line meets no stale pointer and fails as it should.
+    @Test("a folded first field line after an earlier response on the loop: refused, no use of freed memory")
+    func foldedFirstLine() async throws {
+        let server = try await RawServer.start(
+            responses: [
+                Data("HTTP/1.1 200 OK\r\nX-First: 1\r\nContent-Length: 2\r\n\r\nok".utf8),
+                Data("HTTP/1.1 204 No Content\r\n folded: 206\r\nContent-Length: 0\r\n\r\n".utf8),
+            ],
+            closeAfter: false
+        )
+        var configuration = testConfiguration()
+        configuration.engineLoopCount = 1
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        _ = try await session.data(from: server.baseURL.appendingPathComponent("first"))
+        for _ in 0..<3 {
+            do {
+                _ = try await session.data(from: server.baseURL.appendingPathComponent("folded"))
+            } catch {
+                #expect((error as? CourierError)?.code != nil)
+            }
+        }
+        try await server.shutdown()
+    }
 }
