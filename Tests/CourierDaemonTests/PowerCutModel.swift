@@ -15,16 +15,29 @@ import Glibc
 /// - a name whose directory did not survive does not survive.
 ///
 /// ``afterProcessKill()`` is the optimistic state: everything the process did, as a SIGKILL leaves it.
+///
+/// ``tornAndReordered()`` adds what ALICE adds for file systems that persist unsynced operations in pieces and out of
+/// order: the last written file's unsynced writes kept up to a 512-byte boundary inside its last write (a torn
+/// append), that file's unsynced writes kept whole while every other file's are lost (one file's data before
+/// another's), and the unsynced names kept while no unsynced data is (names before data).
 struct PowerCutModel {
     enum Entry: Equatable, Hashable {
         case directory
         case file([UInt8])
     }
 
+    /// A change to a file's bytes since its last sync.
+    private enum Change {
+        case write(offset: Int, bytes: [UInt8])
+        case truncate(length: Int)
+    }
+
     private struct Node {
         var isDirectory: Bool
         var content: [UInt8] = []
         var synced: [UInt8] = []
+        /// Since the last sync, in order.
+        var pending: [Change] = []
     }
 
     let root: String
@@ -34,6 +47,8 @@ struct PowerCutModel {
     /// Names as a power cut leaves them.
     private var durableNames: [String: Int] = [:]
     private var descriptors: [Int32: (node: Int, path: String)] = [:]
+    /// The file written or truncated last.
+    private var lastWritten: Int?
 
     /// A model of `root`, an existing (durable) empty directory.
     init(root: String) {
@@ -61,6 +76,7 @@ struct PowerCutModel {
                 node = existing
                 if flags & O_TRUNC != 0 {
                     nodes[node].content = []
+                    nodes[node].pending.append(.truncate(length: 0))
                 }
             } else {
                 node = newNode(at: path, directory: flags & O_DIRECTORY != 0)
@@ -73,23 +89,25 @@ struct PowerCutModel {
                 nodes[node].content += [UInt8](repeating: 0, count: end - nodes[node].content.count)
             }
             nodes[node].content.replaceSubrange(Int(offset)..<end, with: bytes)
+            nodes[node].pending.append(.write(offset: Int(offset), bytes: bytes))
+            lastWritten = node
         case .truncate(let descriptor, let length):
             guard let node = descriptors[descriptor]?.node else { return }
             let length = Int(length)
-            if nodes[node].content.count > length {
-                nodes[node].content.removeSubrange(length...)
-            } else {
-                nodes[node].content += [UInt8](repeating: 0, count: length - nodes[node].content.count)
-            }
+            Self.truncate(&nodes[node].content, to: length)
+            nodes[node].pending.append(.truncate(length: length))
+            lastWritten = node
         case .sync(let descriptor):
             guard let (node, path) = descriptors[descriptor] else { return }
             nodes[node].synced = nodes[node].content
+            nodes[node].pending = []
             if nodes[node].isDirectory {
                 syncNames(in: path)
             }
         case .syncAll:
             for index in nodes.indices {
                 nodes[index].synced = nodes[index].content
+                nodes[index].pending = []
             }
             durableNames = names
         case .close(let descriptor):
@@ -128,18 +146,54 @@ struct PowerCutModel {
 
     /// What a power cut now leaves under the root (paths relative to it; the root itself left out).
     func afterPowerCut() -> [String: Entry] {
+        state(names: durableNames) { nodes[$0].synced }
+    }
+
+    /// The states a power cut now leaves on a file system that persists unsynced operations in pieces or out of
+    /// order (see the type's comment), each named; those equal to ``afterPowerCut()`` are left out.
+    func tornAndReordered() -> [(kind: String, state: [String: Entry])] {
+        var variants: [(String, [String: Entry])] = []
+        if let last = lastWritten, !nodes[last].pending.isEmpty {
+            let pending = nodes[last].pending
+            if case .write(let offset, let bytes) = pending.last!,
+                let cut = Self.middleBoundary(from: offset, to: offset + bytes.count)
+            {
+                var torn = nodes[last].synced
+                for change in pending.dropLast() {
+                    Self.apply(change, to: &torn)
+                }
+                Self.apply(.write(offset: offset, bytes: Array(bytes.prefix(cut - offset))), to: &torn)
+                variants.append(("torn write", state(names: durableNames) { $0 == last ? torn : nodes[$0].synced }))
+            }
+            variants.append(
+                ("one file's data first", state(names: durableNames) { $0 == last ? nodes[$0].content : nodes[$0].synced })
+            )
+        }
+        variants.append(("names before data", state(names: names) { nodes[$0].synced }))
+        let base = afterPowerCut()
+        var seen: [[String: Entry]] = [base]
+        return variants.filter { variant in
+            guard !seen.contains(variant.1) else {
+                return false
+            }
+            seen.append(variant.1)
+            return true
+        }
+    }
+
+    /// The entries under the root with `names` and each file's bytes as `content` says.
+    private func state(names: [String: Int], content: (Int) -> [UInt8]) -> [String: Entry] {
         var entries: [String: Entry] = [:]
-        for (path, node) in durableNames where path != root && survives(path) {
-            entries[String(path.dropFirst(root.count + 1))] =
-                nodes[node].isDirectory ? .directory : .file(nodes[node].synced)
+        for (path, node) in names where path != root && path.hasPrefix(root + "/") && survives(path, in: names) {
+            entries[String(path.dropFirst(root.count + 1))] = nodes[node].isDirectory ? .directory : .file(content(node))
         }
         return entries
     }
 
-    private func survives(_ path: String) -> Bool {
+    private func survives(_ path: String, in names: [String: Int]) -> Bool {
         var directory = Self.parent(path)
         while directory.count > root.count {
-            guard let node = durableNames[directory], nodes[node].isDirectory else {
+            guard let node = names[directory], nodes[node].isDirectory else {
                 return false
             }
             directory = Self.parent(directory)
@@ -147,14 +201,39 @@ struct PowerCutModel {
         return directory == root
     }
 
+    /// The 512-byte boundary nearest the middle of `start..<end`, strictly inside it; nil when there is none.
+    private static func middleBoundary(from start: Int, to end: Int) -> Int? {
+        let middle = (start + end) / 2 / 512 * 512
+        for candidate in [middle, middle + 512] where candidate > start && candidate < end {
+            return candidate
+        }
+        return nil
+    }
+
+    private static func apply(_ change: Change, to content: inout [UInt8]) {
+        switch change {
+        case .write(let offset, let bytes):
+            let end = offset + bytes.count
+            if content.count < end {
+                content += [UInt8](repeating: 0, count: end - content.count)
+            }
+            content.replaceSubrange(offset..<end, with: bytes)
+        case .truncate(let length):
+            truncate(&content, to: length)
+        }
+    }
+
+    private static func truncate(_ content: inout [UInt8], to length: Int) {
+        if content.count > length {
+            content.removeSubrange(length...)
+        } else {
+            content += [UInt8](repeating: 0, count: length - content.count)
+        }
+    }
+
     /// What a SIGKILL now leaves: everything done.
     func afterProcessKill() -> [String: Entry] {
-        var entries: [String: Entry] = [:]
-        for (path, node) in names where path != root && path.hasPrefix(root + "/") {
-            entries[String(path.dropFirst(root.count + 1))] =
-                nodes[node].isDirectory ? .directory : .file(nodes[node].content)
-        }
-        return entries
+        state(names: names) { nodes[$0].content }
     }
 
     /// Replaces everything under `root` with `entries` (directories 0700, files 0600).

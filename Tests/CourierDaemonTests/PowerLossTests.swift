@@ -109,9 +109,11 @@ struct PowerLossTests {
         var model = PowerCutModel(root: stateRoot.path)
         var promises = Promises()
         var powerCuts: [Candidate] = []
+        /// Torn and reordered writes (``PowerCutModel/tornAndReordered()``) at the last point of each power-cut state.
+        var tornAndReordered: [Candidate] = []
         var kills: [Candidate] = []
         var point = 0
-        for record in trace.records {
+        for (recordIndex, record) in trace.records.enumerated() {
             model.apply(record)
             if case .marker(let text) = record {
                 promises.note(text)
@@ -136,6 +138,15 @@ struct PowerLossTests {
             } else {
                 powerCuts.append(Candidate(points: point...point, state: state, promises: [promises]))
             }
+            // The next call is a sync (or the trace ends): what was unsynced here is the most a torn or reordered
+            // write could leave of this state.
+            if Self.endsUnsyncedStretch(trace.records, after: recordIndex) {
+                for variant in model.tornAndReordered() {
+                    tornAndReordered.append(
+                        Candidate(points: point...point, state: variant.state, promises: [promises], kind: variant.kind)
+                    )
+                }
+            }
             if point % killStride == 0 || point == calls {
                 kills.append(Candidate(points: point...point, state: model.afterProcessKill(), promises: [promises]))
             }
@@ -154,6 +165,12 @@ struct PowerLossTests {
                 found.formUnion(recovery.violations(of: promised).map { "\(label): \($0)" })
             }
         }
+        for candidate in tornAndReordered {
+            try PowerCutModel.materialize(candidate.state, at: stateRoot)
+            let label = "\(candidate.kind ?? "") after call \(candidate.points.lowerBound)"
+            let recovery = Self.recover(daemon, finish: false, boot: Self.bootAfter, promises: candidate.promises)
+            found.formUnion(recovery.violations(of: candidate.promises[0]).map { "\(label): \($0)" })
+        }
         for candidate in kills {
             try PowerCutModel.materialize(candidate.state, at: stateRoot)
             let recovery = Self.recover(daemon, finish: false, boot: Self.bootBefore, promises: candidate.promises)
@@ -164,7 +181,10 @@ struct PowerLossTests {
         violations += found.sorted()
         print(
             "power loss: \(calls) calls recorded, \(powerCuts.count) distinct power-cut states explored (covering all "
-                + "\(calls) points), \(kills.count) process-kill states (every \(killStride)), "
+                + "\(calls) points), \(tornAndReordered.count) torn or reordered write states ("
+                + Dictionary(grouping: tornAndReordered, by: { $0.kind ?? "" }).map { "\($0.value.count) \($0.key)" }
+                    .sorted().joined(separator: ", ") + "), "
+                + "\(kills.count) process-kill states (every \(killStride)), "
                 + "\(appCopies) app copies of acknowledged files checked after power cuts (\(damagedAppCopies) "
                 + "damaged when courierd had opened the session), \(violations.count) violations"
         )
@@ -193,6 +213,20 @@ struct PowerLossTests {
         var points: ClosedRange<Int>
         var state: [String: PowerCutModel.Entry]
         var promises: [Promises]
+        /// For a torn or reordered write: which.
+        var kind: String?
+    }
+
+    /// Whether the call after `index` (markers skipped) is a sync, or there is none: the end of a stretch of unsynced
+    /// changes.
+    static func endsUnsyncedStretch(_ records: [IOTrace.Record], after index: Int) -> Bool {
+        for record in records[(index + 1)...] where !record.isMarker {
+            switch record {
+            case .sync, .syncAll: return true
+            default: return false
+            }
+        }
+        return true
     }
 
     // MARK: The workload
