@@ -103,7 +103,10 @@ let package = Package(
             exclude: ["tests"],
             sources: ["src"],
             publicHeadersPath: "include",
-            linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("uv"), .linkedLibrary("pthread")]
+            linkerSettings: [
+                .linkedLibrary("curl"), .linkedLibrary("uv"), .linkedLibrary("pthread"), .linkedLibrary("z"),
+                .linkedLibrary("dl"),
+            ]
         ),
         // The floor: the engine with the least Swift an async, URLSession-shaped API needs above it.
         .executableTarget(
