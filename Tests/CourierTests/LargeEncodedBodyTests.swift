@@ -13,8 +13,8 @@ private let isFirstTestPass =
 
 /// Bodies whose content coding multiplies them (logs, CSV, tarballs served with gzip): decoded to a file on a slow
 /// disk, whose writer pauses the transfer again and again. Run in the test command's first pass only: the server is
-/// plain HTTP and the decoding the engine's in every pass, and 2 GiB of decoding and writing in each of the three
-/// passes starved the timing-bound tests running beside them.
+/// plain HTTP and the decoding the engine's in every pass, and three runs of it (at 1 GiB then) starved the
+/// timing-bound tests running beside them.
 @Suite("Large compressible downloads", .timeLimit(.minutes(2)), .enabled(if: isFirstTestPass))
 struct LargeEncodedBodyTests {
     /// 16 KiB of text (repeated, it deflates about 38:1 at level 1), or of one letter at level 9 (about 1,000:1,
@@ -25,12 +25,14 @@ struct LargeEncodedBodyTests {
     }
 
     @Test(
-        "a gzip body that decodes to 1 GiB reaches the file byte for byte through a slow disk",
+        "a gzip body that decodes to 256 MiB reaches the file byte for byte through a slow disk",
         arguments: [0, 1]
     )
     func gigabyteOfGzip(blockIndex: Int) async throws {
         let (block, level) = Self.block(blockIndex)
-        let repeats = (1 << 30) / block.count
+        // Past what one read of libcurl's decodes to at 1,029:1 (132 MB) and twice its 64 MiB pause buffer; 1 GiB
+        // was measured once (docs/response-path.md), not written on every run beside the other tests.
+        let repeats = (256 << 20) / block.count
         let body = TestServer.gzip(repeating: block, times: repeats, level: level)
         var head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\n"
         head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
