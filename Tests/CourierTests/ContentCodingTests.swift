@@ -147,7 +147,9 @@ struct ContentCodingTests {
             #expect(error.resumeData == nil)
 
             let slow = session.downloadTask(
-                with: server.url("/encoded/gzip/3000000?trickle=\(wire.count / 20)&interval=50")
+                // 40 pieces 100 ms apart: still running when cancelled, even on a loaded machine (at 20 pieces 50 ms
+                // apart it once finished between its first written bytes and the cancel).
+                with: server.url("/encoded/gzip/3000000?trickle=\(wire.count / 40)&interval=100")
             )
             slow.resume()
             _ = try await delegate.log.wait(timeout: .seconds(10), "some bytes written") { events in
