@@ -245,11 +245,11 @@ int cr__codings_parse(unsigned char* codings, int* count, const char* value,
     else if (name_length == 8 && strncasecmp(name, "identity", 8) == 0)
       continue;
     else {
-      *why = "a content coding this engine does not decode";
+      *why = "the body has a content coding this engine does not decode";
       return -1;
     }
     if (*count == CR_MAX_CODINGS) {
-      *why = "more content codings than this engine decodes in a row";
+      *why = "the body has more content codings than this engine decodes in a row";
       return -1;
     }
     codings[(*count)++] = (unsigned char)coding;

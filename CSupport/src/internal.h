@@ -193,6 +193,7 @@ typedef struct {
    * no room for (decoded once it has: cr__transfer_decode_pending). */
   unsigned char codings[CR_MAX_CODINGS];
   int coding_count;
+  const char* coding_error;   /* why the codings cannot be decoded (static) */
   cr_decoder_t* decoder;
   unsigned char* decoded;     /* the decoder's output, on its way to the sink */
   unsigned char* undecoded;

@@ -270,6 +270,7 @@ static void reset_response(cr_transfer_t* t) {
   t->run->auto_digest = CR_DIGEST_NONE;
   t->run->body_base = -1; /* until finish_headers: the Content-Range start */
   t->run->coding_count = 0;
+  t->run->coding_error = NULL;
   drop_decoder(t);
 }
 
@@ -381,7 +382,8 @@ static int finish_headers(cr_transfer_t* t) {
    * and finish_active() checks it again (engine.md §4: HTTP/2 in 7.88.1). */
   if (t->encoded && (t->flags & CR_FLAG_DECODE))
     t->expected = -1;
-  if ((t->flags & CR_FLAG_DECODE) && t->run->coding_count > 0) {
+  if ((t->flags & CR_FLAG_DECODE) && t->run->coding_count > 0 &&
+      t->run->coding_error == NULL) {
     t->run->decoder = cr__decoder_make(t->run->codings, t->run->coding_count);
     t->run->decoded = cr__malloc(CR_DECODED_SIZE);
     if (t->run->decoder == NULL || t->run->decoded == NULL)
@@ -535,16 +537,15 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
       t->run->auto_digest = named;
   } else if ((value = header_value(data, length, "Content-Encoding",
                                    &value_length))) {
-    const char* why = NULL;
     if (value_length > 0 &&
         !(value_length == 8 && strncasecmp(value, "identity", 8) == 0))
       t->encoded = 1;
     /* A coding the engine cannot decode fails the transfer only when a body
-     * comes (a HEAD or a 304 names it and has none). */
-    if ((t->flags & CR_FLAG_DECODE) && t->run->coding_count >= 0 &&
-        cr__codings_parse(t->run->codings, &t->run->coding_count, value,
-                          value_length, &why) != 0)
-      t->run->coding_count = -1;
+     * comes (a HEAD or a 304 names it and has none), with the parser's
+     * reason. */
+    if ((t->flags & CR_FLAG_DECODE) && t->run->coding_error == NULL)
+      (void)cr__codings_parse(t->run->codings, &t->run->coding_count, value,
+                              value_length, &t->run->coding_error);
   }
   if ((kept = append_header(t, data, length)) != 0)
     return header_not_kept(t, kept);
@@ -757,10 +758,8 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
   }
   if (t->discard_body || length == 0)
     return take_body(t, data, length, 1);
-  if (t->run->coding_count < 0)
-    return fail_from_callback(t, CR_ERR_DECODING,
-                              "the body has a content coding this engine "
-                              "does not decode");
+  if (t->run->coding_error)
+    return fail_from_callback(t, CR_ERR_DECODING, t->run->coding_error);
   if (t->run->decoder) {
     if (t->run->write_errno != 0)
       return 0;

@@ -84,18 +84,15 @@ struct PowerCutModel {
             descriptors[descriptor] = (node, path)
         case .write(let descriptor, let offset, let bytes):
             guard let node = descriptors[descriptor]?.node else { return }
-            let end = Int(offset) + bytes.count
-            if nodes[node].content.count < end {
-                nodes[node].content += [UInt8](repeating: 0, count: end - nodes[node].content.count)
-            }
-            nodes[node].content.replaceSubrange(Int(offset)..<end, with: bytes)
-            nodes[node].pending.append(.write(offset: Int(offset), bytes: bytes))
+            let change = Change.write(offset: Int(offset), bytes: bytes)
+            Self.apply(change, to: &nodes[node].content)
+            nodes[node].pending.append(change)
             lastWritten = node
         case .truncate(let descriptor, let length):
             guard let node = descriptors[descriptor]?.node else { return }
-            let length = Int(length)
-            Self.truncate(&nodes[node].content, to: length)
-            nodes[node].pending.append(.truncate(length: length))
+            let change = Change.truncate(length: Int(length))
+            Self.apply(change, to: &nodes[node].content)
+            nodes[node].pending.append(change)
             lastWritten = node
         case .sync(let descriptor):
             guard let (node, path) = descriptors[descriptor] else { return }

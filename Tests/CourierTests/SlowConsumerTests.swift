@@ -43,18 +43,6 @@ struct SlowConsumerTests {
     /// what it catches is a transfer that goes on (the audit's grew for seconds).
     static let stopBound: TimeInterval = 1
 
-    /// Whether `condition` held within 10 s (checked every 10 ms): a transfer under way on a loaded machine.
-    static func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(10)
-        while !condition() {
-            guard Date() < deadline else {
-                return false
-            }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
-
     @Test("a data delegate slower than the network holds the transfer back: what left the server stays bounded")
     func slowDelegateBoundsMemory() async throws {
         let server = try EndlessBodyServer()
@@ -84,7 +72,7 @@ struct SlowConsumerTests {
         defer { session.invalidateAndCancel() }
         let task = session.dataTask(with: server.url)
         task.resume()
-        #expect(await Self.eventually { delegate.bytesReceived > 1 << 20 })
+        try await eventually(.seconds(10), "1 MiB delivered") { delegate.bytesReceived > 1 << 20 }
         let cancelled = Date()
         task.cancel()
         try await Task.sleep(for: .milliseconds(300))
@@ -103,7 +91,7 @@ struct SlowConsumerTests {
         defer { session.invalidateAndCancel() }
         let url = server.url
         let waiting = Task { try await session.data(from: url) }
-        #expect(await Self.eventually { server.bytesWritten > 1 << 20 })
+        try await eventually(.seconds(10), "1 MiB sent") { server.bytesWritten > 1 << 20 }
         let cancelled = Date()
         waiting.cancel()
         await #expect(throws: (any Error).self) { _ = try await waiting.value }
