@@ -47,4 +47,20 @@ struct ReconnectScheduleTests {
         #expect(schedule.failed(at: Self.lost.addingTimeInterval(5)) == .giveUp)
         #expect(schedule.failed(at: Self.lost.addingTimeInterval(500)) == .giveUp)
     }
+
+    @Test("after an attempt that started courierd: only connections for the grace, from 20 ms again")
+    func afterStarting() {
+        var schedule = ReconnectSchedule(lost: Self.lost, now: Self.lost, timeout: 60, startGrace: 1)
+        var now = Self.lost.addingTimeInterval(2)
+        #expect(schedule.startsDaemon(at: now))
+        for _ in 0..<6 {
+            _ = schedule.failed(at: now)
+        }
+        // That attempt started one, and the connection still failed (it lost the lock to another, still starting).
+        now += 0.3
+        schedule.startedDaemon(at: now)
+        #expect(schedule.failed(at: now) == .tryAgain(after: ReconnectSchedule.firstPause))
+        #expect(!schedule.startsDaemon(at: now.addingTimeInterval(0.999)))
+        #expect(schedule.startsDaemon(at: now.addingTimeInterval(1)))
+    }
 }

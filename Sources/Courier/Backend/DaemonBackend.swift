@@ -483,11 +483,15 @@ final class DaemonBackend: TransferBackend {
         // Started again only where its state directory is still there: where it is gone (removed by the user, or
         // by a test that is over), a new courierd would know none of the session's tasks.
         let statePresent = FileManager.default.fileExists(atPath: opener.paths.stateDirectory.path)
-        switch opener.open(startingDaemon: schedule.startsDaemon(at: Date()) && statePresent) {
+        let starting = schedule.startsDaemon(at: Date()) && statePresent
+        switch opener.open(startingDaemon: starting) {
         case .success(let opened):
             adoptConnection(opened)
         case .failure(let error):
             var next = schedule
+            if starting {
+                next.startedDaemon(at: Date())
+            }
             switch next.failed(at: Date()) {
             case .tryAgain(let pause):
                 linkQueue.asyncAfter(deadline: .now() + pause) { [weak self, next] in self?.reconnectOnce(next) }
