@@ -62,12 +62,18 @@ struct BandwidthLimitTests {
             let taskRatio = taskBytes / (Double(taskRate) * seconds)
             #expect(sessionRatio > 0.9 && sessionRatio < 1.1, "session: \(sessionBytes) bytes in \(seconds) s")
             #expect(taskRatio > 0.9 && taskRatio < 1.1, "task: \(taskBytes) bytes in \(seconds) s")
-            // Every transfer of the session got a share.
+            // Every transfer of the session got a share: each on a connection of its own over HTTP/1.1. Over HTTP/2
+            // the three are streams of one connection, and which stream's bytes come next is the server's choice
+            // (libcurl 7.88 gives each stream a 32 MiB window, more than this test receives, and reads the
+            // connection in the order it was sent): the session's total is what the client holds there.
             var perTask: [Int: Int64] = [:]
             for case .wrote(let task, _, let total, _) in sessionDelegate.log.events {
                 perTask[task] = total
             }
-            #expect(perTask.count == 3 && perTask.values.allSatisfy { Double($0) > sessionBytes / 10 }, "\(perTask)")
+            #expect(perTask.count == 3, "\(perTask)")
+            if TestProtocol.current == .http1 {
+                #expect(perTask.values.allSatisfy { Double($0) > sessionBytes / 10 }, "\(perTask)")
+            }
         }
     }
 
