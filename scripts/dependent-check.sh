@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Proves that Courier can be required by version, as a user's package requires it:
-#   - clones this repository's committed HEAD into a temporary folder and tags it 1.0.0;
-#   - makes a scratch package that depends on it by file:// URL and `from: "1.0.0"` and uses the Courier product;
-#   - builds the README's Quick start as it is written (a target of the package);
+# Proves that Courier can be required as the README says, as a user's package requires it:
+#   - clones this repository's committed HEAD into a temporary folder, with no tag (as a clone comes), and resolves
+#     a package whose dependencies are the README's, word for word but for the clone's URL (a branch requirement);
+#   - tags the clone 0.2.0 as the README says to, and makes a scratch package that depends on it by file:// URL and
+#     `from: "0.2.0"` and uses the Courier product;
+#   - builds the README's Quick start as it is written (a target of the package) and runs it against a local server
+#     (its port in place of 8080): it must save big.iso whole and end;
 #   - builds it (SwiftPM refuses a package required by version whose targets use unsafe flags), checks that none
 #     of the test-only dependencies (NIO, TLS, certificates) nor courierd's parts (GRDB, CourierDaemon) was built,
 #     and runs it: a real download from a local server, compared byte for byte;
@@ -41,7 +44,32 @@ cleanup() {
 trap cleanup EXIT
 
 git clone -q "$repo_root" "$work/Courier"
-git -C "$work/Courier" tag 1.0.0
+# The README requires the branch main; the clone's checkout is that branch whatever this one's is called.
+git -C "$work/Courier" checkout -q -B main
+
+# The README's dependencies as written, on the tagless clone: they must resolve.
+log "the README's dependency lines on a clone without tags"
+mkdir -p "$work/AsWritten/Sources/AsWritten"
+readme_dependencies="$(awk '/^## Add Courier to your package/ { armed = 1 } armed && /^```swift$/ { inside = 1; next }
+    inside && /^```$/ { exit } inside { print }' "$repo_root/README.md")"
+if ! grep -q 'branch: "main"' <<<"$readme_dependencies"; then
+    echo "dependent-check: the README's dependency lines were not found (or no longer require the branch)" >&2
+    exit 1
+fi
+{
+    echo '// swift-tools-version:6.0'
+    echo 'import PackageDescription'
+    echo 'let package = Package('
+    echo '    name: "AsWritten",'
+    sed "s|file:///home/you/src/Courier|file://$work/Courier|" <<<"$readme_dependencies"
+    echo ')'
+} >"$work/AsWritten/Package.swift"
+sed -i 's/name: "App"/name: "AsWritten"/' "$work/AsWritten/Package.swift"
+echo 'import Courier' >"$work/AsWritten/Sources/AsWritten/main.swift"
+swift package --package-path "$work/AsWritten" resolve
+
+# Then as the README says to require a version: tag the clone.
+git -C "$work/Courier" tag 0.2.0
 
 mkdir -p "$work/Dependent/Sources/Dependent" "$work/files"
 cp -R "$repo_root/Examples/Sources/BackgroundDownloader" "$repo_root/Examples/Sources/PushDownloader" \
@@ -53,7 +81,7 @@ import PackageDescription
 let package = Package(
     name: "Dependent",
     dependencies: [
-        .package(url: "file://$work/Courier", from: "1.0.0"),
+        .package(url: "file://$work/Courier", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
@@ -89,16 +117,16 @@ try FileManager.default.moveItem(at: file, to: destination)
 session.finishTasksAndInvalidate()
 SOURCE
 
-# The README's Quick start, as it is written: built (not run: it names a server of its own).
+# The README's Quick start, as it is written: built here, run below.
 mkdir -p "$work/Dependent/Sources/QuickStart"
-awk '/^This compiles as it is/ { armed = 1 } armed && /^```swift$/ { inside = 1; next } inside && /^```$/ { exit }
+awk '/^## Quick start/ { armed = 1 } armed && /^```swift$/ { inside = 1; next } inside && /^```$/ { exit }
     inside { print }' "$repo_root/README.md" >"$work/Dependent/Sources/QuickStart/main.swift"
 if ! grep -q "Session(configuration" "$work/Dependent/Sources/QuickStart/main.swift"; then
     echo "dependent-check: the README's Quick start was not found" >&2
     exit 1
 fi
 
-log "swift build of a package that requires Courier 1.0.0 by URL"
+log "swift build of a package that requires Courier 0.2.0 by URL"
 swift build --package-path "$work/Dependent"
 built="$(swift build --package-path "$work/Dependent" --show-bin-path)"
 for module in NIOCore NIOSSL NIOHTTP2 X509 Crypto CourierTestSupport GRDB CourierDaemon CourierOpenAPI OpenAPIRuntime; do
@@ -119,6 +147,24 @@ if ! cmp -s "$work/files/payload.bin" "$work/received.bin"; then
     exit 1
 fi
 log "ok: built as a versioned dependency, no test-only or courierd module built, a 3 MB download intact"
+
+# The Quick start, run as a user runs it (its server's port in place of 8080): it saves big.iso and ends.
+log "the README's Quick start, run"
+head -c 5000000 /dev/urandom >"$work/files/big.iso"
+head -c 1000000 /dev/urandom >"$work/files/a.bin"
+printf 'hello\n' >"$work/files/hello.txt"
+sed -i "s|127.0.0.1:8080|127.0.0.1:$server_port|g" "$work/Dependent/Sources/QuickStart/main.swift"
+swift build --package-path "$work/Dependent" --product QuickStart
+mkdir -p "$work/quickstart"
+quick_status=0
+(cd "$work/quickstart" && timeout 60 "$built/QuickStart" >"$work/quickstart.log" 2>&1) || quick_status=$?
+if [ "$quick_status" -ne 0 ] || ! cmp -s "$work/files/big.iso" "$work/quickstart/big.iso" \
+    || ! grep -q "^saved .*big.iso" "$work/quickstart.log"; then
+    echo "dependent-check: the Quick start did not save big.iso whole and end (exit $quick_status):" >&2
+    tail -n 20 "$work/quickstart.log" >&2
+    exit 1
+fi
+log "ok: the Quick start saved big.iso ($(grep -c ' bytes$' "$work/quickstart.log") progress lines) and ended"
 
 # --- The background case -----------------------------------------------------------------------------------------
 log "swift build --product courierd, in the dependent"
