@@ -657,18 +657,21 @@ final class DaemonBackend: TransferBackend {
 
     /// Puts the daemon's finished file where the task expects its download: a hard link when both are on one file
     /// system, else a copy. The daemon's file stays until the acknowledgement (a replay after a crash needs it).
-    /// Returns why it could not, if it could not.
+    /// Returns why it could not, if it could not. The file gets the mode a file of this app gets (0666 less its
+    /// umask), as an in-process download's does, not courierd's.
     private func place(_ path: String, at sink: String?) -> CourierError? {
         guard let sink else {
             return nil
         }
         unlink(sink)
         guard link(path, sink) != 0 else {
+            chmod(sink, FileCreationMask.fileMode)
             return nil
         }
         let linkError = errno
         do {
             try FileManager.default.copyItem(atPath: path, toPath: sink)
+            chmod(sink, FileCreationMask.fileMode)
             return nil
         } catch {
             let gone = linkError == ENOENT

@@ -129,7 +129,9 @@ extension Engine: TransferBackend {
         }
         var sinkDescriptor: Int32 = -1
         if case .file(let path, let append) = spec.sink {
-            sinkDescriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (append ? 0 : O_TRUNC), 0o600)
+            // The mode any new file gets (0666 less the umask), so that the file an app moves out of the staging
+            // directory reads as one it made; the staging directory (0700) keeps it private meanwhile.
+            sinkDescriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (append ? 0 : O_TRUNC), 0o666)
             guard sinkDescriptor >= 0 else {
                 let error = CourierError(
                     .cannotCreateFile,
@@ -184,7 +186,7 @@ extension Engine: TransferBackend {
         case .cancel:
             cr_transfer_decide(pointer, transfer, CR_DECIDE_CANCEL, -1)
         case .toFile(let path):
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)  // As the sink above.
             guard descriptor >= 0 else {
                 let error = CourierError(
                     .cannotCreateFile,

@@ -338,7 +338,13 @@ final class SessionCore: Sendable {
 
     func makeStagingFile() -> Result<URL, CourierError> {
         do {
-            try FileManager.default.createDirectory(at: stagingDirectory, withIntermediateDirectories: true)
+            // 0700: the files in it are made with the usual mode (0666 less the umask) for the app to move, and
+            // must not be readable by other users while they are written (the temporary directory is shared).
+            try FileManager.default.createDirectory(
+                at: stagingDirectory,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         } catch {
             return .failure(CourierError(.cannotCreateFile, "cannot create the staging directory: \(error)"))
         }
