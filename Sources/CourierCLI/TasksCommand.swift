@@ -15,8 +15,8 @@ struct Tasks: ParsableCommand {
         discussion: """
             The rate is measured over half a second between two listings. A task leaves the list once its app has \
             heard that it ended; --all also shows those (kept by courierd for 7 days, the last 1000 of a session), \
-            with how each ended: completed, cancelled (cancelled: force-quit when the user force-quit its app), or \
-            failed: CODE.
+            with how each ended: completed, cancelled (cancelled: force-quit when the user force-quit its app), \
+            failed: CODE, or failed: HTTP STATUS when the server answered with an error.
 
             With --watch, the list is redrawn every half second with a progress bar per task (on a terminal; \
             elsewhere it is printed again every 2 seconds) until no task is left running or waiting; Ctrl-C stops \
@@ -90,7 +90,8 @@ struct Tasks: ParsableCommand {
                 bytes = Formatting.bar(moved, of: total, width: 22) + " " + percent + "  " + bytes
             }
             return [
-                row.session, "\(task.identifier)", stateName(task.state, outcome: task.outcome), bytes,
+                row.session, "\(task.identifier)",
+                stateName(task.state, outcome: task.outcome, status: task.statusCode), bytes,
                 row.bytesPerSecond.map(Formatting.rate) ?? "-",
                 task.waitingReason ?? task.taskDescription ?? row.url ?? "",
             ]
@@ -99,15 +100,17 @@ struct Tasks: ParsableCommand {
     }
 
     /// A completed task says how it ended: `completed`, `cancelled` (`cancelled: force-quit` when the user force-quit
-    /// its app), or `failed: <code>`.
-    static func stateName(_ raw: Int, outcome: CourierError? = nil) -> String {
+    /// its app), `failed: <code>`, or `failed: HTTP <status>` when the server answered with an error (a task that
+    /// URLSession counts as a success: the app has the response).
+    static func stateName(_ raw: Int, outcome: CourierError? = nil, status: Int? = nil) -> String {
         switch SessionTask.State(rawValue: raw) {
         case .running: "running"
         case .suspended: "waiting"
         case .canceling: "canceling"
         case .completed:
             switch outcome {
-            case nil: "completed"
+            case nil:
+                if let status, status >= 400 { "failed: HTTP \(status)" } else { "completed" }
             case let error? where error.code == .cancelled:
                 error.backgroundTaskCancelledReason == .userForceQuitApplication ? "cancelled: force-quit" : "cancelled"
             case let error?: "failed: \(error.code)"

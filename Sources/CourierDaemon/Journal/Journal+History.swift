@@ -136,6 +136,7 @@ extension IPCMessage.TaskSnapshot {
             return
         }
         outcome = completion.completion?.error
+        statusCode = completion.completion?.finalStatus
         countOfBytesReceived = completion.progress.received
         countOfBytesExpectedToReceive = completion.progress.expectedToReceive
         countOfBytesSent = completion.progress.sent

@@ -17,7 +17,11 @@ package final class DaemonCounters: Sendable {
         figures.withLock { figures in
             figures.bytesReceived += max(0, progress.received)
             figures.bytesSent += max(0, progress.sent)
-            let outcome = error == nil ? "success" : error?.code == .cancelled ? "cancelled" : "failure"
+            // An HTTP error is a success as URLSession counts it (the app has the response), but not as a user reads
+            // the figures.
+            let httpError = error == nil && (completion.finalStatus ?? 0) >= 400
+            let outcome =
+                httpError ? "HTTP error" : error == nil ? "success" : error?.code == .cancelled ? "cancelled" : "failure"
             figures.completed[outcome, default: 0] += 1
             if let error, error.code != .cancelled {
                 figures.failures["\(error.code)", default: 0] += 1

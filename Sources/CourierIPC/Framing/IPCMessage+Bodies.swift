@@ -348,6 +348,9 @@ extension IPCMessage {
         package var outcome: CourierError?
         /// When its app heard of its end; set on the tasks of the history only (``ListTasks/includesEnded``).
         package var endedAt: Date?
+        /// The status of a completed task's final response, when one arrived (`outcome` is nil for a 404: the
+        /// task succeeded as URLSession counts it).
+        package var statusCode: Int?
 
         package init(
             identifier: Int,
@@ -549,7 +552,11 @@ extension IPCMessage {
             response: BackgroundResponse?,
             progress: TransferProgress
         ) -> BackgroundEvent {
-            let completion = TransferCompletion(error: error, metrics: response?.metrics ?? TransferMetrics())
+            let completion = TransferCompletion(
+                error: error,
+                metrics: response?.metrics ?? TransferMetrics(),
+                finalStatus: response?.status
+            )
             return BackgroundEvent(.complete(completion), progress: progress)
         }
 

@@ -26,17 +26,22 @@ package struct TransferCompletion: Codable, Sendable, Equatable {
     package var metrics = TransferMetrics()
     /// The digest of those `bytesOnDisk` bytes, when the transfer computed one (``TransferSpec/digest``).
     package var digest: Checksum?
+    /// The status of the final response, when one arrived: set by courierd, which keeps it with the task's end so
+    /// that a listing says how a task that "succeeded" with an HTTP error ended (`failed: HTTP 404`).
+    package var finalStatus: Int?
 
     package init(
         error: CourierError?,
         bytesOnDisk: Int64 = 0,
         metrics: TransferMetrics = TransferMetrics(),
-        digest: Checksum? = nil
+        digest: Checksum? = nil,
+        finalStatus: Int? = nil
     ) {
         self.error = error
         self.bytesOnDisk = bytesOnDisk
         self.metrics = metrics
         self.digest = digest
+        self.finalStatus = finalStatus
     }
 
     package var succeeded: Bool { error == nil }
