@@ -328,6 +328,7 @@ else
 fi
 
 # --- curl's and wget's habits: -o FILE, -O, -i LIST, --retry ------------------------------------------------
+mkdir -p "$work/named"
 run ofile get -o "$work/named/one-copy.bin" "$base/one.bin"
 run ofile-again get -o "$work/named/one-copy.bin" "$base/two.bin"
 if [ "$rc" -eq 0 ] && cmp -s "$files/two.bin" "$work/named/one-copy.bin" \
@@ -435,7 +436,10 @@ fi
 
 # --- SIGHUP (the terminal closed) ----------------------------------------------------------------------------
 out="$work/out-hangup"
-"$courier" get -P "$out" "$slow_url" >"$work/hangup.out" 2>"$work/hangup.err" </dev/null &
+# With SIGHUP's default disposition: a run under nohup (or any parent ignoring it) passes the ignoring on, and courier
+# keeps a hangup ignored then, as nohup asks.
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+    "$courier" get -P "$out" "$slow_url" >"$work/hangup.out" 2>"$work/hangup.err" </dev/null &
 courier_pid=$!
 sleep 1.5
 kill -HUP "$courier_pid" 2>/dev/null
@@ -454,6 +458,53 @@ if [ "$rc" -eq 0 ] && cmp -s "$files/slow.bin" "$out/slow.bin" && grep -q "resum
     pass "-C - (curl's --continue) after SIGHUP resumes and completes the file"
 else
     fail "-C - (curl's --continue) after SIGHUP resumes and completes the file" "$(show hangup-continue)"
+fi
+
+# --- curl's promises: what is kept on an interrupt, output directories, error text --------------------------------
+# A server without validators or ranges (as python3 -m http.server serves): an interrupted download cannot be resumed,
+# so nothing is kept, and the run says why instead of promising a --continue.
+out="$work/out-plain"
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+    "$courier" get -P "$out" "$base/slow.bin?rate=524288&plain=1" >"$work/plain.out" 2>"$work/plain.err" </dev/null &
+courier_pid=$!
+sleep 1.5
+kill -INT "$courier_pid" 2>/dev/null
+rc=0
+wait "$courier_pid" || rc=$?
+if [ "$rc" -eq 130 ] && grep -q "^slow.bin: nothing kept: the server does not say it serves byte ranges" "$work/plain.out" \
+    && [ -z "$(ls -A "$out")" ] && ! grep -qi "keeping partial" "$work/plain.out" "$work/plain.err"; then
+    pass "an interrupted download that cannot be resumed keeps nothing, and says why"
+else
+    fail "an interrupted download that cannot be resumed keeps nothing, and says why" "$(show plain)" "$(ls -A "$out")"
+fi
+
+run missing-dir get -o "$work/no/such/dir/one.bin" "$base/one.bin"
+if [ "$rc" -eq 1 ] && grep -q "^error: cannot save to .*: $work/no/such/dir does not exist (--create-dirs creates it)" \
+    "$work/missing-dir.err" && [ ! -e "$work/no" ]; then
+    pass "-o into a missing directory fails (exit 1), as curl does, and creates nothing"
+else
+    fail "-o into a missing directory fails (exit 1), as curl does, and creates nothing" "$(show missing-dir)"
+fi
+run create-dirs get --create-dirs -o "$work/made/dir/one.bin" "$base/one.bin"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/made/dir/one.bin"; then
+    pass "--create-dirs -o creates the missing directories"
+else
+    fail "--create-dirs -o creates the missing directories" "$(show create-dirs)"
+fi
+touch "$work/a-file"
+run under-file get -P "$work/a-file/sub" "$base/one.bin"
+if [ "$rc" -eq 1 ] && grep -q "^error: cannot create directory $work/a-file/sub: Not a directory" "$work/under-file.err" \
+    && ! grep -q "Domain" "$work/under-file.err"; then
+    pass "-P under a file: the system's reason (Not a directory), never a Foundation domain and number"
+else
+    fail "-P under a file: the system's reason (Not a directory), never a Foundation domain and number" \
+        "$(show under-file)"
+fi
+run bad-option get --no-such-option "$base/one.bin"
+if [ "$rc" -eq 64 ] && grep -q "^error: " "$work/bad-option.err" && ! grep -q "^Error:" "$work/bad-option.err"; then
+    pass "a bad argument: exit 64, written 'error:' as every other error line"
+else
+    fail "a bad argument: exit 64, written 'error:' as every other error line" "$(show bad-option)"
 fi
 
 # --- put --------------------------------------------------------------------------------------------------------
@@ -535,7 +586,7 @@ requests_before="$(wc -l <"$work/requests.log")"
 bad_ok=1
 for bad in "ftp://127.0.0.1:$server_port/uploads/" "http://[::1/x" "not a url" "http:///uploads/"; do
     run putbad put "$files/one.bin" "$bad"
-    if [ "$rc" -ne 64 ] || ! grep -qF "Error: '$bad'" "$work/putbad.err"; then
+    if [ "$rc" -ne 64 ] || ! grep -qF "error: '$bad'" "$work/putbad.err"; then
         bad_ok=0
         fail "put to a bad URL ($bad) is a usage error (exit 64)" "$(show putbad)"
     fi
@@ -578,10 +629,10 @@ if [ -x "$courierd" ]; then
     export XDG_RUNTIME_DIR="$work/xdg-run" XDG_STATE_HOME="$work/xdg-state"
     mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
     run status-down daemon status
-    if [ "$rc" -eq 3 ] && grep -q "not running" "$work/status-down.out"; then
-        pass "courier daemon status: not running (exit 3)"
+    if [ "$rc" -eq 3 ] && grep -q "not running .*start it with \`courier daemon start\`" "$work/status-down.out"; then
+        pass "courier daemon status: not running (exit 3), and what to run"
     else
-        fail "courier daemon status: not running (exit 3)" "$(show status-down)"
+        fail "courier daemon status: not running (exit 3), and what to run" "$(show status-down)"
     fi
     "$courierd" 2>"$work/courierd.log" &
     courierd_pid=$!
@@ -627,7 +678,7 @@ if [ -x "$courierd" ]; then
     # courier get --background: handed to courierd, which goes on after the command exits and after its own SIGKILL;
     # courierd launches courier in the background to save the files where they were asked for.
     run bg get --background -P "$work/out-bg" "$base/one.bin" "$base/slow.bin?rate=1500000"
-    if [ "$rc" -eq 0 ] && [ "$(grep -c "^task [0-9]*: " "$work/bg.out")" -eq 2 ] && grep -q "handed 2 of 2" "$work/bg.out"
+    if [ "$rc" -eq 0 ] && [ "$(grep -c "^task [0-9]*: " "$work/bg.out")" -eq 2 ] && grep -q "handed 2 downloads" "$work/bg.out"
     then
         pass "courier get --background hands the downloads to courierd and returns with their task numbers"
     else
@@ -698,6 +749,18 @@ if [ -x "$courierd" ]; then
         fail "courier put --background: courierd uploads the file, and the relaunched courier logs it" "$(show bg-put)" \
             "$("$courier" logs courier --lines 10 2>&1)"
     fi
+    # --wait: the command stays, saves what courierd finished, and an HTTP error fails it as in-process.
+    run bg-wait get --background --wait -P "$work/out-bg-wait" "$base/one.bin" "$base/status/404"
+    rc_wait=$rc
+    run bg-wait-all tasks courier.transfers --all
+    if [ "$rc_wait" -eq 1 ] && [ "$rc" -eq 0 ] && grep -q "^error: $base/status/404: HTTP 404" "$work/bg-wait.out" \
+        && cmp -s "$files/one.bin" "$work/out-bg-wait/one.bin" && [ ! -e "$work/out-bg-wait/404" ] \
+        && grep -q "failed: HTTP 404 .*$work/out-bg-wait/404" "$work/bg-wait-all.out"; then
+        pass "get --background --wait: saves the good file, exits 1 for the 404, and tasks says failed: HTTP 404"
+    else
+        fail "get --background --wait: saves the good file, exits 1 for the 404, and tasks says failed: HTTP 404" \
+            "$(show bg-wait)" "$(show bg-wait-all)"
+    fi
     run bg-refused get --background --force -P "$work/out-bg" "$base/one.bin"
     if [ "$rc" -eq 64 ] && grep -q -- "--background does not take --force" "$work/bg-refused.err"; then
         pass "--background refuses the options courierd decides itself"
@@ -715,11 +778,28 @@ if [ -x "$courierd" ]; then
         fail "courier daemon stop: courierd exits 0 and removes its socket" "$(show stop)" "courierd exit $courierd_rc"
     fi
 
-    # courier daemon install (no systemd user manager here: the binary is placed and courierd started), uninstall.
+    # A command that needs courierd starts it when none answers (queued transfers go on from then), and says so.
+    COURIERD="$courierd" run autostart tasks
+    if [ "$rc" -eq 0 ] && grep -q "courierd was not running: started it" "$work/autostart.err" \
+        && [ -S "$XDG_RUNTIME_DIR/courier/courierd.sock" ]; then
+        pass "courier tasks with no courierd running starts one, and says so"
+    else
+        fail "courier tasks with no courierd running starts one, and says so" "$(show autostart)"
+    fi
+    run stop-autostarted daemon stop
+    for _ in $(seq 1 100); do
+        [ -S "$XDG_RUNTIME_DIR/courier/courierd.sock" ] || break
+        sleep 0.05
+    done
+
+    # courier daemon install under a private HOME: the binary placed, the units written and enabled for login (where
+    # systemd is installed: `systemctl --user enable` needs no running manager), and, no user manager answering here,
+    # courierd started directly; uninstall undoes it.
     export HOME="$work/home"
     mkdir -p "$HOME"
     COURIERD="$courierd" run install daemon install
     installed="$HOME/.local/bin/courierd"
+    units="$HOME/.config/systemd/user"
     run status-installed daemon status --json
     if [ -x "$installed" ] && grep -q "\"executable\" : \"$installed\"" "$work/status-installed.out"; then
         pass "courier daemon install: courierd placed in ~/.local/bin and the installed one runs"
@@ -727,12 +807,23 @@ if [ -x "$courierd" ]; then
         fail "courier daemon install: courierd placed in ~/.local/bin and the installed one runs" \
             "$(show install)" "$(show status-installed)"
     fi
+    if command -v systemctl >/dev/null; then
+        if [ "$(readlink -f "$units/default.target.wants/courierd.service")" = "$units/courierd.service" ] \
+            && [ "$(readlink -f "$units/sockets.target.wants/courierd.socket")" = "$units/courierd.socket" ] \
+            && grep -q "^ExecStart=$installed$" "$units/courierd.service"; then
+            pass "courier daemon install: courierd.service enabled at login and courierd.socket enabled"
+        else
+            fail "courier daemon install: courierd.service enabled at login and courierd.socket enabled" \
+                "$(show install)" "$(find "$units" 2>&1)"
+        fi
+    fi
     run uninstall daemon uninstall
     run status-uninstalled daemon status
-    if [ "$rc" -eq 3 ] && [ ! -e "$installed" ]; then
-        pass "courier daemon uninstall: courierd stopped and removed"
+    if [ "$rc" -eq 3 ] && [ ! -e "$installed" ] && [ -z "$(find "$units" -name 'courierd*' 2>/dev/null)" ]; then
+        pass "courier daemon uninstall: courierd stopped, its binary and units removed"
     else
-        fail "courier daemon uninstall: courierd stopped and removed" "$(show uninstall)" "$(show status-uninstalled)"
+        fail "courier daemon uninstall: courierd stopped, its binary and units removed" "$(show uninstall)" \
+            "$(show status-uninstalled)" "$(find "$units" 2>&1)"
     fi
 
     # Socket activation: systemd-socket-activate holds the socket and starts courierd at the first connection.

@@ -105,7 +105,7 @@ for url in "${urls[@]}"; do
 done
 log "part 2: handing the same ${#background_urls[@]} files to courierd: courier get --background -P $background_out"
 "$courier" get --background -P "$background_out" "${background_urls[@]}" >"$work/handed.out"
-log "courier returned at once: $(tail -1 "$work/handed.out" | cut -d: -f1); courierd downloads them without it"
+log "courier returned at once: $(tail -1 "$work/handed.out" | cut -d';' -f1); courierd downloads them without it"
 sleep 1
 courierd_pid="$(sed -n 's/.*"pid" : \([0-9]*\).*/\1/p' <("$courier" daemon status --json))"
 "$courier" tasks courier.transfers | awk 'NR == 1 || /running/' | head -8

@@ -108,7 +108,7 @@ struct Daemon: ParsableCommand {
         func run() throws {
             let paths = DaemonPaths.current
             var report = Report(running: false, socket: paths.socket.path, sessions: 0, activeTasks: 0, pendingEvents: 0)
-            if let connection = try? DaemonClient.connect() {
+            if let connection = try? DaemonClient.connect(startingDaemon: false) {
                 defer { connection.close() }
                 report.running = true
                 if case .sessions(let sessions) = try DaemonClient.request(connection, { .listSessions(.init(request: $0)) }) {
@@ -138,8 +138,9 @@ struct Daemon: ParsableCommand {
                 print("  state:     \(report.stateDirectory ?? "?")")
                 print("  uptime:    \(report.uptimeSeconds.map { Formatting.seconds(Double($0)) } ?? "?")")
                 print(
-                    "  \(report.sessions) sessions, \(report.activeTasks) active tasks, "
-                        + "\(report.pendingEvents) pending events"
+                    "  \(Formatting.count(report.sessions, "session")), "
+                        + "\(Formatting.count(report.activeTasks, "active task")), "
+                        + "\(Formatting.count(report.pendingEvents, "pending event"))"
                 )
                 if let figures = report.figures {
                     let ended = figures.completed.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
@@ -158,7 +159,7 @@ struct Daemon: ParsableCommand {
                     )
                 }
             } else {
-                print("courierd is not running (no answer at \(report.socket))")
+                print("courierd is not running (no answer at \(report.socket)): \(DaemonClient.startHint)")
             }
             if !report.running {
                 throw ExitCode(3)
@@ -172,7 +173,10 @@ struct Daemon: ParsableCommand {
         )
 
         func run() throws {
-            let connection = try DaemonClient.connect()
+            guard let connection = try? DaemonClient.connect(startingDaemon: false) else {
+                print("courierd is not running")
+                return
+            }
             defer { connection.close() }
             _ = try DaemonClient.request(connection) { .stopDaemon(.init(request: $0)) }
             print("courierd is stopping")

@@ -1,5 +1,10 @@
 import ArgumentParser
 import CourierIPC
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `courier` command-line tool: transfers with Courier sessions, and the steering of courierd.
 ///
@@ -17,4 +22,21 @@ struct CourierCommand: AsyncParsableCommand {
         // `courier URL…` is `courier get URL…`, as curl and wget take URLs directly.
         defaultSubcommand: Get.self
     )
+}
+
+extension CourierCommand {
+    /// Ends the process for `error` as ArgumentParser does (its message, usage for a bad argument, its exit status),
+    /// but written `error: …` like every other error line of the tool.
+    static func exit(reporting error: any Error) -> Never {
+        let code = exitCode(for: error)
+        guard code != .success else {
+            exit(withError: error)  // --help, --version
+        }
+        var message = fullMessage(for: error)
+        if message.hasPrefix("Error: ") {
+            message = "error: " + message.dropFirst("Error: ".count)
+        }
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        Glibc.exit(code.rawValue)
+    }
 }

@@ -1,14 +1,35 @@
 import Courier
+import CourierIPC
 import Foundation
 
-/// What the background-service subcommands share: a connection to this user's courierd (never started by them),
-/// its requests, and the two output forms (a table on a terminal, JSON with `--json`).
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the background-service subcommands share: a connection to this user's courierd, its requests, and the two
+/// output forms (a table on a terminal, JSON with `--json`).
 enum DaemonClient {
-    /// Connects to the running courierd; a daemon that is not running is a clear error, not a start.
-    static func connect() throws -> DaemonConnection {
-        switch DaemonConnection.open(paths: DaemonPaths.current, app: "courier", startingDaemon: false) {
+    /// What to run when courierd is not running, for the messages that say so.
+    static let startHint = "start it with `courier daemon start`, or make it a service that starts at login with "
+        + "`courier daemon install`"
+
+    /// Connects to courierd, starting it when none answers (as a background session does: the queued transfers go
+    /// on from then), and says so on standard error. With `startingDaemon` false, a courierd that is not running is
+    /// an error that says what to run.
+    static func connect(startingDaemon: Bool = true) throws -> DaemonConnection {
+        let paths = DaemonPaths.current
+        let wasRunning = UnixSocket.connect(to: paths.socket.path).map { descriptor in
+            close(descriptor)
+            return true
+        } ?? false
+        switch DaemonConnection.open(paths: paths, app: "courier", startingDaemon: startingDaemon) {
         case .success(let connection):
+            if !wasRunning {
+                FileHandle.standardError.write(Data("courierd was not running: started it\n".utf8))
+            }
             return connection
+        case .failure(let error) where !startingDaemon:
+            throw CommandFailure(description: "\(error.message); \(startHint)")
         case .failure(let error):
             throw CommandFailure(description: error.message)
         }

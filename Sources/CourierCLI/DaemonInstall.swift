@@ -7,20 +7,41 @@ import Foundation
 import Glibc
 #endif
 
-/// `courier daemon install|uninstall|start`: courierd as a user service. Where a systemd user manager runs, install
-/// places the binary in `~/.local/bin` and a socket unit that owns courierd's socket (systemd starts courierd at the
-/// first connection and again after a crash or a reboot); elsewhere it places the binary and starts courierd.
+/// `courier daemon install|uninstall|start`: courierd as a user service. Install places the binary in `~/.local/bin`;
+/// where systemd is, it writes and enables a socket unit that owns courierd's socket (systemd starts courierd at the
+/// first connection, and again after a crash) and a service enabled at login (courierd goes on with queued transfers
+/// after a reboot without waiting for a client). `--linger` keeps the user's manager, and courierd, running after
+/// logout. Without a user manager running now, courierd is started directly (the units take effect at the next
+/// login, where a manager runs then); `courier` commands and background sessions start it whenever none answers.
 extension Daemon {
     struct Install: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Install courierd for this user: ~/.local/bin/courierd, and systemd --user units where they run."
+            abstract: "Install courierd for this user: ~/.local/bin/courierd, started at login where systemd runs.",
+            discussion: """
+                Where systemd is installed, writes courierd.socket and courierd.service in \
+                ~/.config/systemd/user and enables both: courierd starts at login and goes on with queued transfers, \
+                and at the first connection if it stopped. With a user manager running, it starts them now; without \
+                one (a container, a session without systemd --user), it starts courierd directly. With --linger, \
+                `loginctl enable-linger` keeps the user's manager running after logout, so transfers go on after \
+                the last session ends and start at boot. Elsewhere, or with --no-systemd, it places the binary and \
+                starts courierd; `courier` commands and background sessions start it again when none answers.
+                """
         )
 
         @Option(help: "The courierd to install (default: $COURIERD, beside courier, or on PATH).")
         var courierd: String?
 
-        @Flag(help: "Do not use systemd even where it runs: place the binary and start courierd.")
+        @Flag(help: "Do not use systemd even where it is installed: place the binary and start courierd.")
         var noSystemd = false
+
+        @Flag(help: "Keep courierd running after logout and start it at boot (loginctl enable-linger).")
+        var linger = false
+
+        func validate() throws {
+            if linger && noSystemd {
+                throw ValidationError("--linger keeps systemd's user manager running: it does not go with --no-systemd.")
+            }
+        }
 
         func run() throws {
             let source = try courierd ?? DaemonLauncher.executable().orThrow(
@@ -29,13 +50,28 @@ extension Daemon {
             let installed = UserService.binary
             try UserService.place(source, at: installed)
             print("installed \(installed.path)")
-            if !noSystemd, UserService.systemdRuns {
-                try UserService.writeUnits(executable: installed.path)
-                try UserService.systemctl(["daemon-reload"])
-                try UserService.systemctl(["enable", "--now", "courierd.socket"])
-                print("enabled courierd.socket (systemd --user starts courierd at the first connection)")
-            } else {
+            guard !noSystemd, UserService.systemdInstalled else {
                 try UserService.startDirectly(installed.path)
+                print("courier commands and background sessions start courierd when none answers")
+                return
+            }
+            try UserService.writeUnits(executable: installed.path)
+            // `enable` only links the units into sockets.target and default.target: it needs no running manager.
+            try UserService.systemctl(["enable", "courierd.socket", "courierd.service"], quiet: true)
+            print("enabled courierd.socket and courierd.service: courierd starts at login and resumes queued transfers")
+            if UserService.systemdRuns {
+                try UserService.systemctl(["daemon-reload"])
+                // A courierd started by hand holds the lock, and systemd's would stop at once: it stops, and its
+                // transfers go on in systemd's.
+                UserService.stopRunning()
+                try UserService.systemctl(["start", "courierd.socket", "courierd.service"])
+                print("started courierd.service")
+            } else {
+                print("no systemd user manager answers now: the units take effect at the next login; starting courierd")
+                try UserService.startDirectly(installed.path)
+            }
+            if linger {
+                try UserService.enableLinger()
             }
         }
     }
@@ -46,8 +82,9 @@ extension Daemon {
         )
 
         func run() throws {
-            if UserService.systemdRuns, UserService.unitsInstalled {
-                _ = try? UserService.systemctl(["disable", "--now", "courierd.socket", "courierd.service"])
+            if UserService.systemdInstalled, UserService.unitsInstalled {
+                let now = UserService.systemdRuns ? ["--now"] : []
+                _ = try? UserService.systemctl(["disable"] + now + ["courierd.socket", "courierd.service"], quiet: true)
             }
             UserService.stopRunning()
             for file in [UserService.socketUnit, UserService.serviceUnit, UserService.binary]
@@ -107,6 +144,28 @@ enum UserService {
     /// Whether this user's systemd manager answers.
     static var systemdRuns: Bool {
         (try? systemctl(["show-environment"], quiet: true)) != nil
+    }
+
+    /// Whether systemd is installed (`systemctl` on PATH), running now or not: its units can be written and enabled.
+    static var systemdInstalled: Bool {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/systemctl") }
+    }
+
+    /// `loginctl enable-linger`: the user's manager runs from boot and after logout (systemd-logind's).
+    static func enableLinger() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["loginctl", "enable-linger", NSUserName()]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CommandFailure(
+                description: "loginctl enable-linger \(NSUserName()) failed (it needs systemd-logind; as another "
+                    + "user, an administrator runs it): courierd runs while you are logged in"
+            )
+        }
+        print("enabled lingering: courierd starts at boot and goes on after logout (`loginctl disable-linger` undoes it)")
     }
 
     /// Copies `source` to `destination` (executable), unless they are the same file.

@@ -152,7 +152,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         }
         for (index, task) in running {
             task.cancel(byProducingResumeData: { [self] data in
-                resumeDataArrived(data, for: index)
+                resumeDataArrived(data, for: index, from: task)
             })
         }
     }
@@ -450,9 +450,13 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         state.withLock { $0.reports.append(report) }
     }
 
-    private func resumeDataArrived(_ data: Data?, for index: Int) {
+    private func resumeDataArrived(_ data: Data?, for index: Int, from task: DownloadTask) {
         if let data {
             keep(data, for: index)
+        } else if task.countOfBytesReceived > 0 {
+            let reason = Self.whyNotResumable(task.response as? HTTPURLResponse)
+            let report = Report.notice("\(plans[index].name): nothing kept: \(reason)")
+            state.withLock { $0.reports.append(report) }
         }
         let done = state.withLock { state -> Bool in
             state.awaitingResumeData.remove(index)
@@ -462,6 +466,30 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
             finishInterrupted(index)
         }
         events.yield(.changed)
+    }
+
+    /// Why a stopped download gave no resume data, from what its response said (a server without a validator, as
+    /// `python3 -m http.server` is, or an encoded body); `docs/resume-data.md` has the rules.
+    static func whyNotResumable(_ response: HTTPURLResponse?) -> String {
+        guard let response else {
+            return "no response yet"
+        }
+        if let coding = response.value(forHTTPHeaderField: "Content-Encoding"), coding.lowercased() != "identity" {
+            return "the body came encoded (Content-Encoding: \(coding)), which cannot be resumed"
+        }
+        if response.statusCode != 206,
+            response.value(forHTTPHeaderField: "Accept-Ranges")?.lowercased().contains("bytes") != true
+        {
+            return "the server does not say it serves byte ranges (Accept-Ranges: bytes), so it cannot be resumed"
+        }
+        let etag = response.value(forHTTPHeaderField: "ETag")
+        if etag == nil || etag?.hasPrefix("W/") == true {
+            if response.value(forHTTPHeaderField: "Last-Modified") == nil {
+                return "the server sent no strong ETag or Last-Modified, so a resumed download could not be checked"
+            }
+            return "the server sent no strong ETag, and its Last-Modified is too recent to check a resumed download by"
+        }
+        return "the server's response cannot be resumed"
     }
 
     private func finishInterrupted(_ index: Int) {

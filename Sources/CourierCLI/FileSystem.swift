@@ -59,20 +59,31 @@ enum FileSystem {
         return .success(Int64(info.st_size))
     }
 
-    /// Creates `url` as a directory (and its parents) unless it is one already.
+    /// Creates `url` as a directory (and its parents, as `mkdir -p`) unless it is one already; the error names the
+    /// path that failed and why, as the system says it ("Not a directory" under a file).
     static func makeDirectory(_ url: URL) throws(Failure) {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw Failure(description: "\(url.path) exists and is not a directory")
+        let path = url.standardizedFileURL.path
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw Failure(description: "\(path) exists and is not a directory")
             }
             return
         }
-        do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        } catch {
-            throw Failure(description: "cannot create directory \(url.path): \(reason(error))")
+        let missing = errno == ENOENT
+        let parent = (path as NSString).deletingLastPathComponent
+        if missing, !parent.isEmpty, parent != path {
+            try makeDirectory(URL(fileURLWithPath: parent))
         }
+        guard mkdir(path, 0o777) == 0 || errno == EEXIST else {
+            throw Failure(description: "cannot create directory \(path): \(describe(errno: errno))")
+        }
+    }
+
+    /// Whether `url` is an existing directory (a symbolic link to one counts).
+    static func isDirectory(_ url: URL) -> Bool {
+        var info = stat()
+        return stat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// Moves `source` to `destination`, replacing what is there (`--force`). Both must be on one file system.
@@ -181,7 +192,16 @@ enum FileSystem {
         String(cString: strerror(code))
     }
 
-    private static func reason(_ error: any Error) -> String {
-        (error as NSError).localizedDescription
+    /// The system's words for a Foundation file error: the POSIX error under it ("No such file or directory"), never
+    /// a domain and a number.
+    static func reason(_ error: any Error) -> String {
+        var current: NSError? = error as NSError
+        while let nsError = current {
+            if nsError.domain == NSPOSIXErrorDomain {
+                return describe(errno: Int32(nsError.code))
+            }
+            current = nsError.userInfo[NSUnderlyingErrorKey] as? NSError
+        }
+        return (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
     }
 }

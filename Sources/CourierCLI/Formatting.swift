@@ -1,7 +1,7 @@
 import Foundation
 
-/// Number formatting for progress lines and the summary. Sizes are binary (KiB, MiB, GiB), rates decimal
-/// (MB/s = 10^6 bytes per second), as the summary promises.
+/// Number formatting for progress lines and the summary. Sizes and rates are binary alike (KiB, MiB, GiB; KiB/s,
+/// MiB/s = 2^20 bytes per second), so that a size and its rate read in one unit.
 enum Formatting {
     static func bytes(_ count: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
@@ -18,11 +18,16 @@ enum Formatting {
     }
 
     static func rate(_ bytesPerSecond: Double) -> String {
-        let megabytes = bytesPerSecond / 1_000_000
-        if megabytes >= 0.9995 {
-            return String(format: "%.1f MB/s", megabytes)
+        let mebibytes = bytesPerSecond / 1_048_576
+        if mebibytes >= 0.9995 {
+            return String(format: "%.1f MiB/s", mebibytes)
         }
-        return String(format: "%.0f kB/s", bytesPerSecond / 1000)
+        return String(format: "%.0f KiB/s", bytesPerSecond / 1024)
+    }
+
+    /// `count` and `noun`, plural unless one: "1 download", "0 downloads", "3 sessions".
+    static func count(_ count: Int, _ noun: String) -> String {
+        "\(count) \(noun)\(count == 1 ? "" : "s")"
     }
 
     static func seconds(_ seconds: Double) -> String {

@@ -17,7 +17,8 @@ struct Get: AsyncParsableCommand {
             nothing is left. A name the response gives in Content-Disposition (filename*=, else filename=) is used \
             instead, made safe by the same rules (--no-content-disposition ignores it). An existing file is never \
             replaced: the new one is saved as NAME-1, NAME-2, ... (before the extension) unless --force is given. \
-            With -o FILE (one URL), the download is saved as FILE exactly, replacing it, as curl -o does.
+            With -o FILE (one URL), the download is saved as FILE exactly, replacing it, as curl -o does; its \
+            directory must exist unless --create-dirs is given (as in curl). -P DIR is created when missing.
 
             An HTTP status other than 2xx (such as 401 or 404, even with an empty body) fails the URL: \
             nothing is saved for it. So does a file whose SHA-256 or SHA-512 is not the one --checksum gives, or not \
@@ -26,16 +27,19 @@ struct Get: AsyncParsableCommand {
             or refused connection, HTTP 408, 429, 500, 502, 503 or 504) is tried again up to N times, after 1 s, \
             2 s, 4 s, ... (or the server's Retry-After, up to 60 s), from the bytes it has when the server allows.
 
-            An interrupted download (Ctrl-C, SIGTERM, SIGHUP, or a failure after which the server allows resuming) \
-            is kept as NAME.part, with its Courier resume data in NAME.part.resume. Run the same command \
-            again with --continue to go on from there.
+            An interrupted download (Ctrl-C, SIGTERM, SIGHUP, or a failure) is kept as NAME.part, with its \
+            Courier resume data in NAME.part.resume, when the server allows resuming it (byte ranges, and a strong \
+            ETag or Last-Modified to check the rest against); run the same command again with --continue to go on \
+            from there. Otherwise nothing is kept, and the run says why.
 
             With --background, the downloads are handed to courierd and the command returns at once, printing each \
             task's number: they go on after it exits, after the terminal closes, and after courierd is killed and \
             started again. courierd launches courier in the background when they end, and it saves each file where \
             the command said (chosen from the URL when it was handed over; a file that appeared there meanwhile is \
             never replaced: NAME-N). `courier tasks courier.transfers` shows them, `courier logs courier` what \
-            became of each.
+            became of each. With --wait, the command stays until they end instead, saves the files itself, and exits \
+            as an in-process run does (1 when one failed, an HTTP error included); stopped meanwhile, it leaves them \
+            to courierd.
 
             On a terminal, progress is one line per running transfer, redrawn in place, on standard error. \
             Otherwise it is one line per saved file and a "progress:" line every 2 seconds. A summary line \
@@ -57,9 +61,12 @@ struct Get: AsyncParsableCommand {
 
     @Option(
         name: [.customShort("P"), .customLong("output-dir")],
-        help: ArgumentHelp("The directory to save into; created when missing.", valueName: "dir")
+        help: ArgumentHelp("The directory to save into; created when missing (as wget's -P).", valueName: "dir")
     )
     var outputDirectory: String = "."
+
+    @Flag(help: "Create the missing directories of -o FILE (without it, a missing one is an error, as in curl).")
+    var createDirs = false
 
     @Flag(
         name: [.customShort("O"), .customLong("remote-name")],
@@ -145,6 +152,11 @@ struct Get: AsyncParsableCommand {
     )
     var background = false
 
+    @Flag(
+        help: "With --background: wait for the downloads to end, saving them; exit 1 if one failed (HTTP errors too)."
+    )
+    var wait = false
+
     @Flag(name: [.short, .long], help: "Print errors and warnings only.")
     var quiet = false
 
@@ -177,6 +189,9 @@ struct Get: AsyncParsableCommand {
         }
         if outputFile != nil && (urls.count != 1 || inputFile != nil) {
             throw ValidationError("-o FILE saves one URL; for several, give a directory with -P DIR.")
+        }
+        if wait && !background {
+            throw ValidationError("--wait waits for downloads handed to courierd: give --background too.")
         }
         if background {
             let refused = [
@@ -248,13 +263,22 @@ struct Get: AsyncParsableCommand {
         _ = FileSystem.creationMask  // Read the umask before any other thread runs.
         let urls = try allURLs()
         let (directory, fileName) = destination
+        if fileName != nil, !createDirs, !FileSystem.isDirectory(directory) {
+            let why = FileSystem.entryExists(directory) ? "is not a directory" : "does not exist"
+            throw CommandFailure(description: "cannot save to \(outputFile ?? ""): \(directory.path) \(why)"
+                + (why == "does not exist" ? " (--create-dirs creates it)" : ""))
+        }
+        do {
+            try FileSystem.makeDirectory(directory)
+        } catch {
+            throw CommandFailure(description: error.description)
+        }
         if background {
             try await handToCourierd(urls, directory: directory, fileName: fileName)
             return
         }
         let staging = directory.appendingPathComponent(".courier-tmp-\(getpid())", isDirectory: true)
         do {
-            try FileSystem.makeDirectory(directory)
             try FileSystem.makeDirectory(staging)
         } catch {
             throw CommandFailure(description: error.description)
@@ -281,7 +305,7 @@ struct Get: AsyncParsableCommand {
 
         let run = TransferRun(
             display: display,
-            interruptNotice: "stopping, keeping partial downloads for --continue",
+            interruptNotice: "stopping; what can be resumed is kept for --continue",
             cleanUpBeforeQuitting: { FileSystem.removeIfPresent(staging) }
         )
         let coordinator = DownloadCoordinator(
@@ -301,9 +325,10 @@ struct Get: AsyncParsableCommand {
     /// `--background`: each URL becomes a download task of the tool's background session, its destination path in
     /// the task's description (``BackgroundSaver``).
     private func handToCourierd(_ urls: [URL], directory: URL, fileName: String?) async throws {
-        let session = try await BackgroundTransfers.open(delegate: BackgroundSaver())
+        let saver = BackgroundSaver()
+        let session = try await BackgroundTransfers.open(delegate: saver)
         var reserver = NameReserver(directory: directory, overwrite: false)
-        var handed = 0
+        var handed: [Int] = []
         for url in urls {
             let name = fileName ?? reserver.reserve(FileNaming.fileName(for: url))
             let path = directory.appendingPathComponent(name).path
@@ -312,11 +337,19 @@ struct Get: AsyncParsableCommand {
             task.expectedChecksum = checksum.flatMap(Checksum.init)
             task.priority = priority.value
             task.maximumSegments = segments
-            if BackgroundTransfers.hand(task, in: session, subject: "\(url.absoluteString) -> \(path)") {
-                handed += 1
+            let subject = "\(url.absoluteString) -> \(path)"
+            if let identifier = BackgroundTransfers.hand(task, in: session, subject: subject) {
+                handed.append(identifier)
             }
         }
-        try BackgroundTransfers.summarise(handed: handed, of: urls.count, noun: "downloads")
+        try await BackgroundTransfers.summarise(
+            handed: handed,
+            of: urls.count,
+            noun: "download",
+            waiting: wait,
+            in: session,
+            saver: saver
+        )
     }
 
     /// Names every URL's destination (`fileName` for the one URL of `-o FILE`) and looks for partial downloads kept by
@@ -367,7 +400,8 @@ struct Get: AsyncParsableCommand {
     }
 }
 
-/// A failure of the whole command (not of one URL), printed by ArgumentParser as `Error: …` with exit status 1.
+/// A failure of the whole command (not of one URL), printed as `error: …` with exit status 1
+/// (`CourierCommand.exit(reporting:)`).
 struct CommandFailure: Error, CustomStringConvertible {
     var description: String
 }

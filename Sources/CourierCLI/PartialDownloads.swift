@@ -93,7 +93,7 @@ struct PartialDownloads: Sendable {
         do {
             try toWrite.write(to: resumeURL, options: .atomic)
         } catch {
-            return .failed("cannot write \(resumeURL.path): \((error as NSError).localizedDescription)")
+            return .failed("cannot write \(resumeURL.path): \(FileSystem.reason(error))")
         }
         return .saved(bytes: bytes)
     }

@@ -57,6 +57,9 @@ struct Put: AsyncParsableCommand {
     )
     var background = false
 
+    @Flag(help: "With --background: wait until the uploads end; exit 1 if any failed (HTTP errors too).")
+    var wait = false
+
     @Flag(name: [.short, .long], help: "Print errors and warnings only.")
     var quiet = false
 
@@ -69,6 +72,9 @@ struct Put: AsyncParsableCommand {
         }
         if let parallel, !(1...256).contains(parallel) {
             throw ValidationError("--parallel must be between 1 and 256 (got \(parallel)).")
+        }
+        if wait && !background {
+            throw ValidationError("--wait waits for uploads handed to courierd: give --background too.")
         }
         if background && parallel != nil {
             throw ValidationError("--background does not take --parallel (courierd decides how many run at once).")
@@ -131,8 +137,9 @@ struct Put: AsyncParsableCommand {
     /// `--background`: each readable file becomes an upload task of the tool's background session, its path in the
     /// task's description (``BackgroundSaver`` reports it when the upload ends).
     private func handToCourierd(_ plans: [UploadPlan], headers: [(name: String, value: String)]) async throws {
-        let session = try await BackgroundTransfers.open(delegate: BackgroundSaver())
-        var handed = 0
+        let saver = BackgroundSaver()
+        let session = try await BackgroundTransfers.open(delegate: saver)
+        var handed: [Int] = []
         for plan in plans {
             if case .failure(let failure) = plan.size {
                 FileHandle.standardError.write(Data("error: \(plan.path): \(failure.description)\n".utf8))
@@ -141,11 +148,18 @@ struct Put: AsyncParsableCommand {
             let request = UploadCoordinator.request(for: plan, method: method, headers: headers)
             let task = session.uploadTask(with: request, fromFile: plan.fileURL.standardizedFileURL)
             task.taskDescription = plan.fileURL.standardizedFileURL.path
-            if BackgroundTransfers.hand(task, in: session, subject: plan.subject) {
-                handed += 1
+            if let identifier = BackgroundTransfers.hand(task, in: session, subject: plan.subject) {
+                handed.append(identifier)
             }
         }
-        try BackgroundTransfers.summarise(handed: handed, of: plans.count, noun: "uploads")
+        try await BackgroundTransfers.summarise(
+            handed: handed,
+            of: plans.count,
+            noun: "upload",
+            waiting: wait,
+            in: session,
+            saver: saver
+        )
     }
 
     /// The URL to upload to, checked: it parses, its scheme is http or https, it has a host.

@@ -130,7 +130,7 @@ struct TransferRun {
         }
     }
 
-    /// `summary: 5/5 files, 335544320 bytes (320 MiB) in 2.10 s, 159.8 MB/s` (plus failures and interruptions).
+    /// `summary: 5/5 files, 335544320 bytes (320 MiB) in 2.10 s, 152.4 MiB/s` (plus failures and interruptions).
     /// The bytes are those transferred in this run (received by `get`, sent by `put`).
     static func summary(_ snapshot: RunSnapshot, interrupted: Bool) -> String {
         let transfers = snapshot.transfers

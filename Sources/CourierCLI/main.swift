@@ -1,3 +1,4 @@
+import ArgumentParser
 import Courier
 import Dispatch
 
@@ -15,7 +16,16 @@ if LaunchOptions.fromProcessEnvironment().launchedIntoBackground {
 // A command. Not `@main` on the command: the application above must run the main dispatch queue itself
 // (`Application.main` calls `dispatchMain()`), which an `async` entry point already drains.
 Task {
-    await CourierCommand.main()
-    exit(0)
+    do {
+        var command = try CourierCommand.parseAsRoot()
+        if var asyncCommand = command as? any AsyncParsableCommand {
+            try await asyncCommand.run()
+        } else {
+            try command.run()
+        }
+        exit(0)
+    } catch {
+        CourierCommand.exit(reporting: error)
+    }
 }
 dispatchMain()

@@ -11,6 +11,8 @@ be resumed. This one does what `courier get --continue`, `courier put` and the C
 - ?rate=BYTES_PER_SECOND slows down 200 (whole-file) responses and the reading of an upload's body, so that a
   test can interrupt a transfer part-way; 206 (resumed) responses are never slowed;
 - ?cd=VALUE sends VALUE as the Content-Disposition header of a file's response;
+- ?plain=1 serves the file as python3 -m http.server does: no ETag, no Accept-Ranges, no Range (a Last-Modified,
+  which is no validator for a file modified within the second before the response);
 - PUT and POST (Content-Length bodies only) store the body as the file at the path under --root (missing
   directories created) and answer 201 (new file) or 200 (replaced) with an empty body;
 - /status/CODE[/...] answers CODE to any method (a body, if sent, is read first): with an empty body
@@ -107,7 +109,8 @@ class Handler(BaseHTTPRequestHandler):
         etag = '"%x-%x"' % (size, info.st_mtime_ns)
         start, end, status = 0, size - 1, 200
         if_range = self.headers.get("If-Range")
-        if range_header and (if_range is None or if_range == etag):
+        plain = query.get("plain", [""])[0] == "1"
+        if range_header and not plain and (if_range is None or if_range == etag):
             parsed_range = parse_range(range_header, size)
             if parsed_range == "unsatisfiable":
                 self.send_response(416)
@@ -122,9 +125,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(length))
-        self.send_header("ETag", etag)
         self.send_header("Last-Modified", email.utils.formatdate(info.st_mtime, usegmt=True))
-        self.send_header("Accept-Ranges", "bytes")
+        if not plain:
+            self.send_header("ETag", etag)
+            self.send_header("Accept-Ranges", "bytes")
         if status == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
         self.send_disposition(query)

@@ -27,6 +27,12 @@ final class BackgroundSaver: SessionDownloadDelegate, SessionDataDelegate, Senda
         var saved: [Int: Result<String, FileSystem.Failure>] = [:]
         /// Whether `whenIdle` was called.
         var saidIdle = false
+        /// How each task that ended while this instance held the session ended (true: saved or uploaded), for a
+        /// command that waits for its transfers (`--wait`).
+        var ended: [Int: Bool] = [:]
+        /// The tasks such a command waits for, and how to wake it when the last one has ended.
+        var awaited: Set<Int> = []
+        var allEnded: CheckedContinuation<Void, Never>?
     }
 
     private let state = LockedValue(State())
@@ -59,25 +65,55 @@ final class BackgroundSaver: SessionDownloadDelegate, SessionDataDelegate, Senda
     func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
         let saved = state.withLock { $0.saved.removeValue(forKey: task.taskIdentifier) }
         let url = task.originalRequest?.url?.absoluteString ?? "?"
+        let line: String
         if task is UploadTask {
             let subject = "\(task.taskDescription ?? "?") -> \(url)"
             if let error {
-                Self.say("error: \(subject): \(FailureText.describe(error))")
+                line = "error: \(subject): \(FailureText.describe(error))"
             } else if let failure = FailureText.status(of: task.response) {
-                Self.say("error: \(subject): \(failure)")
+                line = "error: \(subject): \(failure)"
             } else {
-                Self.say("uploaded \(subject)")
+                line = "uploaded \(subject)"
             }
         } else if let error {
-            Self.say("error: \(url): \(FailureText.describe(error))")
+            line = "error: \(url): \(FailureText.describe(error))"
         } else {
             switch saved {
-            case .success(let path)?: Self.say("saved \(path) (\(url))")
-            case .failure(let failure)?: Self.say("error: \(url): \(failure.description)")
-            case nil: Self.say("error: \(url): the download ended without a file")
+            case .success(let path)?: line = "saved \(path) (\(url))"
+            case .failure(let failure)?: line = "error: \(url): \(failure.description)"
+            case nil: line = "error: \(url): the download ended without a file"
             }
         }
+        Self.say(line)
+        let wake = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.ended[task.taskIdentifier] = !line.hasPrefix("error: ")
+            guard state.allEnded != nil, state.awaited.isSubset(of: state.ended.keys) else {
+                return nil
+            }
+            defer { state.allEnded = nil }
+            return state.allEnded
+        }
+        wake?.resume()
         finishIfIdle(session, ending: task)
+    }
+
+    /// Waits until every task of `tasks` has ended (each said on standard output as it ends); returns whether every
+    /// one was saved or uploaded. For a command that hands transfers over and waits for them (`--wait`).
+    func waitForEnd(of tasks: Set<Int>) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let endedAlready = state.withLock { state -> Bool in
+                state.awaited = tasks
+                guard tasks.isSubset(of: state.ended.keys) else {
+                    state.allEnded = continuation
+                    return false
+                }
+                return true
+            }
+            if endedAlready {
+                continuation.resume()
+            }
+        }
+        return state.withLock { state in tasks.allSatisfy { state.ended[$0] == true } }
     }
 
     func urlSessionDidFinishEvents(forBackgroundURLSession session: Session) {

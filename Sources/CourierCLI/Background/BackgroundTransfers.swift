@@ -55,27 +55,47 @@ enum BackgroundTransfers {
     }
 
     /// Resumes `task`, waits for courierd's answer (`resume()` itself does not) and says what became of it:
-    /// `task N: subject` on standard output, or an error line. Returns whether courierd took it.
-    static func hand(_ task: SessionTask, in session: Session, subject: String) -> Bool {
+    /// `task N: subject` on standard output, or an error line. Returns the task's identifier when courierd took it.
+    static func hand(_ task: SessionTask, in session: Session, subject: String) -> Int? {
         task.resume()
         session.waitForBackgroundAnswers()
         if let error = task.error {
             FileHandle.standardError.write(Data("error: \(subject): \(FailureText.describe(error))\n".utf8))
-            return false
+            return nil
         }
         BackgroundSaver.say("task \(task.taskIdentifier): \(subject)")
-        return true
+        return task.taskIdentifier
     }
 
-    /// The last lines of a handing over: what was handed, and how to follow it. Throws exit status 1 when a transfer
-    /// was refused.
-    static func summarise(handed: Int, of total: Int, noun: String) throws {
+    /// The last lines of a handing over: what was handed, and how to follow it; with `waiting` (`--wait`), waits for
+    /// the handed tasks to end (this command saves the files then). Throws exit status 1 when a transfer was refused
+    /// or, waiting, when one failed (an HTTP error included).
+    static func summarise(
+        handed: [Int],
+        of total: Int,
+        noun: String,
+        waiting: Bool,
+        in session: Session,
+        saver: BackgroundSaver
+    ) async throws {
+        let all = Formatting.count(total, noun)
+        let count = handed.count == total ? all : "\(handed.count) of \(all)"
+        if waiting {
+            BackgroundSaver.say("handed \(count) to courierd; waiting for \(handed.count == 1 ? "it" : "them") to end")
+            let allSaved = await saver.waitForEnd(of: Set(handed))
+            session.finishTasksAndInvalidate()
+            if !allSaved || handed.count < total {
+                throw ExitCode.failure
+            }
+            return
+        }
         BackgroundSaver.say(
-            "handed \(handed) of \(total) \(noun) to courierd (session \(sessionIdentifier)): they go on after this "
-                + "command exits. Follow them with `courier tasks \(sessionIdentifier)`; `courier logs courier` "
-                + "says what became of each."
+            "handed \(count) to courierd (session \(sessionIdentifier)); "
+                + (handed.isEmpty ? "nothing goes on." : "\(handed.count == 1 ? "it goes" : "they go") on after this "
+                + "command exits. Follow with `courier tasks \(sessionIdentifier)`; `courier logs courier` says what "
+                + "became of each.")
         )
-        if handed < total {
+        if handed.count < total {
             throw ExitCode.failure
         }
     }
