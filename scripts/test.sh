@@ -89,8 +89,32 @@ if [ "$cli_status" -ne 0 ]; then
     status=$cli_status
 fi
 
-# A scratch package that requires Courier by version from a tagged clone builds, builds no test-only module, and
-# downloads with it (about 80 s).
+# The install step on a clean prefix (the debug build the tests used, so no second build): both binaries, the man
+# page and the three shells' completions, and the installed courier runs.
+log "scripts/install.sh on a clean prefix"
+install_status=0
+install_prefix="$(mktemp -d "${TMPDIR:-/tmp}/courier-prefix.XXXXXX")"
+bash scripts/install.sh --debug --prefix "$install_prefix" >"$install_prefix.log" 2>&1 || install_status=$?
+for file in bin/courier bin/courierd share/man/man1/courier.1 share/bash-completion/completions/courier \
+    share/zsh/site-functions/_courier share/fish/vendor_completions.d/courier.fish; do
+    [ -s "$install_prefix/$file" ] || { echo "missing: $file" >>"$install_prefix.log"; install_status=1; }
+done
+installed="$install_prefix/bin"
+completion="$install_prefix/share/bash-completion/completions/courier"
+if [ "$install_status" -eq 0 ] && { [ "$("$installed/courier" --version)" != "$("$installed/courierd" --version)" ] \
+    || ! grep -q "^.SH COURIER DAEMON INSTALL" "$install_prefix/share/man/man1/courier.1" \
+    || ! bash -c "source '$completion' && complete -p courier" >/dev/null; }; then
+    install_status=1
+fi
+if [ "$install_status" -ne 0 ]; then
+    log "the install step failed:" >&2
+    cat "$install_prefix.log" >&2
+    status=1
+fi
+rm -rf "$install_prefix" "$install_prefix.log"
+
+# A scratch package that requires Courier by the README's dependency lines (a tagless clone by branch; a tagged one
+# by version) builds, builds no test-only module, runs the Quick start, and downloads with it (about 80 s).
 dependent_status=0
 bash scripts/dependent-check.sh || dependent_status=$?
 if [ "$dependent_status" -ne 0 ]; then
