@@ -20,7 +20,10 @@ struct Tasks: ParsableCommand {
 
             With --watch, the list is redrawn every half second with a progress bar per task (on a terminal; \
             elsewhere it is printed again every 2 seconds) until no task is left running or waiting; Ctrl-C stops \
-            watching, and the tasks go on.
+            watching, and the tasks go on. With --watch --json, a stream for other programs: one line of JSON per \
+            task each time it changed (looked at every half second; the same object as --json's), first for every \
+            task running or waiting (every task with --all), last for each one's end, until none is left running or \
+            waiting.
             """
     )
 
@@ -46,16 +49,17 @@ struct Tasks: ParsableCommand {
         var bytesPerSecond: Double?
     }
 
-    func validate() throws {
-        if watch && json {
-            throw ValidationError("--watch draws a table; --json prints one listing.")
-        }
-    }
-
     func run() throws {
         let connection = try DaemonClient.connect()
         defer { connection.close() }
         let listing = Listing(connection: connection, session: session, includesEnded: all)
+        if watch && json {
+            // The ended tasks too: a task whose end its app heard leaves the plain listing, and its last line must say
+            // how it ended.
+            let withEnded = Listing(connection: connection, session: session, includesEnded: true)
+            try JSONWatch(listing: withEnded, includesEndedAtStart: all).run()
+            return
+        }
         if watch {
             try Watch(listing: listing).run()
             return
@@ -253,6 +257,46 @@ extension Tasks {
                     FileHandle.standardOutput.write(Data("no task is running or waiting\n".utf8))
                     return
                 }
+            }
+        }
+    }
+}
+
+extension Tasks {
+    /// `--watch --json`: a line per task each time its snapshot changed, for programs that follow courierd.
+    struct JSONWatch {
+        let listing: Listing
+        /// Whether the first lines include the tasks that had ended already (`--all`).
+        let includesEndedAtStart: Bool
+
+        func run() throws {
+            let interval = 0.5
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            var previous = try listing.snapshots()
+            var emitted: [String: IPCMessage.TaskSnapshot] = [:]
+            if !includesEndedAtStart {
+                for (session, task) in previous where task.state == SessionTask.State.completed.rawValue {
+                    emitted["\(session)#\(task.identifier)"] = task
+                }
+            }
+            var first = true
+            while true {
+                let now = first ? previous : try listing.snapshots()
+                for row in listing.rows(now, since: previous, interval: interval) {
+                    let key = "\(row.session)#\(row.task.identifier)"
+                    guard emitted[key] != row.task else {
+                        continue
+                    }
+                    emitted[key] = row.task
+                    FileHandle.standardOutput.write(try encoder.encode(row) + Data("\n".utf8))
+                }
+                previous = now
+                first = false
+                if !now.contains(where: { $0.1.state != SessionTask.State.completed.rawValue }) {
+                    return
+                }
+                Thread.sleep(forTimeInterval: interval)
             }
         }
     }
