@@ -478,6 +478,16 @@ else
     fail "an interrupted download that cannot be resumed keeps nothing, and says why" "$(show plain)" "$(ls -A "$out")"
 fi
 
+# --on-complete: a command per download that ends, with its outcome in arguments and environment.
+run hook get -P "$work/out-hook" --on-complete 'echo "$COURIER_RESULT|$1|$2|$COURIER_HTTP_STATUS|$COURIER_ERROR"' \
+    "$base/one.bin" "$base/status/404"
+if [ "$rc" -eq 1 ] && grep -qx "saved|$work/out-hook/one.bin|$base/one.bin|200|" "$work/hook.out" \
+    && grep -qx "failed||$base/status/404|404|HTTP 404 Not Found" "$work/hook.out"; then
+    pass "--on-complete runs the command for each download that ends: saved (the file) or failed (why)"
+else
+    fail "--on-complete runs the command for each download that ends: saved (the file) or failed (why)" "$(show hook)"
+fi
+
 run missing-dir get -o "$work/no/such/dir/one.bin" "$base/one.bin"
 if [ "$rc" -eq 1 ] && grep -q "^error: cannot save to .*: $work/no/such/dir does not exist (--create-dirs creates it)" \
     "$work/missing-dir.err" && [ ! -e "$work/no" ]; then
@@ -626,7 +636,7 @@ fi
 # The background-service commands, against a courierd on private directories (started beside the courier binary).
 courierd="$(dirname "$courier")/courierd"
 if [ -x "$courierd" ]; then
-    export XDG_RUNTIME_DIR="$work/xdg-run" XDG_STATE_HOME="$work/xdg-state"
+    export XDG_RUNTIME_DIR="$work/xdg-run" XDG_STATE_HOME="$work/xdg-state" HOOK_LOG="$work/bg-hook.log"
     mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
     run status-down daemon status
     if [ "$rc" -eq 3 ] && grep -q "not running .*start it with \`courier daemon start\`" "$work/status-down.out"; then
@@ -677,7 +687,8 @@ if [ -x "$courierd" ]; then
 
     # courier get --background: handed to courierd, which goes on after the command exits and after its own SIGKILL;
     # courierd launches courier in the background to save the files where they were asked for.
-    run bg get --background -P "$work/out-bg" "$base/one.bin" "$base/slow.bin?rate=1500000"
+    run bg get --background -P "$work/out-bg" --on-complete 'echo "$COURIER_RESULT $1" >>"$HOOK_LOG"' \
+        "$base/one.bin" "$base/slow.bin?rate=1500000"
     if [ "$rc" -eq 0 ] && [ "$(grep -c "^task [0-9]*: " "$work/bg.out")" -eq 2 ] && grep -q "handed 2 downloads" "$work/bg.out"
     then
         pass "courier get --background hands the downloads to courierd and returns with their task numbers"
@@ -701,6 +712,16 @@ if [ -x "$courierd" ]; then
     else
         fail "courier get --background survives courierd's SIGKILL: both files land where asked, byte for byte" \
             "$(ls -la "$work/out-bg" 2>&1)" "$(tail -20 "$work/bg-log.out")"
+    fi
+    for _ in $(seq 1 100); do
+        [ "$(wc -l <"$HOOK_LOG" 2>/dev/null || echo 0)" -ge 2 ] && break
+        sleep 0.1
+    done
+    if grep -qx "saved $work/out-bg/one.bin" "$HOOK_LOG" && grep -qx "saved $work/out-bg/slow.bin" "$HOOK_LOG"; then
+        pass "--on-complete with --background: the courier courierd launched runs the hook for each saved file"
+    else
+        fail "--on-complete with --background: the courier courierd launched runs the hook for each saved file" \
+            "$(cat "$HOOK_LOG" 2>&1)" "$(tail -20 "$work/bg-log.out")"
     fi
     # Within 30 s: a sanitized build (scripts/sanitize.sh) is slow to wind down.
     for _ in $(seq 1 300); do
@@ -737,6 +758,27 @@ if [ -x "$courierd" ]; then
                 "exit $watch_rc" "$(tail -c 800 "$work/watch.out")"
         fi
     fi
+    # --watch --json: a line of JSON per task each time it changed, the last one its end.
+    run bg-json get --background -P "$work/out-bg-json" "$base/one.bin?rate=1000000"
+    timeout 60 "$courier" tasks --watch --json courier.transfers >"$work/watch-json.out" 2>"$work/watch-json.err" \
+        </dev/null
+    watch_rc=$?
+    if [ "$watch_rc" -eq 0 ] && python3 - "$work/watch-json.out" <<'PY'; then
+import json, sys
+lines = [json.loads(line) for line in open(sys.argv[1])]
+by_task = {}
+for line in lines:
+    by_task.setdefault(line["task"]["identifier"], []).append(line["task"])
+followed = [seen for seen in by_task.values()
+            if len(seen) >= 2 and seen[0]["state"] != 3 and seen[-1]["state"] == 3
+            and seen[-1]["countOfBytesReceived"] == 1048576 and seen[-1].get("statusCode") == 200]
+sys.exit(0 if followed and all(line["session"] == "courier.transfers" for line in lines) else 1)
+PY
+        pass "courier tasks --watch --json: a JSON line per change, the last one the task's end"
+    else
+        fail "courier tasks --watch --json: a JSON line per change, the last one the task's end" "exit $watch_rc" \
+            "$(head -c 800 "$work/watch-json.out")" "$(cat "$work/watch-json.err")"
+    fi
     run bg-put put --background "$files/two.bin" "$base/uploads-bg/"
     for _ in $(seq 1 200); do
         grep -q "uploaded .*two.bin -> $base/uploads-bg/two.bin" <("$courier" logs courier 2>&1) && break
@@ -760,6 +802,24 @@ if [ -x "$courierd" ]; then
     else
         fail "get --background --wait: saves the good file, exits 1 for the 404, and tasks says failed: HTTP 404" \
             "$(show bg-wait)" "$(show bg-wait-all)"
+    fi
+    # Another program drives courierd on the socket protocol alone (docs/ipc.md): the Python client of Examples/.
+    client="$repo_root/Examples/python/courier_client.py"
+    py_rc=0
+    timeout 60 python3 "$client" download "$base/two.bin" "$work/py-two.bin" >"$work/py.out" 2>"$work/py.err" \
+        || py_rc=$?
+    py_missing_rc=0
+    timeout 60 python3 "$client" download "$base/status/404" "$work/py-404.bin" >"$work/py-404.out" \
+        2>"$work/py-404.err" || py_missing_rc=$?
+    timeout 30 python3 "$client" tasks com.example.python --all >"$work/py-tasks.out" 2>&1
+    if [ "$py_rc" -eq 0 ] && cmp -s "$files/two.bin" "$work/py-two.bin" && grep -q "^saved $work/py-two.bin" "$work/py.out" \
+        && [ "$py_missing_rc" -eq 1 ] && grep -q "HTTP 404" "$work/py-404.err" && [ ! -e "$work/py-404.bin" ] \
+        && [ "$(grep -c '"session": "com.example.python"' "$work/py-tasks.out")" -eq 2 ] \
+        && grep -q '"statusCode": 404' "$work/py-tasks.out"; then
+        pass "a Python client on the socket protocol alone: a download saved, a 404 failed, both listed"
+    else
+        fail "a Python client on the socket protocol alone: a download saved, a 404 failed, both listed" \
+            "$(cat "$work/py.out" "$work/py.err" "$work/py-404.out" "$work/py-404.err")" "$(head -c 600 "$work/py-tasks.out")"
     fi
     run bg-refused get --background --force -P "$work/out-bg" "$base/one.bin"
     if [ "$rc" -eq 64 ] && grep -q -- "--background does not take --force" "$work/bg-refused.err"; then

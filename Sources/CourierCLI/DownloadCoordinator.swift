@@ -44,6 +44,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         /// Plans waiting to be tried again, with the resume data to go on from (kept on an interrupt).
         var waitingToRetry: [Int: Data?] = [:]
         var reports: [Report] = []
+        /// The status of each plan's last response, for `--on-complete`.
+        var httpStatuses: [Int: Int] = [:]
         var remaining: Int
         var lastEndedAt: ContinuousClock.Instant?
     }
@@ -63,6 +65,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
     let checksum: Checksum?
     /// `--priority`.
     let priority: Float
+    /// `--on-complete`: run when each plan ends (saved or failed).
+    let onComplete: String?
     let partials: PartialDownloads
     let startedAt: ContinuousClock.Instant
     private let events: AsyncStream<RunEvent>.Continuation
@@ -76,6 +80,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         retries: Int = 0,
         checksum: Checksum? = nil,
         priority: Float = SessionTask.defaultPriority,
+        onComplete: String? = nil,
         events: AsyncStream<RunEvent>.Continuation
     ) {
         self.plans = plans
@@ -85,6 +90,7 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         self.retries = retries
         self.checksum = checksum
         self.priority = priority
+        self.onComplete = onComplete
         self.partials = PartialDownloads(directory: outputDirectory)
         self.events = events
         self.startedAt = .now
@@ -259,7 +265,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         }
         let plan = plans[index]
         let (interrupted, fromResumeData, outcome) = state.withLock { state in
-            (
+            state.httpStatuses[index] = (task.response as? HTTPURLResponse)?.statusCode
+            return (
                 state.interrupted.contains(index),
                 state.madeFromResumeData.contains(index),
                 state.outcomes.removeValue(forKey: index)
@@ -498,9 +505,9 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
 
     private func finish(_ index: Int, phase: TransferProgress.Phase, savedAs: String? = nil, report: Report?) {
         let now = ContinuousClock.now
-        state.withLock { state in
+        let finished = state.withLock { state -> Bool in
             guard !state.transfers[index].isFinished else {
-                return
+                return false
             }
             state.transfers[index].phase = phase
             state.transfers[index].endedAt = now
@@ -511,6 +518,20 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
             if let report {
                 state.reports.append(report)
             }
+            return true
+        }
+        if finished, let onComplete, phase != .interrupted {
+            var failure: String?
+            if case .failed(_, let message)? = report {
+                failure = message
+            }
+            let outcome = CompletionHook.Outcome(
+                file: savedAs.map { outputDirectory.appendingPathComponent($0).path },
+                url: plans[index].url.absoluteString,
+                error: failure,
+                httpStatus: state.withLock { $0.httpStatuses[index] }
+            )
+            CompletionHook.run(onComplete, for: outcome)
         }
         events.yield(.changed)
     }

@@ -157,6 +157,15 @@ struct Get: AsyncParsableCommand {
     )
     var wait = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Run this shell command when each download ends: $1 the saved file (empty after a failure), $2 the URL; "
+                + "COURIER_RESULT (saved/failed), COURIER_FILE, COURIER_URL, COURIER_ERROR, COURIER_HTTP_STATUS.",
+            valueName: "command"
+        )
+    )
+    var onComplete: String?
+
     @Flag(name: [.short, .long], help: "Print errors and warnings only.")
     var quiet = false
 
@@ -316,9 +325,11 @@ struct Get: AsyncParsableCommand {
             retries: retry,
             checksum: checksum.flatMap(Checksum.init),
             priority: priority.value,
+            onComplete: onComplete,
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
+        defer { CompletionHook.waitForAll() }
         try await run.run(session: session, coordinator: coordinator)
     }
 
@@ -337,9 +348,18 @@ struct Get: AsyncParsableCommand {
             task.expectedChecksum = checksum.flatMap(Checksum.init)
             task.priority = priority.value
             task.maximumSegments = segments
+            if let onComplete {
+                do {
+                    try CompletionHook.keep(onComplete, for: task.taskIdentifier)
+                } catch {
+                    throw CommandFailure(description: "cannot keep the --on-complete command: \(FileSystem.reason(error))")
+                }
+            }
             let subject = "\(url.absoluteString) -> \(path)"
             if let identifier = BackgroundTransfers.hand(task, in: session, subject: subject) {
                 handed.append(identifier)
+            } else {
+                _ = CompletionHook.take(for: task.taskIdentifier)
             }
         }
         try await BackgroundTransfers.summarise(

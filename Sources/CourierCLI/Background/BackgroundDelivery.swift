@@ -19,6 +19,7 @@ private final class DeliveryApplication: ApplicationDelegate {
     private var session: Session?
     private let saver = BackgroundSaver(whenIdle: {
         BackgroundSaver.say("courier: no background transfer left; exiting")
+        CompletionHook.waitForAll()
         Application.shared.terminate()
     })
 

@@ -85,6 +85,16 @@ final class BackgroundSaver: SessionDownloadDelegate, SessionDataDelegate, Senda
             }
         }
         Self.say(line)
+        if let command = CompletionHook.take(for: task.taskIdentifier) {
+            let savedPath: String? = if case .success(let path)? = saved { path } else { nil }
+            let outcome = CompletionHook.Outcome(
+                file: line.hasPrefix("error: ") ? nil : savedPath,
+                url: url,
+                error: line.hasPrefix("error: ") ? String(line.dropFirst("error: \(url): ".count)) : nil,
+                httpStatus: (task.response as? HTTPURLResponse)?.statusCode
+            )
+            CompletionHook.run(command, for: outcome)
+        }
         let wake = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.ended[task.taskIdentifier] = !line.hasPrefix("error: ")
             guard state.allEnded != nil, state.awaited.isSubset(of: state.ended.keys) else {

@@ -84,6 +84,7 @@ enum BackgroundTransfers {
             BackgroundSaver.say("handed \(count) to courierd; waiting for \(handed.count == 1 ? "it" : "them") to end")
             let allSaved = await saver.waitForEnd(of: Set(handed))
             session.finishTasksAndInvalidate()
+            CompletionHook.waitForAll()
             if !allSaved || handed.count < total {
                 throw ExitCode.failure
             }
