@@ -147,7 +147,9 @@ final class Downloader: ApplicationDelegate {
             let task = session.downloadTask(with: url)
             task.taskDescription = into.appendingPathComponent(url.lastPathComponent).path
             downloads.wait(for: task.taskIdentifier)
-            task.resume()  // Returns once courierd has journaled the task.
+            // Returns once the task is written to courierd's socket: courierd journals it before it says anything
+            // of it, and a refusal reaches the delegate. A background rule the task breaks is known at once.
+            task.resume()
             if let error = task.error {
                 say("\(url): not handed to courierd: \(error)")
                 exit(1)
