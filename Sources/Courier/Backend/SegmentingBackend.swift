@@ -45,6 +45,16 @@ final class SegmentingBackend: TransferBackend, @unchecked Sendable {
         var metrics: TransferMetrics?
         /// The first transfer is being cut at its segment's end (on purpose, not an error).
         var cutting = false
+        /// The segments whose ranged transfer was answered with its range (206). The first transfer is cut only once
+        /// every one was: until then the server may still answer a range with the whole entity, and the first
+        /// transfer is what fetches everything then.
+        var rangesServed: Set<Int> = []
+
+        /// Whether the first transfer can be cut at its segment's end now: its segment is on disk and every other
+        /// segment's transfer is known to get its range.
+        var firstCanBeCut: Bool {
+            !cutting && !segments.isEmpty && segments[0].isComplete && rangesServed.count == segments.count - 1
+        }
     }
 
     private struct State {
@@ -218,6 +228,9 @@ final class SegmentingBackend: TransferBackend, @unchecked Sendable {
                 }
                 switch event.payload {
                 case .response(_, _, let head):
+                    if index > 0, head.status == 206 {
+                        download.rangesServed.insert(index)
+                    }
                     if !download.responded {
                         download.responded = true
                         output.append(
@@ -253,13 +266,11 @@ final class SegmentingBackend: TransferBackend, @unchecked Sendable {
                     break
                 }
                 record(&download, index: index, event.progress)
-                if index == 0, !download.cutting, download.segments[0].isComplete,
-                    download.transfers[event.transfer] != nil
-                {
-                    // The first transfer reached the second segment: cut it (its bytes past the end are the same
-                    // bytes the next segment writes).
+                if download.firstCanBeCut, let first = download.transfers.first(where: { $0.value == 0 })?.key {
+                    // The first transfer reached the second segment, and every other segment's server answered its
+                    // range: cut it (its bytes past the end are the same bytes the next segments write).
                     download.cutting = true
-                    inner.cancel(event.transfer, producingResumeData: false)
+                    inner.cancel(first, producingResumeData: false)
                 }
                 state.downloads[logical] = download
                 if !touched.contains(logical) {

@@ -90,11 +90,14 @@ enum BytesRoute {
         tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
     }
 
-    /// The wire faults from the query: delay, stall, trickle + interval, cut, reset, rst + rstCode, goaway +
-    /// goawayCode, lie, chunked.
+    /// The wire faults from the query: delay (rangeDelay: for a request with a Range only), stall, trickle +
+    /// interval, cut, reset, rst + rstCode, goaway + goawayCode, lie, chunked.
     static func faults(_ request: ReceivedRequest) -> ResponsePlan.Faults {
         var faults = ResponsePlan.Faults()
         faults.delay = Router.delay(request)
+        if request.header("Range") != nil, let rangeDelay = request.queryInt("rangeDelay"), rangeDelay > 0 {
+            faults.delay = .milliseconds(Int64(rangeDelay))
+        }
         faults.stall = request.queryInt("stall").flatMap { $0 > 0 ? .milliseconds(Int64($0)) : nil }
         if let bytes = request.queryInt("trickle"), bytes > 0 {
             faults.trickle = (bytes, .milliseconds(Int64(max(0, request.queryInt("interval") ?? 100))))
