@@ -56,6 +56,21 @@ show() {
     echo "exit status $rc; stdout: $(head -c 600 "$work/$1.out"); stderr: $(head -c 600 "$work/$1.err")"
 }
 
+# interrupt SIGNAL NAME ARGS...: runs courier ARGS (output in NAME.out and NAME.err) with SIGNAL at its default
+# disposition (a background job of a non-interactive shell inherits SIGINT ignored, and a run under nohup SIGHUP; courier
+# keeps a signal ignored that its parent ignored), sends it SIGNAL 1.5 s later, and sets rc to its exit status.
+interrupt() {
+    local signal="$1" name="$2" pid
+    shift 2
+    python3 -c 'import os, signal, sys; signal.signal(getattr(signal, sys.argv[1]), signal.SIG_DFL)
+os.execv(sys.argv[2], sys.argv[2:])' "SIG$signal" "$courier" "$@" >"$work/$name.out" 2>"$work/$name.err" </dev/null &
+    pid=$!
+    sleep 1.5
+    kill "-$signal" "$pid" 2>/dev/null
+    rc=0
+    wait "$pid" || rc=$?
+}
+
 files="$work/files"
 mkdir -p "$files"
 head -c 1048576 /dev/urandom >"$files/one.bin"
@@ -239,14 +254,7 @@ fi
 # only slows down whole-file responses).
 out="$work/out-continue"
 slow_url="$base/slow.bin?rate=524288"
-# Start with the default SIGINT action: a background job of a non-interactive shell inherits it ignored.
-python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
-    "$courier" get -P "$out" "$slow_url" >"$work/interrupt.out" 2>"$work/interrupt.err" </dev/null &
-courier_pid=$!
-sleep 1.5
-kill -INT "$courier_pid" 2>/dev/null
-rc=0
-wait "$courier_pid" || rc=$?
+interrupt INT interrupt get -P "$out" "$slow_url"
 part_size="$(stat -c %s "$out/slow.bin.part" 2>/dev/null || echo 0)"
 if [ "$rc" -eq 130 ] && [ -s "$out/slow.bin.part.resume" ] && [ "$part_size" -gt 0 ] && [ "$part_size" -lt 8388608 ] \
     && [ ! -e "$out/slow.bin" ]; then
@@ -436,15 +444,7 @@ fi
 
 # --- SIGHUP (the terminal closed) ----------------------------------------------------------------------------
 out="$work/out-hangup"
-# With SIGHUP's default disposition: a run under nohup (or any parent ignoring it) passes the ignoring on, and courier
-# keeps a hangup ignored then, as nohup asks.
-python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
-    "$courier" get -P "$out" "$slow_url" >"$work/hangup.out" 2>"$work/hangup.err" </dev/null &
-courier_pid=$!
-sleep 1.5
-kill -HUP "$courier_pid" 2>/dev/null
-rc=0
-wait "$courier_pid" || rc=$?
+interrupt HUP hangup get -P "$out" "$slow_url"
 part_size="$(stat -c %s "$out/slow.bin.part" 2>/dev/null || echo 0)"
 if [ "$rc" -eq 130 ] && [ -s "$out/slow.bin.part.resume" ] && [ "$part_size" -gt 0 ] \
     && [ -z "$(find "$out" -name '.courier-tmp-*')" ]; then
@@ -464,13 +464,7 @@ fi
 # A server without validators or ranges (as python3 -m http.server serves): an interrupted download cannot be resumed,
 # so nothing is kept, and the run says why instead of promising a --continue.
 out="$work/out-plain"
-python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
-    "$courier" get -P "$out" "$base/slow.bin?rate=524288&plain=1" >"$work/plain.out" 2>"$work/plain.err" </dev/null &
-courier_pid=$!
-sleep 1.5
-kill -INT "$courier_pid" 2>/dev/null
-rc=0
-wait "$courier_pid" || rc=$?
+interrupt INT plain get -P "$out" "$base/slow.bin?rate=524288&plain=1"
 if [ "$rc" -eq 130 ] && grep -q "^slow.bin: nothing kept: the server does not say it serves byte ranges" "$work/plain.out" \
     && [ -z "$(ls -A "$out")" ] && ! grep -qi "keeping partial" "$work/plain.out" "$work/plain.err"; then
     pass "an interrupted download that cannot be resumed keeps nothing, and says why"
@@ -618,14 +612,7 @@ elif [ "$bad_ok" -eq 1 ]; then
 fi
 
 # SIGINT cancels the uploads (the server reads the body at 512 KiB/s).
-python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
-    "$courier" put "$files/slow.bin" "$base/uploads/slow/?rate=524288" \
-    >"$work/putint.out" 2>"$work/putint.err" </dev/null &
-courier_pid=$!
-sleep 1.5
-kill -INT "$courier_pid" 2>/dev/null
-rc=0
-wait "$courier_pid" || rc=$?
+interrupt INT putint put "$files/slow.bin" "$base/uploads/slow/?rate=524288"
 if [ "$rc" -eq 130 ] && grep -q "interrupted" "$work/putint.err" \
     && ! cmp -s "$files/slow.bin" "$files/uploads/slow/slow.bin"; then
     pass "SIGINT cancels a put (exit 130)"
