@@ -2,10 +2,6 @@ import Courier
 import CourierIPC
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What the background-service subcommands share: a connection to this user's courierd, its requests, and the two
 /// output forms (a table on a terminal, JSON with `--json`).
 enum DaemonClient {
@@ -18,18 +14,18 @@ enum DaemonClient {
     /// an error that says what to run.
     static func connect(startingDaemon: Bool = true) throws -> DaemonConnection {
         let paths = DaemonPaths.current
-        let wasRunning = UnixSocket.connect(to: paths.socket.path).map { descriptor in
-            close(descriptor)
-            return true
-        } ?? false
-        switch DaemonConnection.open(paths: paths, app: "courier", startingDaemon: startingDaemon) {
+        switch DaemonConnection.open(paths: paths, app: "courier", startingDaemon: false) {
         case .success(let connection):
-            if !wasRunning {
-                FileHandle.standardError.write(Data("courierd was not running: started it\n".utf8))
-            }
             return connection
         case .failure(let error) where !startingDaemon:
             throw CommandFailure(description: "\(error.message); \(startHint)")
+        case .failure:
+            break
+        }
+        switch DaemonConnection.open(paths: paths, app: "courier", startingDaemon: true) {
+        case .success(let connection):
+            FileHandle.standardError.write(Data("courierd was not running: started it\n".utf8))
+            return connection
         case .failure(let error):
             throw CommandFailure(description: error.message)
         }

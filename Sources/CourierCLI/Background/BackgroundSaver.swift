@@ -65,38 +65,38 @@ final class BackgroundSaver: SessionDownloadDelegate, SessionDataDelegate, Senda
     func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
         let saved = state.withLock { $0.saved.removeValue(forKey: task.taskIdentifier) }
         let url = task.originalRequest?.url?.absoluteString ?? "?"
-        let line: String
-        if task is UploadTask {
-            let subject = "\(task.taskDescription ?? "?") -> \(url)"
-            if let error {
-                line = "error: \(subject): \(FailureText.describe(error))"
-            } else if let failure = FailureText.status(of: task.response) {
-                line = "error: \(subject): \(failure)"
-            } else {
-                line = "uploaded \(subject)"
-            }
-        } else if let error {
-            line = "error: \(url): \(FailureText.describe(error))"
+        let subject = task is UploadTask ? "\(task.taskDescription ?? "?") -> \(url)" : url
+        // The file saved (nil for an upload), or why the transfer failed.
+        let ended: Result<String?, FileSystem.Failure>
+        if let error {
+            ended = .failure(FileSystem.Failure(description: FailureText.describe(error)))
+        } else if let failure = FailureText.status(of: task.response) {
+            ended = .failure(FileSystem.Failure(description: failure))
+        } else if task is UploadTask {
+            ended = .success(nil)
         } else {
-            switch saved {
-            case .success(let path)?: line = "saved \(path) (\(url))"
-            case .failure(let failure)?: line = "error: \(url): \(failure.description)"
-            case nil: line = "error: \(url): the download ended without a file"
-            }
+            ended = saved.map { $0.map { $0 } }
+                ?? .failure(FileSystem.Failure(description: "the download ended without a file"))
         }
-        Self.say(line)
+        var failure: String?
+        switch ended {
+        case .success(let path?): Self.say("saved \(path) (\(url))")
+        case .success(nil): Self.say("uploaded \(subject)")
+        case .failure(let reason):
+            failure = reason.description
+            Self.say("error: \(subject): \(reason.description)")
+        }
         if let command = CompletionHook.take(for: task.taskIdentifier) {
-            let savedPath: String? = if case .success(let path)? = saved { path } else { nil }
             let outcome = CompletionHook.Outcome(
-                file: line.hasPrefix("error: ") ? nil : savedPath,
+                file: try? ended.get(),
                 url: url,
-                error: line.hasPrefix("error: ") ? String(line.dropFirst("error: \(url): ".count)) : nil,
+                error: failure,
                 httpStatus: (task.response as? HTTPURLResponse)?.statusCode
             )
             CompletionHook.run(command, for: outcome)
         }
         let wake = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.ended[task.taskIdentifier] = !line.hasPrefix("error: ")
+            state.ended[task.taskIdentifier] = failure == nil
             guard state.allEnded != nil, state.awaited.isSubset(of: state.ended.keys) else {
                 return nil
             }
