@@ -25,6 +25,9 @@ struct BackgroundSessionTests {
         private var _responses: [Int: Int] = [:]
         private var _descriptions: [Int: String] = [:]
         private var _metrics: [Int: SessionTaskMetrics] = [:]
+        /// The permission bits of each handed-over file and of the directory it was in, as `didFinishDownloadingTo`
+        /// found them.
+        private var _modes: [Int: (file: mode_t, directory: mode_t)] = [:]
         private let finished = DispatchSemaphore(value: 0)
         private let replayed = DispatchSemaphore(value: 0)
         private let invalidated = DispatchSemaphore(value: 0)
@@ -57,6 +60,7 @@ struct BackgroundSessionTests {
         var statuses: [Int: Int] { lock.withLock { _responses } }
         var descriptions: [Int: String] { lock.withLock { _descriptions } }
         var metrics: [Int: SessionTaskMetrics] { lock.withLock { _metrics } }
+        var modes: [Int: (file: mode_t, directory: mode_t)] { lock.withLock { _modes } }
 
         func urlSession(_ session: Session, task: SessionTask, didFinishCollecting metrics: SessionTaskMetrics) {
             lock.withLock { _metrics[task.taskIdentifier] = metrics }
@@ -65,6 +69,11 @@ struct BackgroundSessionTests {
         func urlSession(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) {
             let data = FileManager.default.contents(atPath: location.path)
             let status = (downloadTask.response as? HTTPURLResponse)?.statusCode
+            var file = stat()
+            var directory = stat()
+            if stat(location.path, &file) == 0, stat(location.deletingLastPathComponent().path, &directory) == 0 {
+                lock.withLock { _modes[downloadTask.taskIdentifier] = (file.st_mode & 0o7777, directory.st_mode & 0o7777) }
+            }
             lock.withLock {
                 _calls.append("finished \(downloadTask.taskIdentifier)")
                 _files[downloadTask.taskIdentifier] = data

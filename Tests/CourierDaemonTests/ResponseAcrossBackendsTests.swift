@@ -131,4 +131,24 @@ struct ResponseAcrossBackendsTests {
         session.finishTasksAndInvalidate()
         try await server.shutdown()
     }
+
+    @Test("the file handed over has the mode a file of the app gets; the directory it waits in is private", arguments: Backend.allCases)
+    func fileMode(_ backend: Backend) async throws {
+        let server = try await TestServer.start()
+        let place = BackgroundSessionTests.Place()
+        defer { place.cleanup() }
+        let recorder = BackgroundSessionTests.Recorder()
+        let session = Session(configuration: backend.configuration("mode", in: place), delegate: recorder)
+        let task = session.downloadTask(with: server.url("/bytes/1000"))
+        task.resume()
+        #expect(recorder.waitForCompletions(1))
+        let mask = umask(0o022)
+        umask(mask)
+        let modes = try #require(recorder.modes[task.taskIdentifier])
+        #expect(modes.file == 0o666 & ~mask, "file mode \(String(modes.file, radix: 8))")
+        #expect(modes.directory == 0o700, "directory mode \(String(modes.directory, radix: 8))")
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
 }
+
