@@ -162,6 +162,20 @@ extension Session {
         (core.runningBackend as? DaemonBackend)?.waitForAnswers(timeout: timeout) ?? true
     }
 
+    /// Leaves courierd as an app that exits does, but only once courierd has taken the acknowledgements of every
+    /// event delivered so far (they are queued behind the delegate calls of their batch, and this behind them), so
+    /// that none is delivered again to the next process that opens the session; the tasks go on in courierd, neither
+    /// cancelled nor waited for. Then calls `left`, on the delegate queue. For the `courier` tool, which exits once the
+    /// transfers it waited for have ended (`--wait`), while other tasks of its session may still run.
+    package func leaveBackgroundSession(then left: @escaping @Sendable () -> Void) {
+        var work = DelegateWork()
+        work.append { [core] _ in
+            (core.runningBackend as? DaemonBackend)?.finish()
+            left()
+        }
+        core.dispatcher.enqueue(work)
+    }
+
     /// Why this session could not be opened with courierd (`backgroundSessionInUse`,
     /// `backgroundSessionWasDisconnected`, …), as its tasks would fail at `resume()`; nil when it was opened, and
     /// for a session that is not a background one. For the `courier` tool, which waits while another instance of itself

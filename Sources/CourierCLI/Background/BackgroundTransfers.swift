@@ -83,7 +83,10 @@ enum BackgroundTransfers {
         if waiting {
             BackgroundSaver.say("handed \(count) to courierd; waiting for \(handed.count == 1 ? "it" : "them") to end")
             let allSaved = await saver.waitForEnd(of: Set(handed))
-            session.finishTasksAndInvalidate()
+            // The events heard here acknowledged, so that the courier courierd launches next does not hear them again.
+            await withCheckedContinuation { left in
+                session.leaveBackgroundSession { left.resume() }
+            }
             CompletionHook.waitForAll()
             if !allSaved || handed.count < total {
                 throw ExitCode.failure
