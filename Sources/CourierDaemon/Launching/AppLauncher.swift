@@ -13,14 +13,17 @@ import Glibc
 ///
 /// At most one launch per app is in flight: an app still running from an earlier launch is not started again.
 /// Launches are paced by the ``ResumeRateLimiter``: the first one at once, each later one after a doubling delay.
-/// None comes before ``reconnectionGrace`` has passed since courierd started: an app that was connected to the
-/// courierd before this one reconnects by itself (its session outlives a restart) and must not be launched twice.
+/// None comes before ``reconnectionGrace`` has passed since courierd began to accept connections (``accepting(at:)``;
+/// its journal may take seconds to restore before that): an app that was connected to the courierd before this one
+/// reconnects by itself (its session outlives a restart) and must not be launched twice.
 package final class AppLauncher: Sendable {
     /// How long after courierd's start the apps connected to the earlier courierd have to reconnect.
     package static let reconnectionGrace: TimeInterval = 3
 
     private struct State {
         var limiter: ResumeRateLimiter
+        /// When relaunches may begin: ``reconnectionGrace`` after courierd began to accept connections.
+        var firstLaunch: Date
         /// The process of each app's last launch.
         var launched: [String: pid_t] = [:]
         /// Apps whose launch waits for the limiter.
@@ -29,16 +32,18 @@ package final class AppLauncher: Sendable {
 
     private let state: LockedValue<State>
     private let logger: Logger
-    /// When relaunches may begin (``reconnectionGrace`` after this launcher was made).
-    private let firstLaunch: Date
     /// Where each launched app's standard output and error go (``DaemonPaths/appLog(of:)``); nil: courierd's own.
     private let paths: DaemonPaths?
 
     package init(limiter: ResumeRateLimiter, logger: Logger, paths: DaemonPaths? = nil, now: Date = Date()) {
-        state = LockedValue(State(limiter: limiter))
+        state = LockedValue(State(limiter: limiter, firstLaunch: now.addingTimeInterval(Self.reconnectionGrace)))
         self.logger = logger
         self.paths = paths
-        firstLaunch = now.addingTimeInterval(Self.reconnectionGrace)
+    }
+
+    /// courierd accepts connections from `now`: the apps of the courierd before it have the grace from then.
+    package func accepting(at now: Date = Date()) {
+        state.withLock { $0.firstLaunch = max($0.firstLaunch, now.addingTimeInterval(Self.reconnectionGrace)) }
     }
 
     /// Launches `app` for `session` now or when the limiter allows, unless a launch is already pending or running;
@@ -58,12 +63,28 @@ package final class AppLauncher: Sendable {
                 return nil
             }
             state.scheduled.insert(app)
-            return max(state.limiter.earliestWake(of: app, now: now), firstLaunch)
+            return max(state.limiter.earliestWake(of: app, now: now), state.firstLaunch)
         }
         guard let when else {
             return
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, when.timeIntervalSince(now))) { [self] in
+        launch(app: app, session: session, command: command, at: when, stillNeeded: stillNeeded)
+    }
+
+    /// Launches `app` at `when`, or later when courierd's grace was moved past it meanwhile (``accepting(at:)``: a
+    /// wake made while the journal was restored), if `stillNeeded` says so then.
+    private func launch(
+        app: String,
+        session: String,
+        command: [String],
+        at when: Date,
+        stillNeeded: @escaping @Sendable () -> Bool
+    ) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, when.timeIntervalSinceNow)) { [self] in
+            if let postponed = state.withLock({ $0.firstLaunch > Date() ? $0.firstLaunch : nil }) {
+                launch(app: app, session: session, command: command, at: postponed, stillNeeded: stillNeeded)
+                return
+            }
             state.withLock { _ = $0.scheduled.remove(app) }
             guard stillNeeded() else {
                 return

@@ -161,6 +161,9 @@ package final class DaemonServer: @unchecked Sendable {
     /// still open.
     package func run() -> Bool {
         scheduleIdleReclaim()
+        // The apps of the courierd before this one reconnect from now: their grace starts here, not before the
+        // journal was restored.
+        launcher.accepting()
         AcceptLoop.run(on: listener, stoppedBy: stopPipe.read) { descriptor in
             let who = PeerCredentials.of(socket: descriptor)
             guard let peer = who, peer.isAdmitted(byDaemonOf: uid) else {
