@@ -4,8 +4,9 @@
 # (unit, integration, fault-injection, process and stress tests, in parallel, as plain `swift test` runs them), the
 # session tests again over the serialised backend and over HTTPS with HTTP/2, then the command-line
 # tests of the built `courier` binary (scripts/cli-test.sh),
-# then a scratch package that requires Courier by version (scripts/dependent-check.sh), the API reference and the
-# examples (scripts/docs.sh), then each fuzz target for 30 s (scripts/fuzz.sh),
+# then the install step on a clean prefix (scripts/install.sh), then the README's dependency lines and a scratch
+# package that requires Courier by version and runs the Quick start (scripts/dependent-check.sh), the API reference
+# and the examples (scripts/docs.sh), then each fuzz target for 30 s (scripts/fuzz.sh),
 # then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
 # committed fails; allocation counts, not times, so a loaded machine does not change them), then the comparison
 # harness once at 2 % scale (Benchmarks/run.sh: Courier's clients, the floor, URLSession and curl against nginx,
