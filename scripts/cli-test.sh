@@ -102,7 +102,8 @@ fi
 out="$work/out-ok"
 run ok get -P "$out" --parallel 2 "$base/one.bin" "$base/two.bin" "$base/empty.bin"
 if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$out/one.bin" && cmp -s "$files/two.bin" "$out/two.bin" \
-    && cmp -s "$files/empty.bin" "$out/empty.bin" && grep -q "^summary: 3/3 files" "$work/ok.out"; then
+    && cmp -s "$files/empty.bin" "$out/empty.bin" \
+    && grep -q "^summary: 3/3 files, [0-9]* bytes (.* [KMG]iB) in .*, [0-9.]* [KMG]iB/s$" "$work/ok.out"; then
     pass "get saves every URL byte for byte, exit 0, with a summary"
 else
     fail "get saves every URL byte for byte, exit 0, with a summary" "$(show ok)"
@@ -648,10 +649,11 @@ if [ -x "$courierd" ]; then
     fi
     run status-text daemon status
     if [ "$rc" -eq 0 ] && grep -q "is running, pid $courierd_pid" "$work/status-text.out" \
-        && grep -q "binary: *$(readlink -f "$courierd")" "$work/status-text.out"; then
-        pass "courier daemon status: version, pid, binary"
+        && grep -q "binary: *$(readlink -f "$courierd")" "$work/status-text.out" \
+        && grep -q "^  0 sessions, 0 active tasks, 0 pending events$" "$work/status-text.out"; then
+        pass "courier daemon status: version, pid, binary, counts"
     else
-        fail "courier daemon status: version, pid, binary" "$(show status-text)"
+        fail "courier daemon status: version, pid, binary, counts" "$(show status-text)"
     fi
     run version --version
     if [ "$rc" -eq 0 ] && [ "$(cat "$work/version.out")" = "$("$courierd" --version)" ]; then
@@ -794,6 +796,12 @@ PY
     else
         fail "get --background --wait: saves the good file, exits 1 for the 404 (tasks: failed: HTTP 404), told once" \
             "$(show bg-wait)" "$(show bg-wait-all)" "$(show bg-wait-again)"
+    fi
+    run status-one daemon status
+    if grep -q "^  1 session, 0 active tasks, " "$work/status-one.out"; then
+        pass "courier daemon status counts in the singular when there is one (1 session)"
+    else
+        fail "courier daemon status counts in the singular when there is one (1 session)" "$(show status-one)"
     fi
     # Another program drives courierd on the socket protocol alone (docs/ipc.md): the Python client of Examples/.
     client="$repo_root/Examples/python/courier_client.py"
