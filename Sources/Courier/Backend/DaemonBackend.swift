@@ -151,14 +151,17 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
-    /// What courierd knows of this session's tasks.
-    func taskSnapshots() -> Result<[IPCMessage.TaskSnapshot], CourierError> {
+    /// What courierd knows of this session's tasks: asked on the current connection (waiting for one while the link
+    /// reconnects), or only on `connection` (no wait: for the link's own queue, where a reconnection would be queued
+    /// behind the wait).
+    func taskSnapshots(on connection: DaemonConnection? = nil) -> Result<[IPCMessage.TaskSnapshot], CourierError> {
         Result { () throws(CourierError) in
             try IPCMessage.ListTasks.allPages { offset, limit throws(CourierError) in
                 let list = {
                     IPCMessage.listTasks(.init(request: $0, session: self.identifier, offset: offset, limit: limit))
                 }
-                switch request(list) {
+                let answer = connection.map { $0.request(timeout: requestTimeout, list) } ?? request(list)
+                switch answer {
                 case .success(.tasks(let snapshots)): return snapshots
                 case .success:
                     throw CourierError(.badServerResponse, "courierd answered a task listing with something else")
@@ -520,7 +523,9 @@ final class DaemonBackend: TransferBackend {
         }
         hooks.reopened(opened.nextTaskIdentifier)
         watch(connection)
-        if case .success(let snapshots) = taskSnapshots() {
+        // On this connection only: if it ends meanwhile, its reconnection (queued on this queue) asks again. Waiting
+        // here for the next connection would wait for the request timeout, the reconnection queued behind the wait.
+        if case .success(let snapshots) = taskSnapshots(on: connection) {
             let known = Set(snapshots.map(\.identifier))
             let lost = state.withLock { state -> [Int: Binding] in
                 let lost = state.bindings.filter { earlier.contains($0.key) && !known.contains($0.key) }
