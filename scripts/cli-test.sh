@@ -748,7 +748,8 @@ if [ -x "$courierd" ]; then
         fi
     fi
     # --watch --json: a line of JSON per task each time it changed, the last one its end.
-    run bg-json get --background -P "$work/out-bg-json" "$base/one.bin?rate=1000000"
+    # 3 MB at 1 MB/s: still running when the watch starts, even under a sanitizer.
+    run bg-json get --background -P "$work/out-bg-json" "$base/two.bin?rate=1000000"
     timeout 60 "$courier" tasks --watch --json courier.transfers >"$work/watch-json.out" 2>"$work/watch-json.err" \
         </dev/null
     watch_rc=$?
@@ -760,7 +761,7 @@ for line in lines:
     by_task.setdefault(line["task"]["identifier"], []).append(line["task"])
 followed = [seen for seen in by_task.values()
             if len(seen) >= 2 and seen[0]["state"] != 3 and seen[-1]["state"] == 3
-            and seen[-1]["countOfBytesReceived"] == 1048576 and seen[-1].get("statusCode") == 200]
+            and seen[-1]["countOfBytesReceived"] == 3000001 and seen[-1].get("statusCode") == 200]
 sys.exit(0 if followed and all(line["session"] == "courier.transfers" for line in lines) else 1)
 PY
         pass "courier tasks --watch --json: a JSON line per change, the last one the task's end"

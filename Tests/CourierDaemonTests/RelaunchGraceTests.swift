@@ -17,14 +17,21 @@ struct RelaunchGraceTests {
             logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() },
             now: Date().addingTimeInterval(-60)
         )
-        launcher.wake(app: "App", session: "s", command: ["/bin/sh", "-c", "touch '\(marker.path)'"]) { true }
-        launcher.accepting()
-        try await Task.sleep(for: .seconds(AppLauncher.reconnectionGrace - 1))
-        #expect(!FileManager.default.fileExists(atPath: marker.path), "launched within the grace")
-        let deadline = ContinuousClock.now + .seconds(10)
+        // The launched command writes when it ran (seconds since 1970): asserted not too early, whatever the load.
+        let write = "date +%s.%N > '\(marker.path).tmp' && mv '\(marker.path).tmp' '\(marker.path)'"
+        let command = ["/bin/sh", "-c", write]
+        launcher.wake(app: "App", session: "s", command: command) { true }
+        let accepted = Date()
+        launcher.accepting(at: accepted)
+        let deadline = ContinuousClock.now + .seconds(20)
         while !FileManager.default.fileExists(atPath: marker.path), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
-        #expect(FileManager.default.fileExists(atPath: marker.path), "not launched after the grace")
+        let written = try String(contentsOf: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let launchedAt = try #require(Double(written), "the launched command wrote \(written)")
+        #expect(
+            launchedAt >= accepted.timeIntervalSince1970 + AppLauncher.reconnectionGrace - 0.05,
+            "launched \(launchedAt - accepted.timeIntervalSince1970) s after courierd began to accept"
+        )
     }
 }
