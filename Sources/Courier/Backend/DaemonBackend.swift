@@ -69,6 +69,8 @@ final class DaemonBackend: TransferBackend {
         /// Tasks whose creation courierd has not answered yet (``waitForAnswers(timeout:)``).
         var unanswered: Set<Int> = []
         var lastSequence: UInt64 = 0
+        /// Batches between their arrival and the queueing of their acknowledgement (``afterBatchesHandedOver(_:)``).
+        var batchesInDelivery = 0
         /// The session was opened by an app relaunched for this session's events, or in the background to hear a
         /// replay (courierd's batch marked `finished`): the delegate is owed `urlSessionDidFinishEvents` once. As on
         /// iOS, an app the user started (in the foreground) hears the events it missed without it, and a replay after
@@ -181,14 +183,34 @@ final class DaemonBackend: TransferBackend {
         }
     }
 
+    /// Runs `body` on a queue of its own once every batch received so far has its acknowledgement queued behind its
+    /// delegate calls (a task's completion is queued as soon as its batch reaches it, the acknowledgement at the
+    /// batch's end): work queued by `body` on the delegate queue then comes after those acknowledgements.
+    func afterBatchesHandedOver(_ body: @escaping @Sendable () -> Void) {
+        DispatchQueue.global().async { [state] in
+            _ = state.wait(until: { $0.batchesInDelivery == 0 }, deadline: MonotonicDeadline(after: 5))
+            body()
+        }
+    }
+
     /// Ends the link once courierd has taken everything sent on it: the session is closed by a request whose answer
     /// courierd sends after handling the frames before it (the acknowledgements of the last batches), at most
     /// `timeout` seconds; then the identifier is free. Without it, a `Session` made with the identifier right after
     /// could open it on a new connection before courierd read the old one's last acknowledgements, and be handed
     /// again events this one had acknowledged. Called by the invalidation, on the delegate queue after the last
     /// acknowledgement was sent.
-    func finish(within timeout: TimeInterval = 5) {
+    ///
+    /// With `acknowledgingAll` (the invalidation, once no task is left: every event received was delivered, or is for
+    /// no task of this session), everything received is acknowledged first. A batch's acknowledgement is queued behind
+    /// its delegate calls, but a task's completion is queued as soon as the batch reaches it: an app that invalidates
+    /// from its last `didCompleteWithError` queues its invalidation before that batch's acknowledgement, which would
+    /// then find the link gone, and the next session of the identifier would hear the batch again.
+    func finish(within timeout: TimeInterval = 5, acknowledgingAll: Bool = false) {
         if case .connected(let connection) = takeLink() {
+            let received = state.withLock { $0.lastSequence }
+            if acknowledgingAll, received > 0, !connection.hasEnded {
+                connection.send(.acknowledge(.init(session: identifier, through: received)))
+            }
             if !connection.hasEnded {
                 _ = connection.request(timeout: timeout) { [identifier] number in
                     .closeSession(.init(request: number, session: identifier, cancelTasks: false))
@@ -581,6 +603,8 @@ final class DaemonBackend: TransferBackend {
 
     /// One batch from the daemon, on the reader thread of the connection it came on (which acknowledges it).
     private func receive(_ batch: IPCMessage.Events, on connection: DaemonConnection) {
+        state.withLock { $0.batchesInDelivery += 1 }
+        defer { state.withLock { $0.batchesInDelivery -= 1 } }
         var events: [TransferEvent] = []
         var last: UInt64 = 0
         for sequenced in batch.events {

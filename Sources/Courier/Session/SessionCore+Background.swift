@@ -168,12 +168,18 @@ extension Session {
     /// cancelled nor waited for. Then calls `left`, on the delegate queue. For the `courier` tool, which exits once the
     /// transfers it waited for have ended (`--wait`), while other tasks of its session may still run.
     package func leaveBackgroundSession(then left: @escaping @Sendable () -> Void) {
-        var work = DelegateWork()
-        work.append { [core] _ in
-            (core.runningBackend as? DaemonBackend)?.finish()
+        guard let backend = core.runningBackend as? DaemonBackend else {
             left()
+            return
         }
-        core.dispatcher.enqueue(work)
+        backend.afterBatchesHandedOver { [core] in
+            var work = DelegateWork()
+            work.append { _ in
+                backend.finish()
+                left()
+            }
+            core.dispatcher.enqueue(work)
+        }
     }
 
     /// Why this session could not be opened with courierd (`backgroundSessionInUse`,

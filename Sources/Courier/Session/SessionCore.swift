@@ -288,7 +288,7 @@ final class SessionCore: Sendable {
         work.append { [self] session in
             // A background session's link ends first, its acknowledgements taken by courierd: by the time the
             // delegate hears of the invalidation, another Session of this process may take the identifier.
-            (backend as? DaemonBackend)?.finish()
+            (backend as? DaemonBackend)?.finish(acknowledgingAll: true)
             if let session, let delegate = self.delegate {
                 delegate.urlSession(session, didBecomeInvalidWithError: nil)
             }
