@@ -18,8 +18,7 @@ enum FileCreationMask {
         return mask
     }
 
-    /// The mode a file this process creates gets: 0666 less the mask.
-    static var fileMode: mode_t {
-        0o666 & ~current
-    }
+    /// The mode a file this process creates gets: 0666 less the mask, as it was when first asked (read once: a
+    /// background download is placed with it each time, and a process rarely changes its umask).
+    static let fileMode: mode_t = 0o666 & ~current
 }
