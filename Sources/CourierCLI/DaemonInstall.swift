@@ -39,7 +39,9 @@ extension Daemon {
 
         func validate() throws {
             if linger && noSystemd {
-                throw ValidationError("--linger keeps systemd's user manager running: it does not go with --no-systemd.")
+                throw ValidationError(
+                    "--linger keeps systemd's user manager running: it does not go with --no-systemd."
+                )
             }
         }
 
@@ -165,7 +167,9 @@ enum UserService {
                     + "user, an administrator runs it): courierd runs while you are logged in"
             )
         }
-        print("enabled lingering: courierd starts at boot and goes on after logout (`loginctl disable-linger` undoes it)")
+        print(
+            "enabled lingering: courierd starts at boot and goes on after logout (`loginctl disable-linger` undoes it)"
+        )
     }
 
     /// Copies `source` to `destination` (executable), unless they are the same file.

@@ -1,3 +1,4 @@
+import Courier
 import Foundation
 
 #if canImport(Glibc)
@@ -168,16 +169,10 @@ enum FileSystem {
         }
     }
 
-    /// The process's file mode creation mask, read once (reading it means setting it, so do it early).
-    static let creationMask: mode_t = {
-        let mask = umask(0o022)
-        umask(mask)
-        return mask
-    }()
-
-    /// Gives a downloaded file the mode a newly created file gets (0666 less the umask); staging files are 0600.
+    /// Gives a downloaded file the mode a newly created file gets (0666 less the umask), as the library gives the
+    /// files it hands over: also a partial file kept by an older courier, which made them 0600.
     static func applyDefaultPermissions(_ url: URL) {
-        chmod(url.path, 0o666 & ~creationMask)
+        chmod(url.path, FileCreationMask.fileMode)
     }
 
     /// Removes `url` (a file or a whole directory) if it exists; errors are ignored (used for clean-up only).

@@ -269,13 +269,12 @@ struct Get: AsyncParsableCommand {
     }
 
     func run() async throws {
-        _ = FileSystem.creationMask  // Read the umask before any other thread runs.
         let urls = try allURLs()
         let (directory, fileName) = destination
         if fileName != nil, !createDirs, !FileSystem.isDirectory(directory) {
-            let why = FileSystem.entryExists(directory) ? "is not a directory" : "does not exist"
-            throw CommandFailure(description: "cannot save to \(outputFile ?? ""): \(directory.path) \(why)"
-                + (why == "does not exist" ? " (--create-dirs creates it)" : ""))
+            let why =
+                FileSystem.entryExists(directory) ? "is not a directory" : "does not exist (--create-dirs creates it)"
+            throw CommandFailure(description: "cannot save to \(outputFile ?? ""): \(directory.path) \(why)")
         }
         do {
             try FileSystem.makeDirectory(directory)
@@ -352,7 +351,8 @@ struct Get: AsyncParsableCommand {
                 do {
                     try CompletionHook.keep(onComplete, for: task.taskIdentifier)
                 } catch {
-                    throw CommandFailure(description: "cannot keep the --on-complete command: \(FileSystem.reason(error))")
+                    let reason = FileSystem.reason(error)
+                    throw CommandFailure(description: "cannot keep the --on-complete command: \(reason)")
                 }
             }
             let subject = "\(url.absoluteString) -> \(path)"

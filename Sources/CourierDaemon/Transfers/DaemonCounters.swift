@@ -19,9 +19,12 @@ package final class DaemonCounters: Sendable {
             figures.bytesSent += max(0, progress.sent)
             // An HTTP error is a success as URLSession counts it (the app has the response), but not as a user reads
             // the figures.
-            let httpError = error == nil && (completion.finalStatus ?? 0) >= 400
-            let outcome =
-                httpError ? "HTTP error" : error == nil ? "success" : error?.code == .cancelled ? "cancelled" : "failure"
+            let outcome: String
+            if let error {
+                outcome = error.code == .cancelled ? "cancelled" : "failure"
+            } else {
+                outcome = (completion.finalStatus ?? 0) >= 400 ? "HTTP error" : "success"
+            }
             figures.completed[outcome, default: 0] += 1
             if let error, error.code != .cancelled {
                 figures.failures["\(error.code)", default: 0] += 1
