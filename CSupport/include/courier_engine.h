@@ -82,6 +82,80 @@ typedef enum {
   CR_AUTH_ANY = 3
 } cr_auth_t;
 
+/* Whose judgment admits the server at the other end of a TLS connection. */
+typedef enum {
+  /* libcurl verifies the chain (the engine's CAs, or the system's) and the
+   * host name; a failure ends the transfer with CR_ERR_TLS_UNTRUSTED. */
+  CR_TRUST_VERIFY = 0,
+  /* The caller decides. The chain and host name are verified as with
+   * CR_TRUST_VERIFY, but the transfer stops after the handshake, before any
+   * byte of its request is sent, with CR_ERR_TRUST_PENDING, the chain
+   * (COMPLETE's peer_certificates) and the verdict (verify_result: 0; or,
+   * when the verification failed, OpenSSL's X509_V_ERR code, 62 for a
+   * certificate of another host). A chain that failed to verify is not
+   * kept by the TLS library: then peer_certificates is empty, and the
+   * caller submits again with CR_TRUST_PROBE to read it. Such a transfer
+   * never multiplexes (HTTP/1.1 only: its connection carries no request),
+   * and its connection is closed, never reused. Pins (pinned_public_keys)
+   * are still enforced. */
+  CR_TRUST_ASK = 1,
+  /* The caller accepted this server whatever the verification says: the
+   * chain and host name are not verified, and pinned_public_keys (which
+   * must be set) names the key it accepted. */
+  CR_TRUST_ACCEPTED = 2,
+  /* Reads a chain that failed CR_TRUST_ASK's verification: nothing is
+   * verified, and the transfer stops as CR_TRUST_ASK's does, with the chain
+   * and verify_result -1. */
+  CR_TRUST_PROBE = 3
+} cr_trust_t;
+
+/* The X509_V_ERR code CR_TRUST_ASK reports for a certificate whose names
+ * do not include the host (X509_V_ERR_HOSTNAME_MISMATCH). */
+#define CR_VERIFY_HOST_MISMATCH 62
+
+typedef enum {
+  CR_TLS_DEFAULT = 0,
+  CR_TLS_1_0 = 10,
+  CR_TLS_1_1 = 11,
+  CR_TLS_1_2 = 12,
+  CR_TLS_1_3 = 13
+} cr_tls_version_t;
+
+/* How a transfer connects beyond its URL: who admits the server, the TLS
+ * versions, the client's certificate, and where the connection goes.
+ * Zeros and NULLs leave libcurl's defaults. Copied by cr_engine_submit().
+ * Transfers whose TLS settings differ never share a connection. */
+typedef struct {
+  cr_trust_t trust;
+  /* The server's public key (the SHA-256 of its DER SubjectPublicKeyInfo)
+   * must be one of these: "sha256//<base64>;sha256//<base64>..." (curl's
+   * CURLOPT_PINNEDPUBLICKEY). A key that is not fails the transfer with
+   * CR_ERR_TLS_PINNED before any byte of the request is sent. */
+  const char* pinned_public_keys;
+  cr_tls_version_t tls_minimum;
+  cr_tls_version_t tls_maximum;
+  /* The client's certificate (chain) for servers that ask for one: PEM
+   * ("PEM") or PKCS#12 ("P12"), and its private key (PEM; NULL when the
+   * certificate data holds it), decrypted with key_password. */
+  const void* client_certificate;
+  size_t client_certificate_length;
+  const char* client_certificate_type;
+  const void* client_key;
+  size_t client_key_length;
+  const char* client_key_password;
+  /* Connect to this Unix-domain socket instead of the URL's host and port
+   * (the URL still names the Host header and the TLS name). */
+  const char* unix_socket_path;
+  /* "host:port:address[,address...]" entries answered instead of a DNS
+   * lookup (curl's --resolve). */
+  const char* const* resolve;
+  size_t resolve_count;
+  int ip_version;               /* 4 or 6: only that family; 0 either  */
+  const char* interface_name;   /* the local interface, address or host
+                                   to send from (curl's --interface)     */
+  const char* doh_url;          /* resolve names over DNS-over-HTTPS     */
+} cr_connection_t;
+
 /* A request body in memory that the engine borrows instead of copying it at
  * submit: curl's upload buffer is filled from `bytes` directly, so no
  * caller code runs while curl reads the body. `bytes` must stay valid and
@@ -174,6 +248,7 @@ typedef struct {
   int64_t total_timeout_ms;     /* whole transfer, queueing included; 0 off */
   int priority;                 /* higher first among queued transfers   */
   uint64_t tag;                 /* echoed in every event                 */
+  const cr_connection_t* connection; /* NULL: libcurl's defaults          */
 } cr_request_t;
 
 /* A receive-rate limit that transfers of any number of engines share (a
@@ -214,6 +289,11 @@ typedef struct {
 size_t cr_file_digest(const char* path, int64_t length, cr_digest_t kind,
                       unsigned char out[64]);
 
+/* The digest of `length` bytes at `bytes` (SHA-256, SHA-512 or CRC-32C)
+ * into out; returns its length (0 for another kind). Any thread. */
+size_t cr_bytes_digest(const void* bytes, size_t length, cr_digest_t kind,
+                       unsigned char out[64]);
+
 /* Engine error codes (CR_EVENT_COMPLETE.error); 0 is success. */
 typedef enum {
   CR_OK = 0,
@@ -239,8 +319,10 @@ typedef enum {
   CR_ERR_TOO_MANY_REDIRECTS = 20,
   CR_ERR_BODY_NOT_REWOUND = 21,  /* the body had to be sent again and could
                                     not be rewound                          */
-  CR_ERR_CLIENT_CERT_REQUIRED = 22 /* the server asked for a client
+  CR_ERR_CLIENT_CERT_REQUIRED = 22, /* the server asked for a client
                                     certificate and none was given          */
+  CR_ERR_TRUST_PENDING = 23,     /* CR_TRUST_ASK: the caller must decide    */
+  CR_ERR_TLS_PINNED = 24         /* the server's key is not a pinned one    */
 } cr_error_t;
 
 /* Timings in microseconds from the start of the transfer (curl's *_TIME_T),
@@ -309,6 +391,10 @@ struct cr_event_s {
                                     of the bytes_on_disk bytes; else NONE    */
   unsigned char digest[64];      /* 32 bytes of SHA-256, 64 of SHA-512, 4 */
   cr_metrics_t metrics;
+  /* COMPLETE with CR_ERR_TRUST_PENDING: the server's chain as PEM blocks,
+   * leaf first (owned), and the verification's verdict (cr_trust_t). */
+  char* peer_certificates;
+  long verify_result;
 };
 
 /* Decisions for a held response (cr_transfer_decide). */

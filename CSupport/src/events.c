@@ -18,6 +18,7 @@ static void free_event_payload(cr_event_t* e) {
   free(e->headers);
   free(e->data);
   free(e->message);
+  free(e->peer_certificates);
 }
 
 /* Hands the batch to the engine's callback (or frees it when the loop is
@@ -159,6 +160,11 @@ void cr__emit_last(cr_transfer_t* t) {
     finish_digest(t, e);
   if (t->metrics)
     e->metrics = *t->metrics;
+  if (t->run) {
+    e->peer_certificates = t->run->peer_certificates;
+    e->verify_result = t->run->verify_result;
+    t->run->peer_certificates = NULL;
+  }
 }
 
 void cr__mark_dirty(cr_transfer_t* t) {

@@ -198,6 +198,11 @@ typedef struct {
   unsigned char* decoded;     /* the decoder's output, on its way to the sink */
   unsigned char* undecoded;
   size_t undecoded_length;
+  /* CR_TRUST_ASK: the chain and verdict of the connection the transfer
+   * stopped on (connection.c), for its COMPLETE. */
+  char* peer_certificates;
+  long verify_result;
+  struct curl_slist* resolve; /* cr_connection_t.resolve, for curl          */
   unsigned undecoded_pending : 1; /* input (or output) waits in the decoder  */
   unsigned decoder_fed : 1;   /* some body went through the decoder         */
 } cr_running_t;
@@ -244,6 +249,7 @@ struct cr_transfer_s {
   char* proxy_username;       /* with proxy_auth != CR_AUTH_NONE             */
   char* proxy_password;
   cr_auth_t proxy_auth;
+  cr_connection_t* connection; /* one allocation (connection.c); NULL: none */
   int priority_level;
   int64_t max_receive_speed;
   int64_t max_send_speed;
@@ -509,6 +515,19 @@ void cr__transfer_free_unsubmitted(cr_transfer_t* t);
 void cr__transfer_release_borrowed(cr_transfer_t* t);
 /* Prepares t->easy for the request. Returns 0 or an error code. */
 cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy);
+
+/* ---- Connection options (connection.c) ---- */
+
+/* A deep copy of `options` in one allocation (free() releases it), or NULL
+ * when memory is short. */
+cr_connection_t* cr__connection_copy(const cr_connection_t* options);
+/* Sets t->connection's options on easy; on a refusal returns curl's code
+ * and names the option in *option. */
+CURLcode cr__connection_apply(cr_transfer_t* t, CURL* easy, const char** option);
+/* At the end of t's curl phase, before its handle is released: a transfer
+ * of CR_TRUST_ASK that stopped for its server's certificate gets
+ * CR_ERR_TRUST_PENDING, the chain and the verdict. */
+void cr__connection_finish(cr_transfer_t* t, CURLcode code);
 /* Body bytes of the response as they came off the connection (before any
  * content decoding); -1 when curl cannot say. While t->easy is set. */
 int64_t cr__transfer_wire_bytes(cr_transfer_t* t);

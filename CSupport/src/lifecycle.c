@@ -312,6 +312,8 @@ static void finish_active(cr_transfer_t* t, CURLcode code, cr_error_t forced) {
                            : (code != CURLE_OK ? curl_easy_strerror(code) : NULL);
     t->message = cr__strdup(text);
   }
+  if (t->connection)
+    cr__connection_finish(t, code);
   cr__transfer_collect_metrics(t);
   /* Taken out while curl holds bytes for it (paused: for the disk, held, by
    * the user): libcurl 7.88 frees those bytes (tempwrite) only at the end of

@@ -335,3 +335,12 @@ size_t cr_file_digest(const char* path, int64_t length, cr_digest_t kind,
   close(fd);
   return result == 0 ? cr__sha2_final(&context, out) : 0;
 }
+
+size_t cr_bytes_digest(const void* bytes, size_t length, cr_digest_t kind, unsigned char out[64]) {
+  cr_sha2_t context;
+  if (kind != CR_DIGEST_SHA256 && kind != CR_DIGEST_SHA512 && kind != CR_DIGEST_CRC32C)
+    return 0;
+  cr__sha2_init(&context, kind);
+  cr__sha2_update(&context, bytes, length);
+  return cr__sha2_final(&context, out);
+}

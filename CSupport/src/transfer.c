@@ -174,6 +174,11 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     if (t->proxy_username == NULL || t->proxy_password == NULL)
       goto oom;
   }
+  if (request->connection) {
+    t->connection = cr__connection_copy(request->connection);
+    if (t->connection == NULL)
+      goto oom;
+  }
   t->idle_timeout_ms = request->idle_timeout_ms;
   t->total_timeout_ms = request->total_timeout_ms;
   t->priority_level = request->priority > 0 ? 2 : (request->priority < 0 ? 0 : 1);
@@ -242,7 +247,10 @@ void cr__transfer_free(cr_transfer_t* t) {
   free(t->no_proxy);
   free(t->proxy_username);
   free(t->proxy_password);
+  free(t->connection);
   if (t->run) {
+    free(t->run->peer_certificates);
+    curl_slist_free_all(t->run->resolve);
     free(t->run->header_block);
     free(t->run->memory);
     free(t->run->chunk);
@@ -998,6 +1006,12 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)t->max_receive_speed);
   if (t->max_send_speed > 0)
     SET(CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)t->max_send_speed);
+  if (t->connection) {
+    const char* refused = NULL;
+    CURLcode code = cr__connection_apply(t, easy, &refused);
+    if (code != CURLE_OK)
+      return setup_failed(t, code, refused);
+  }
   return CR_OK;
 }
 
@@ -1124,8 +1138,8 @@ cr_error_t cr__error_from_curl(CURLcode code, int after_submit) {
     case CURLE_SSL_SHUTDOWN_FAILED: return CR_ERR_TLS;
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
     case CURLE_SSL_INVALIDCERTSTATUS: return CR_ERR_TLS_UNTRUSTED;
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH: return CR_ERR_TLS_PINNED;
     case CURLE_WRITE_ERROR: return CR_ERR_FILE_WRITE;
     case CURLE_READ_ERROR:
     case CURLE_FILE_COULDNT_READ_FILE: return CR_ERR_FILE_READ;
@@ -1166,6 +1180,8 @@ const char* cr__error_text(cr_error_t error) {
     case CR_ERR_TOO_MANY_REDIRECTS: return "too many redirects";
     case CR_ERR_BODY_NOT_REWOUND: return "the request body could not be sent again";
     case CR_ERR_CLIENT_CERT_REQUIRED: return "the server requires a client certificate";
+    case CR_ERR_TRUST_PENDING: return "the server's certificate waits for a decision";
+    case CR_ERR_TLS_PINNED: return "the server's public key is not a pinned one";
   }
   return "the transfer failed";
 }

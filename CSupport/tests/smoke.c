@@ -89,7 +89,7 @@ static void error_mapping(void) {
           cr__error_from_curl(expected[i].code, 1), expected[i].error);
   for (int code = 0; code <= CURL_LAST + 5; code++) {
     cr_error_t error = cr__error_from_curl((CURLcode)code, 1);
-    CHECK(error >= CR_OK && error <= CR_ERR_CLIENT_CERT_REQUIRED, "curl %d: engine error %d", code, error);
+    CHECK(error >= CR_OK && error <= CR_ERR_TLS_PINNED, "curl %d: engine error %d", code, error);
     CHECK((error == CR_OK) == (code == 0), "curl %d maps to success", code);
     CHECK(cr__error_text(error)[0] != '\0', "engine error %d has no text", error);
   }

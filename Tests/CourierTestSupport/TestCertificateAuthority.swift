@@ -1,5 +1,6 @@
 public import Foundation
 import Crypto
+import SwiftASN1
 import X509
 
 #if canImport(Glibc)
@@ -92,7 +93,17 @@ public struct TestCertificateAuthority: Sendable {
         )
     }
 
-    /// Signs a new server leaf (P-256, `serverAuth`) with this CA.
+    /// The SHA-256 of a PEM certificate's SubjectPublicKeyInfo, base64 (a public-key pin), computed with
+    /// swift-certificates and swift-crypto.
+    public static func publicKeyHash(ofCertificatePEM pem: Data) throws -> String {
+        let certificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
+        var serializer = DER.Serializer()
+        try serializer.serialize(certificate.publicKey)
+        return Data(SHA256.hash(data: serializer.serializedBytes)).base64EncodedString()
+    }
+
+    /// Signs a new leaf (P-256, `serverAuth` and `clientAuth`: a server's, or a client's for mutual TLS) with this
+    /// CA.
     /// - Parameters:
     ///   - dnsNames: DNS subject alternative names.
     ///   - ipAddresses: IPv4 or IPv6 literals for IP subject alternative names.
@@ -125,7 +136,7 @@ public struct TestCertificateAuthority: Sendable {
         let extensions = try Certificate.Extensions {
             Critical(BasicConstraints.notCertificateAuthority)
             Critical(KeyUsage(digitalSignature: true, keyEncipherment: true))
-            try ExtendedKeyUsage([.serverAuth])
+            try ExtendedKeyUsage([.serverAuth, .clientAuth])
             SubjectKeyIdentifier(hash: certificateKey.publicKey)
             AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: issuerKey.publicKey).keyIdentifier)
             alternativeNames

@@ -32,6 +32,16 @@ extension TestServer {
         /// With `tls`, present a leaf signed by the trusted CA whose validity ended yesterday.
         public var expiredCertificate: Bool
 
+        /// With `tls`, ask every client for a certificate and refuse one that the server's CA did not sign, or none
+        /// (mutual TLS): ``TestServer/makeClientIdentity()`` makes one that passes.
+        public var requiresClientCertificate = false
+
+        /// With `tls`, speak TLS 1.2 at most (a server a client that asks for TLS 1.3 cannot talk to).
+        public var tls12Only = false
+
+        /// Listen on this Unix-domain socket instead of TCP (``TestServer/port`` is then 0).
+        public var unixSocketPath: String?
+
         /// Plain HTTP/1.1 in every pass of the tests: ``forCurrentProtocol()`` leaves it as it is (a server a test
         /// needs plain, e.g. the target of a downgrade, or a forward proxy for `http` URLs).
         public var plainInEveryPass = false
@@ -66,7 +76,8 @@ extension TestServer {
         /// shared CA; a forward proxy (``proxyCredential``) and ``plainInEveryPass`` stay plain. Everything else is
         /// left as asked.
         public func forCurrentProtocol() -> Configuration {
-            guard TestProtocol.current == .http2, !tls, !plainInEveryPass, proxyCredential == nil, host == "127.0.0.1"
+            guard TestProtocol.current == .http2, !tls, !plainInEveryPass, proxyCredential == nil, host == "127.0.0.1",
+                unixSocketPath == nil
             else { return self }
             var configuration = self
             configuration.tls = true

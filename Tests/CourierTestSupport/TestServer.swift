@@ -47,7 +47,14 @@ public final class TestServer: Sendable {
     ) {
         self.configuration = configuration
         self.port = port
-        self.baseURL = URL(string: "\(configuration.tls ? "https" : "http")://\(configuration.host):\(port)")!
+        let scheme = configuration.tls ? "https" : "http"
+        if let socket = configuration.unixSocketPath {
+            // AsyncHTTPClient's spelling, which Courier reads: the socket's path as the host, percent-encoded.
+            let host = socket.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? socket
+            self.baseURL = URL(string: "\(scheme)+unix://\(host)")!
+        } else {
+            self.baseURL = URL(string: "\(scheme)://\(configuration.host):\(port)")!
+        }
         self.certificateAuthority = certificateAuthority
         self.group = group
         self.serverChannel = serverChannel
@@ -89,9 +96,17 @@ public final class TestServer: Sendable {
                 ServerPipeline.initialize(channel: channel, state: state, sslContext: sslContext, http2: http2)
             }
         do {
-            let channel = try await bootstrap.bind(host: configuration.host, port: 0).get()
-            guard let port = channel.localAddress?.port else {
-                throw TestServerError.noLocalAddress
+            let channel: any Channel
+            let port: Int
+            if let socket = configuration.unixSocketPath {
+                channel = try await bootstrap.bind(unixDomainSocketPath: socket, cleanupExistingSocketFile: true).get()
+                port = 0
+            } else {
+                channel = try await bootstrap.bind(host: configuration.host, port: 0).get()
+                guard let bound = channel.localAddress?.port else {
+                    throw TestServerError.noLocalAddress
+                }
+                port = bound
             }
             return TestServer(
                 configuration: configuration,
@@ -146,6 +161,13 @@ public final class TestServer: Sendable {
                 privateKey: .privateKey(key)
             )
             tls.applicationProtocols = configuration.http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+            if configuration.requiresClientCertificate {
+                tls.certificateVerification = .noHostnameVerification
+                tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(authority.pem), format: .pem)])
+            }
+            if configuration.tls12Only {
+                tls.maximumTLSVersion = .tlsv12
+            }
             return (authority, try NIOSSLContext(configuration: tls))
         } catch {
             if !configuration.sharedAuthority {
@@ -153,6 +175,16 @@ public final class TestServer: Sendable {
             }
             throw error
         }
+    }
+
+    /// A client certificate and key (PEM) signed by this server's CA, which a server that
+    /// ``Configuration/requiresClientCertificate`` accepts.
+    public func makeClientIdentity() throws -> (certificatePEM: Data, privateKeyPEM: Data) {
+        guard let authority = certificateAuthority else {
+            throw TestServerError.noLocalAddress
+        }
+        let leaf = try authority.makeLeaf(dnsNames: ["courier-test-client"])
+        return (leaf.certificatePEM, leaf.privateKeyPEM)
     }
 
     /// The URL of `pathAndQuery` (e.g. `"/bytes/1024?seed=3"`) on this server.

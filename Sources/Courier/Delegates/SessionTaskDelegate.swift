@@ -27,8 +27,9 @@ public protocol SessionTaskDelegate: SessionDelegate {
     )
 
     /// The server answered 401 or 407 with a Basic or Digest challenge. Called once per challenge; after a retry
-    /// with a credential fails, the 401/407 is delivered as the final response instead. Call
-    /// `completionHandler` once, from any thread. Default: `.performDefaultHandling`.
+    /// with a credential fails, the 401/407 is delivered as the final response instead. Also a server-trust
+    /// challenge when the session delegate's `urlSession(_:didReceive:completionHandler:)` is not implemented (see
+    /// there). Call `completionHandler` once, from any thread. Default: `.performDefaultHandling`.
     func urlSession(
         _ session: Session,
         task: SessionTask,
@@ -86,7 +87,7 @@ extension SessionTaskDelegate {
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        completionHandler(.performDefaultHandling, nil)
+        completionHandler(.performDefaultHandling, ServerTrustDecisions.taskDefaultMarker)
     }
 
     public func urlSession(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) {}

@@ -265,11 +265,40 @@ extension Engine {
         request.total_timeout_ms = spec.totalTimeoutMilliseconds
         request.priority = spec.priority
         request.tag = tag
+        var buffers: [UnsafeMutableRawPointer] = []
+        defer {
+            for buffer in buffers {
+                free(buffer)
+            }
+        }
+        func keep(_ data: Data) -> (UnsafeRawPointer?, Int) {
+            let buffer = malloc(max(data.count, 1))!
+            data.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: data.count)
+            buffers.append(buffer)
+            return (UnsafeRawPointer(buffer), data.count)
+        }
+        if let options = spec.connection {
+            let connectionMemory = malloc(MemoryLayout<cr_connection_t>.stride)!
+            let resolveMemory = malloc(MemoryLayout<UnsafePointer<CChar>?>.stride * max(options.resolve.count, 1))!
+            buffers += [connectionMemory, resolveMemory]
+            let connection = connectionMemory.initializeMemory(as: cr_connection_t.self, repeating: cr_connection_t(), count: 1)
+            let resolve = resolveMemory.initializeMemory(
+                as: UnsafePointer<CChar>?.self,
+                repeating: nil,
+                count: max(options.resolve.count, 1)
+            )
+            for (index, entry) in options.resolve.enumerated() {
+                resolve[index] = keep(entry)
+            }
+            Self.describe(options, into: &connection.pointee, resolve: resolve, keep, keep)
+            request.connection = UnsafePointer(connection)
+        }
         let headerPointers: [UnsafePointer<CChar>?] = spec.headers.map { keep($0) }
         var engineError = CR_OK
         let transfer: UInt64 = headerPointers.withUnsafeBufferPointer { headers in
             request.headers = headers.baseAddress
             request.header_count = headers.count
+
             guard case .data(let body) = spec.body, !body.isEmpty else {
                 return cr_engine_submit(pointer, &request, &engineError)
             }
@@ -301,6 +330,40 @@ extension Engine {
         case .basic(let user, let password): (CR_AUTH_BASIC, keep(user), keep(password))
         case .digest(let user, let password): (CR_AUTH_DIGEST, keep(user), keep(password))
         }
+    }
+
+    /// Fills the engine's connection options from `options` (strings and bytes copied by the `keep`s, which free
+    /// them after the submit; `resolve` holds the copied entries).
+    private static func describe(
+        _ options: ConnectionOptions,
+        into connection: inout cr_connection_t,
+        resolve: UnsafeMutablePointer<UnsafePointer<CChar>?>,
+        _ keep: (String) -> UnsafePointer<CChar>?,
+        _ keepBytes: (Data) -> (UnsafeRawPointer?, Int)
+    ) {
+        switch options.trust {
+        case .verify: connection.trust = CR_TRUST_VERIFY
+        case .ask: connection.trust = CR_TRUST_ASK
+        case .accepted: connection.trust = CR_TRUST_ACCEPTED
+        case .probe: connection.trust = CR_TRUST_PROBE
+        }
+        connection.pinned_public_keys = options.curlPinnedPublicKeys.flatMap(keep)
+        connection.tls_minimum = cr_tls_version_t(UInt32(options.tlsMinimum ?? 0))
+        connection.tls_maximum = cr_tls_version_t(UInt32(options.tlsMaximum ?? 0))
+        if let client = options.clientCertificate {
+            (connection.client_certificate, connection.client_certificate_length) = keepBytes(client.certificate)
+            connection.client_certificate_type = keep(client.format.rawValue)
+            if let key = client.key {
+                (connection.client_key, connection.client_key_length) = keepBytes(key)
+            }
+            connection.client_key_password = client.password.flatMap(keep)
+        }
+        connection.unix_socket_path = options.unixSocketPath.flatMap(keep)
+        connection.resolve = options.resolve.isEmpty ? nil : UnsafePointer(resolve)
+        connection.resolve_count = options.resolve.count
+        connection.ip_version = Int32(options.ipVersion ?? 0)
+        connection.interface_name = options.interface.flatMap(keep)
+        connection.doh_url = options.dnsOverHTTPSURL.flatMap(keep)
     }
 
     private static func digest(of spec: TransferSpec) -> cr_digest_t {

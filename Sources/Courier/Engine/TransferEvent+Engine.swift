@@ -47,7 +47,14 @@ extension TransferEvent {
                     error: error,
                     bytesOnDisk: event.bytes_on_disk,
                     metrics: TransferMetrics(event.metrics),
-                    digest: withUnsafeBytes(of: event.digest) { Checksum(engineKind: event.digest_kind, bytes: $0) }
+                    digest: withUnsafeBytes(of: event.digest) { Checksum(engineKind: event.digest_kind, bytes: $0) },
+                    peerTrust: event.error == CR_ERR_TRUST_PENDING
+                        ? event.peer_certificates.map {
+                            PeerTrustReport(
+                                certificates: PeerTrustReport.certificates(fromPEM: String(cString: $0)),
+                                verifyResult: Int(event.verify_result)
+                            )
+                        } : nil
                 )
             )
         default:
@@ -56,6 +63,7 @@ extension TransferEvent {
         // Every owned pointer is released whatever the kind (the header says: also when ignored).
         free(event.headers)
         free(event.message)
+        free(event.peer_certificates)
         if event.kind != CR_EVENT_DATA {
             free(event.data)
         }

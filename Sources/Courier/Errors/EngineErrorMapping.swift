@@ -26,6 +26,7 @@ extension CourierError.Code {
         case CR_ERR_TOO_MANY_REDIRECTS: self = .httpTooManyRedirects
         case CR_ERR_BODY_NOT_REWOUND: self = .requestBodyStreamExhausted
         case CR_ERR_CLIENT_CERT_REQUIRED: self = .clientCertificateRequired
+        case CR_ERR_TLS_PINNED, CR_ERR_TRUST_PENDING: self = .serverCertificateUntrusted
         default: self = .unknown
         }
     }

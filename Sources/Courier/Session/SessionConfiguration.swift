@@ -133,6 +133,52 @@ public struct SessionConfiguration: Sendable {
     /// tasks always wait: courierd retries network failures itself.
     public var waitsForConnectivity = false
 
+    /// The oldest TLS version the session's connections accept. Default `.TLSv10` (whatever the TLS library
+    /// allows, TLS 1.2 with this OpenSSL). A server that offers only older ones fails with `secureConnectionFailed`.
+    public var tlsMinimumSupportedProtocolVersion: TLSProtocolVersion = .TLSv10
+
+    /// The newest TLS version the session's connections offer. Default `.TLSv13`.
+    public var tlsMaximumSupportedProtocolVersion: TLSProtocolVersion = .TLSv13
+
+    /// Public-key pins by host name (exact, lowercased): a connection to a pinned host must present a certificate
+    /// whose public key (the SHA-256 of its SubjectPublicKeyInfo, base64; ``ServerTrust/publicKeyHashes`` shows
+    /// them) is one of the host's, as Apple's `NSPinnedLeafIdentities` pins a leaf. A server with another key fails
+    /// with `serverCertificateUntrusted` after the handshake, before any byte of the request is sent. The chain is
+    /// still verified as usual. Background sessions carry the pins to courierd. Default: none.
+    public var pinnedPublicKeys: [String: [String]] = [:]
+
+    /// The certificate and key the session presents to servers that ask for one (mutual TLS), or nil (the
+    /// default). A server that requires one and gets none fails the task with `clientCertificateRequired`.
+    /// Background sessions carry it to courierd (in its journal, as the tasks' requests are).
+    public var clientIdentity: ClientIdentity?
+
+    /// Every connection goes to this Unix-domain socket instead of the URL's host and port (which still name the
+    /// `Host` field and, for `https`, the TLS server name): a local daemon's HTTP API. A URL of the form
+    /// `http+unix://%2Fpath%2Fto%2Fsocket/resource` names its socket itself. Default nil.
+    public var unixSocketPath: String?
+
+    /// Addresses to connect to for host names, instead of asking DNS (curl's `--resolve`): `["api.example.com":
+    /// ["127.0.0.1"]]`. The URL, the `Host` field and TLS still use the name. Default: none.
+    public var hostAddresses: [String: [String]] = [:]
+
+    /// Which address family connections use: both (the default), IPv4 only or IPv6 only.
+    public var addressFamily: AddressFamily = .any
+
+    /// The local interface name, address or host name connections are made from (curl's `--interface`), or nil
+    /// (the default) for the system's choice.
+    public var sourceInterface: String?
+
+    /// A DNS-over-HTTPS resolver (`https://dns.example/dns-query`) for the session's host names, or nil (the
+    /// default) for the system's resolver.
+    public var dnsOverHTTPSURL: URL?
+
+    /// The address families of ``addressFamily``.
+    public enum AddressFamily: Sendable, Hashable {
+        case any
+        case ipv4
+        case ipv6
+    }
+
     /// Whether to offer HTTP/2 over TLS (ALPN). Plain `http` always speaks HTTP/1.1. Default true.
     public var allowsHTTP2 = true
 

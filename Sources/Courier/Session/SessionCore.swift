@@ -51,6 +51,11 @@ final class SessionCore: Sendable {
     let telemetry: SessionTelemetry
 
     private let delegateSlot: LockedValue<(any SessionDelegate)?>
+    /// Whether the delegate is offered server-trust challenges: an in-process session with a delegate (courierd
+    /// verifies a background session's servers itself).
+    let offersServerTrust: Bool
+    /// The servers the delegate judged, and whether it judges them.
+    let serverTrust = LockedValue(ServerTrustDecisions())
     let backendSlot = LockedValue(BackendSlot.idle)
     private let registry = LockedValue(Registry())
     let nextIdentifier = LockedValue(1)
@@ -64,6 +69,7 @@ final class SessionCore: Sendable {
         self.isTaskDelegate = delegate is any SessionTaskDelegate
         self.isDataDelegate = delegate is any SessionDataDelegate
         self.isDownloadDelegate = delegate is any SessionDownloadDelegate
+        self.offersServerTrust = delegate != nil && configuration.identifier == nil
         self.logger = configuration.logger
         self.telemetry = SessionTelemetry(configuration)
         self.stagingDirectory = configuration.temporaryDirectory

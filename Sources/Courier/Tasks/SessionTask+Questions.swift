@@ -14,6 +14,8 @@ extension SessionTask {
             askRedirect(hop: hop, response: response, proposed: proposed, work: &work)
         case .challenge(let hop, let challenge):
             askChallenge(hop: hop, challenge, work: &work)
+        case .serverTrust(let hop, let url, let report):
+            askServerTrust(hop: hop, url: url, report, work: &work)
         case .disposition(let hop, let response):
             askDisposition(hop: hop, response: response, work: &work)
         case .delayedStart(let hop, let request):

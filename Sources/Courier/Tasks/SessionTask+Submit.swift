@@ -13,7 +13,7 @@ extension SessionTask {
         guard let scheme = url.scheme?.lowercased() else {
             return CourierError(.badURL, "the URL is not absolute", failingURL: url)
         }
-        guard scheme == "http" || scheme == "https" else {
+        guard scheme == "http" || scheme == "https" || UnixSocketURL.schemes.contains(scheme) else {
             return CourierError(.unsupportedURL, "unsupported URL scheme \"\(scheme)\"", failingURL: url)
         }
         guard let host = url.host, !host.isEmpty else {
@@ -102,7 +102,7 @@ extension SessionTask {
             return .failure(CourierError(.badURL, "the request has no URL"))
         }
         let configuration = core.configuration
-        var spec = TransferSpec(url: SessionTask.engineURL(url))
+        var spec = TransferSpec(url: UnixSocketURL.engineURL(url) ?? SessionTask.engineURL(url))
         spec.method = request.method.uppercased()
         // HTTP/2 is offered through ALPN only; on plain http the flag would only make curl wait (PIPEWAIT) for a
         // connection that can never multiplex.
@@ -113,6 +113,7 @@ extension SessionTask {
             spec.proxy = proxies.proxy(for: url)
             spec.noProxy = proxies.exceptions
         }
+        spec.connection = core.connectionOptions(for: url)
         spec.priority = Int32(plan.priority * 1000)
         spec.maximumBytesPerSecond = plan.maximumBytesPerSecond ?? 0
 
@@ -180,7 +181,8 @@ extension SessionTask {
         return .success(spec)
     }
 
-    /// A hop of courierd's attempt goes as the app's task built it (`template`): the app's proxy and HTTP/2 setting;
+    /// A hop of courierd's attempt goes as the app's task built it (`template`): the app's proxy, HTTP/2 setting and
+    /// connection options (TLS versions, pins, client certificate, targeting);
     /// for a hop to the template's URL, the template's header lines in their order (repeated fields apart), then the
     /// lines this hop adds (a range and its validator to resume, conditions) that the template does not name. The
     /// template's own range fields give way to the hop's: they described where the app's attempt began.
@@ -192,6 +194,9 @@ extension SessionTask {
         }
         if spec.proxyAuthentication == .none {
             spec.proxyAuthentication = template.proxyAuthentication
+        }
+        if spec.connection == nil {
+            spec.connection = template.connection
         }
         guard spec.url == template.url else {
             // A redirect: its fields are the redirect policy's (credentials and cookies stay with their origin).

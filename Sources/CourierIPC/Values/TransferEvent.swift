@@ -29,19 +29,24 @@ package struct TransferCompletion: Codable, Sendable, Equatable {
     /// The status of the final response, when one arrived: set by courierd, which keeps it with the task's end so
     /// that a listing says how a task that "succeeded" with an HTTP error ended (`failed: HTTP 404`).
     package var finalStatus: Int?
+    /// A hop that stopped before its request for the delegate to judge its server (``ConnectionOptions/Trust/ask``):
+    /// the server's chain and the verification's verdict.
+    package var peerTrust: PeerTrustReport?
 
     package init(
         error: CourierError?,
         bytesOnDisk: Int64 = 0,
         metrics: TransferMetrics = TransferMetrics(),
         digest: Checksum? = nil,
-        finalStatus: Int? = nil
+        finalStatus: Int? = nil,
+        peerTrust: PeerTrustReport? = nil
     ) {
         self.error = error
         self.bytesOnDisk = bytesOnDisk
         self.metrics = metrics
         self.digest = digest
         self.finalStatus = finalStatus
+        self.peerTrust = peerTrust
     }
 
     package var succeeded: Bool { error == nil }

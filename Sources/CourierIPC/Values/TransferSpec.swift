@@ -139,6 +139,8 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     package var digest: Checksum.Algorithm?
     /// With a file sink and no ``digest``: compute the one the response announces (`CR_DIGEST_AUTO`).
     package var announcedDigest = false
+    /// TLS trust, versions and client certificate, and where the connection goes; nil for libcurl's defaults.
+    package var connection: ConnectionOptions?
     package var task: TaskDetails?
 
     /// A GET of `url` into memory; the rest is set field by field.
@@ -157,7 +159,7 @@ extension TransferSpec {
         case url, method, headers, body, bodyOffset, sink, resumeOffset, rangeLength, segments, segmentMap
         case holdRedirectAndAuth, askResponse, noBody, decodesContent, http2, authentication, proxy, noProxy
         case proxyAuthentication, maximumBytesPerSecond, idleTimeoutMilliseconds, totalTimeoutMilliseconds, priority
-        case digest, announcedDigest, task, maximumBodyLength
+        case digest, announcedDigest, task, maximumBodyLength, connection
     }
 
     /// Encodes the URL and every field that differs from its default (``init(from:)`` gives a missing field its
@@ -197,6 +199,7 @@ extension TransferSpec {
         try value(priority, defaults.priority, .priority)
         try values.encodeIfPresent(digest, forKey: .digest)
         try value(announcedDigest, defaults.announcedDigest, .announcedDigest)
+        try values.encodeIfPresent(connection, forKey: .connection)
         try values.encodeIfPresent(task, forKey: .task)
     }
 
@@ -235,6 +238,7 @@ extension TransferSpec {
         priority = try value(.priority, defaults.priority)
         digest = try values.decodeIfPresent(Checksum.Algorithm.self, forKey: .digest)
         announcedDigest = try value(.announcedDigest, defaults.announcedDigest)
+        connection = try values.decodeIfPresent(ConnectionOptions.self, forKey: .connection)
         task = try values.decodeIfPresent(TaskDetails.self, forKey: .task)
     }
 }

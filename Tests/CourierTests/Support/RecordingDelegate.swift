@@ -156,6 +156,16 @@ final class RecordingDelegate: SessionDataDelegate, SessionDownloadDelegate, Sen
         }
     }
 
+    /// Server-trust challenges (the HTTP/2 pass's TLS servers) are judged by default here, unrecorded: the tests
+    /// that study them have delegates of their own (ServerTrustTests).
+    func urlSession(
+        _ session: Session,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        completionHandler(.performDefaultHandling, nil)
+    }
+
     func urlSession(
         _ session: Session,
         task: SessionTask,

@@ -30,6 +30,9 @@ struct RareTaskState: Sendable {
     /// ``TaskMachine/servedEntry``, ``TaskMachine/cacheCandidate``).
     var cacheEntryLimit: Int?
     var revalidating: CacheEntry?
+    /// The conditions of the current hop (a revalidation's validators), to submit it again after a server-trust
+    /// challenge.
+    var hopConditions: [String: String]?
     var servedEntry: CacheEntry?
     var cacheCandidate: CacheCandidate?
     /// A download's expected checksum, and the digest its engine computed of the file.

@@ -123,6 +123,9 @@ enum TaskQuestion: Codable, Sendable, Equatable {
     case redirect(hop: Int, response: TaskResponse, proposed: TaskRequest)
     /// `didReceive challenge`.
     case challenge(hop: Int, TaskChallenge)
+    /// `didReceive challenge` with a server-trust protection space: the hop's new TLS connection stopped before its
+    /// request; `url` is the hop's.
+    case serverTrust(hop: Int, url: URL, PeerTrustReport)
     /// `didReceive response`: allow, cancel or become a download.
     case disposition(hop: Int, response: TaskResponse)
     /// `willBeginDelayedRequest`: the background task's `earliestBeginDate` passed; begin with `request`, another,

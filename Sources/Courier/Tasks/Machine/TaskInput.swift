@@ -35,6 +35,8 @@ enum TaskInput: Codable, Sendable, Equatable {
     case redirectAnswered(hop: Int, TaskRequest?)
     /// The answer to ``TaskQuestion/challenge(hop:_:)``.
     case challengeAnswered(hop: Int, ChallengeAnswer)
+    /// The answer to ``TaskQuestion/serverTrust(hop:_:)``.
+    case serverTrustAnswered(hop: Int, ServerTrustAnswer)
     /// The answer to ``TaskQuestion/disposition(hop:response:)``.
     case dispositionAnswered(hop: Int, DispositionAnswer)
     /// The answer to ``TaskQuestion/delayedStart(hop:request:)``.
@@ -53,6 +55,17 @@ enum ChallengeAnswer: Codable, Sendable, Equatable {
     case credential(user: String, password: String)
     /// No credential: the 401 or 407 becomes the final response.
     case withoutCredential
+    /// `.cancelAuthenticationChallenge`: the task ends cancelled.
+    case cancel
+}
+
+/// How a server-trust challenge was answered. The shell keeps the session's decision about the server (which the
+/// next hop's connection options carry); the task only learns whether to go on.
+enum ServerTrustAnswer: Codable, Sendable, Equatable {
+    /// The server is admitted: the hop again, on a connection of the decided server.
+    case proceed
+    /// Refused (`.performDefaultHandling` of a server that did not verify): the task fails with this error.
+    case refuse(CourierError)
     /// `.cancelAuthenticationChallenge`: the task ends cancelled.
     case cancel
 }

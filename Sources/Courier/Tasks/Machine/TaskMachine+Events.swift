@@ -112,6 +112,13 @@ extension TaskMachine {
         if let digest = completion.digest {
             fileDigest = digest
         }
+        if let report = completion.peerTrust, forcedOutcome == nil, !cancelRequested, let url = currentURL {
+            // The hop stopped before its request for the delegate to judge its server; it is submitted again (as the
+            // same hop) once the session decided.
+            awaiting = .serverTrust
+            actions.append(.ask(.serverTrust(hop: hop, url: url, report)))
+            return
+        }
         if role.waitsForConnectivity, forcedOutcome == nil, !cancelRequested, finalResponse == nil,
             let error = completion.error, Self.mayBeMissingNetwork(error)
         {
@@ -192,6 +199,40 @@ extension TaskMachine {
         enter(.completed)
         awaiting = nil
         actions.append(.finish(outcome))
+    }
+
+    // MARK: Server trust
+
+    /// The answer to a server-trust challenge of the current hop, which ended before its request.
+    mutating func serverTrustAnswered(
+        _ answer: ServerTrustAnswer,
+        hop number: Int,
+        at now: Date,
+        into actions: inout TaskActions
+    ) {
+        guard awaitedAnswer(hop: number) == .serverTrust, transfer == 0 else {
+            return
+        }
+        awaiting = nil
+        switch answer {
+        case .proceed:
+            submitHop(
+                currentRequest,
+                resumeOffset: requestedResumeOffset,
+                authentication: authentication,
+                conditions: hopConditions,
+                again: true,
+                at: now,
+                into: &actions
+            )
+        case .refuse(var error):
+            error.failingURL = currentURL
+            complete(.failure(error), into: &actions)
+        case .cancel:
+            cancelRequested = true
+            let error = CourierError(.cancelled, "the server trust challenge was cancelled", failingURL: currentURL)
+            complete(.failure(error), into: &actions)
+        }
     }
 
     // MARK: Waiting for connectivity

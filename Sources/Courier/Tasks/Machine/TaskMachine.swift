@@ -44,6 +44,8 @@ struct TaskMachine: Sendable {
         case disposition
         /// `willBeginDelayedRequest` (a background task's `earliestBeginDate` passed).
         case delayedStart
+        /// A server-trust challenge: the hop stopped before its request on a new TLS connection.
+        case serverTrust
     }
 
     /// What the task is and where its body goes; changes only in the successor of a data task that became a
@@ -193,6 +195,11 @@ struct TaskMachine: Sendable {
         get { rare[\.cacheEntryLimit] ?? 0 }
         set { rare[\.cacheEntryLimit] = newValue }
     }
+    /// The current hop's conditions (``RareTaskState/hopConditions``).
+    var hopConditions: [String: String] {
+        get { rare[\.hopConditions] ?? [:] }
+        set { rare[\.hopConditions] = newValue.isEmpty ? nil : newValue }
+    }
     /// The stored response a hop revalidates (its request carries the entry's validators).
     var revalidating: CacheEntry? {
         get { rare[\.revalidating] }
@@ -326,6 +333,8 @@ struct TaskMachine: Sendable {
             redirectAnswered(request, hop: hop, at: now, into: &actions)
         case .challengeAnswered(let hop, let answer):
             challengeAnswered(answer, hop: hop, at: now, into: &actions)
+        case .serverTrustAnswered(let hop, let answer):
+            serverTrustAnswered(answer, hop: hop, at: now, into: &actions)
         case .dispositionAnswered(let hop, let answer):
             dispositionAnswered(answer, hop: hop, into: &actions)
         case .delayedStartAnswered(let hop, let answer):
@@ -470,6 +479,7 @@ struct TaskMachine: Sendable {
         resumeOffset: Int64,
         authentication: TransferSpec.Authentication,
         conditions: [String: String] = [:],
+        again: Bool = false,
         at now: Date,
         into actions: inout TaskActions
     ) {
@@ -497,12 +507,18 @@ struct TaskMachine: Sendable {
         sent = 0
         reportedSent = 0
         finalResponse = nil
-        hop += 1
         transfer = 0
         enginePaused = false
         awaiting = nil
         currentRequest = request
-        hops.append(HopRecord(request: request, start: now))
+        hopConditions = conditions
+        if again, hop >= 1, hop <= hops.count {
+            // The same hop once more (its transfer ended before its request): state keyed by hop number holds.
+            hops[hop - 1] = HopRecord(request: request, start: now)
+        } else {
+            hop += 1
+            hops.append(HopRecord(request: request, start: now))
+        }
         actions.append(
             .submit(
                 HopPlan(
