@@ -132,6 +132,41 @@ struct ResponseAcrossBackendsTests {
         try await server.shutdown()
     }
 
+    @Test("the session's TLS settings go with the task: its client certificate, and its pins", arguments: Backend.allCases)
+    func tlsSettings(_ backend: Backend) async throws {
+        var serverConfiguration = TestServer.Configuration(tls: true, http2: false)
+        serverConfiguration.requiresClientCertificate = true
+        let server = try await TestServer.start(serverConfiguration)
+        let place = BackgroundSessionTests.Place()
+        defer { place.cleanup() }
+        let authority = try #require(server.certificateAuthority)
+        let identity = try server.makeClientIdentity()
+        let pin = try TestCertificateAuthority.publicKeyHash(ofCertificatePEM: authority.leaf.certificatePEM)
+        for (name, pins) in [("pinned", [pin]), ("mispinned", [Data(repeating: 1, count: 32).base64EncodedString()])] {
+            var configuration = backend.configuration(name, in: place)
+            configuration.trustedCertificateAuthorities = .pem(authority.pem)
+            configuration.clientIdentity = .pem(certificate: identity.certificatePEM, privateKey: identity.privateKeyPEM)
+            configuration.pinnedPublicKeys = ["127.0.0.1": pins]
+            configuration.timeoutIntervalForResource = 15
+            let recorder = BackgroundSessionTests.Recorder()
+            let session = Session(configuration: configuration, delegate: recorder)
+            let task = session.downloadTask(with: server.url("/bytes/4096?seed=3&session=\(name)"))
+            task.resume()
+            #expect(recorder.waitForCompletions(1, timeout: 30))
+            if name == "pinned" {
+                #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+                #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: 4096, seed: 3))
+            } else {
+                let error = recorder.errors[task.taskIdentifier] ?? nil
+                #expect(error?.code == .serverCertificateUntrusted, "\(String(describing: error))")
+            }
+            session.finishTasksAndInvalidate()
+        }
+        #expect(server.requests.filter { $0.uri.contains("session=mispinned") }.isEmpty)
+        #expect(server.requests.filter { $0.uri.contains("session=pinned") }.count == 1)
+        try await server.shutdown()
+    }
+
     @Test("the file handed over has the mode a file of the app gets; the directory it waits in is private", arguments: Backend.allCases)
     func fileMode(_ backend: Backend) async throws {
         let server = try await TestServer.start()
