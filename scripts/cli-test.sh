@@ -23,8 +23,13 @@ fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/courier-cli-test.XXXXXX")"
 server_pid=""
+tls_server_pid=""
 cleanup() {
     stop_file_server
+    if [ -n "$tls_server_pid" ]; then
+        kill "$tls_server_pid" 2>/dev/null
+        wait "$tls_server_pid" 2>/dev/null
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -441,6 +446,80 @@ if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/out-proxy/one.bin" \
     pass "http_proxy in the environment: the request goes through the proxy, in absolute form"
 else
     fail "http_proxy in the environment: the request goes through the proxy, in absolute form" "$(show proxy)"
+fi
+
+# --- requests and TLS, in curl's spelling: -H, -u, --resolve, -k, --cacert, --pinnedpubkey ---------------------
+run headers get -q -o "$work/headers.bin" -H "X-Courier-Test: sent-by-H" -u "ann:secret" "$base/one.bin"
+if [ "$rc" -eq 0 ] && grep -q "x-courier-test=sent-by-H" "$work/requests.log" \
+    && grep -q "authorization=Basic $(printf 'ann:secret' | base64)" "$work/requests.log"; then
+    pass "-H adds a header field and -u sends Basic credentials"
+else
+    fail "-H adds a header field and -u sends Basic credentials" "$(show headers)" "$(tail -3 "$work/requests.log")"
+fi
+run resolve get -q -o "$work/resolved.bin" --resolve "files.courier.invalid:$server_port:127.0.0.1" \
+    "http://files.courier.invalid:$server_port/one.bin"
+if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/resolved.bin"; then
+    pass "--resolve connects a name that DNS does not know to the address given"
+else
+    fail "--resolve connects a name that DNS does not know to the address given" "$(show resolve)"
+fi
+run bad-pin-syntax get --pinnedpubkey "md5//abc" "$base/one.bin"
+if [ "$rc" -eq 64 ] && grep -q "pinnedpubkey" "$work/bad-pin-syntax.err"; then
+    pass "a malformed --pinnedpubkey is a usage error"
+else
+    fail "a malformed --pinnedpubkey is a usage error" "$(show bad-pin-syntax)"
+fi
+
+tls="$work/tls"
+mkdir -p "$tls"
+if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$tls/key.pem" -out "$tls/cert.pem" >/dev/null 2>&1; then
+    plain_pid="$server_pid"
+    plain_port="$server_port"
+    start_file_server "$files" "$work/tls-requests.log" 0 --tls-cert "$tls/cert.pem" --tls-key "$tls/key.pem" || exit 1
+    tls_server_pid="$server_pid"
+    secure="https://127.0.0.1:$server_port"
+    server_pid="$plain_pid"
+    server_port="$plain_port"
+    pin="sha256//$(openssl x509 -in "$tls/cert.pem" -pubkey -noout | openssl pkey -pubin -outform der \
+        | openssl dgst -sha256 -binary | base64)"
+
+    run untrusted get -q -o "$work/untrusted.bin" "$secure/one.bin"
+    if [ "$rc" -eq 1 ] && grep -qi "certificate" "$work/untrusted.err" && [ ! -e "$work/untrusted.bin" ] \
+        && ! grep -q "one.bin" "$work/tls-requests.log"; then
+        pass "a self-signed server is refused, before any request"
+    else
+        fail "a self-signed server is refused, before any request" "$(show untrusted)"
+    fi
+    run insecure get -q -o "$work/insecure.bin" -k "$secure/one.bin"
+    if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/insecure.bin" && grep -q "insecure" "$work/insecure.err"; then
+        pass "-k accepts it, and says so even with -q"
+    else
+        fail "-k accepts it, and says so even with -q" "$(show insecure)"
+    fi
+    run cacert get -q -o "$work/cacert.bin" --cacert "$tls/cert.pem" --pinnedpubkey "$pin" "$secure/one.bin"
+    if [ "$rc" -eq 0 ] && cmp -s "$files/one.bin" "$work/cacert.bin"; then
+        pass "--cacert trusts it, with its key pinned"
+    else
+        fail "--cacert trusts it, with its key pinned" "$(show cacert)"
+    fi
+    requests_before=$(grep -c "one.bin" "$work/tls-requests.log")
+    run wrong-pin get -q -o "$work/wrong-pin.bin" --cacert "$tls/cert.pem" \
+        --pinnedpubkey "sha256//$(head -c 32 /dev/zero | base64)" "$secure/one.bin"
+    if [ "$rc" -eq 1 ] && grep -q "pinned" "$work/wrong-pin.err" \
+        && [ "$(grep -c "one.bin" "$work/tls-requests.log")" -eq "$requests_before" ]; then
+        pass "a key that is not the pinned one is refused, before any request"
+    else
+        fail "a key that is not the pinned one is refused, before any request" "$(show wrong-pin)"
+    fi
+    run insecure-background get --background -k "$secure/one.bin"
+    if [ "$rc" -eq 64 ] && grep -q "insecure" "$work/insecure-background.err"; then
+        pass "--background refuses -k (courierd verifies every server)"
+    else
+        fail "--background refuses -k (courierd verifies every server)" "$(show insecure-background)"
+    fi
+else
+    fail "openssl makes the TLS tests' certificate" "openssl req failed"
 fi
 
 # --- SIGHUP (the terminal closed) ----------------------------------------------------------------------------

@@ -69,6 +69,8 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
     let onComplete: String?
     let partials: PartialDownloads
     let startedAt: ContinuousClock.Instant
+    /// `--insecure`: every server's certificate is accepted.
+    let acceptsAnyServer: Bool
     private let events: AsyncStream<RunEvent>.Continuation
     private let state: LockedValue<State>
 
@@ -81,8 +83,10 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
         checksum: Checksum? = nil,
         priority: Float = SessionTask.defaultPriority,
         onComplete: String? = nil,
+        acceptsAnyServer: Bool = false,
         events: AsyncStream<RunEvent>.Continuation
     ) {
+        self.acceptsAnyServer = acceptsAnyServer
         self.plans = plans
         self.outputDirectory = outputDirectory
         self.overwrite = overwrite
@@ -101,6 +105,16 @@ final class DownloadCoordinator: SessionDownloadDelegate, TransferCoordinator {
                 remaining: plans.count
             )
         )
+    }
+
+    /// `--insecure` accepts any server; otherwise the session verifies it.
+    func urlSession(
+        _ session: Session,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let (disposition, credential) = RequestFlags.judge(challenge, acceptingAnyServer: acceptsAnyServer)
+        completionHandler(disposition, credential)
     }
 
     // MARK: Starting and stopping

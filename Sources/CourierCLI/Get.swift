@@ -169,6 +169,9 @@ struct Get: AsyncParsableCommand {
     @Flag(name: [.short, .long], help: "Print errors and warnings only.")
     var quiet = false
 
+    @OptionGroup(title: "Requests and connections")
+    var request: RequestFlags
+
     func validate() throws {
         guard !urls.isEmpty || inputFile != nil else {
             throw ValidationError("Give at least one URL (or -i FILE).")
@@ -209,6 +212,7 @@ struct Get: AsyncParsableCommand {
                 (parallel != nil, "--parallel (courierd decides how many run at once)"),
                 (retry > 0, "--retry (courierd retries failed downloads itself)"),
                 (limitRate != nil, "--limit-rate (courierd's own --limit-rate caps its transfers)"),
+                (request.insecure, "--insecure (courierd verifies every server)"),
             ]
             if let (_, option) = refused.first(where: { $0.0 }) {
                 throw ValidationError("--background does not take \(option).")
@@ -216,6 +220,19 @@ struct Get: AsyncParsableCommand {
         }
         for text in urls {
             try Self.checkURL(text)
+        }
+    }
+
+    /// The request flags on `configuration`; `-H` and `-u` go with every request as the session's header fields.
+    private func apply(
+        _ request: RequestFlags,
+        to configuration: inout SessionConfiguration,
+        for urls: [URL]
+    ) throws(CommandFailure) {
+        try request.apply(to: &configuration, hosts: urls.compactMap(\.host))
+        let fields = request.headerFields + [request.authorizationField].compactMap { $0 }
+        if !fields.isEmpty {
+            configuration.httpAdditionalHeaders = Dictionary(fields.map { ($0.name, $0.value) }) { _, last in last }
         }
     }
 
@@ -306,6 +323,10 @@ struct Get: AsyncParsableCommand {
         }
 
         var configuration = TransferRun.sessionConfiguration(parallel: parallel ?? 4)
+        try apply(request, to: &configuration, for: urls)
+        if request.insecure {
+            display.emitError(RequestFlags.insecureWarning)
+        }
         configuration.bandwidthLimit = limitRate.flatMap { BandwidthLimit(rate: $0) }
         configuration.maximumSegmentsPerDownload = segments
         configuration.resumeDataDirectory = directory
@@ -325,6 +346,7 @@ struct Get: AsyncParsableCommand {
             checksum: checksum.flatMap(Checksum.init),
             priority: priority.value,
             onComplete: onComplete,
+            acceptsAnyServer: request.insecure,
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
@@ -336,7 +358,9 @@ struct Get: AsyncParsableCommand {
     /// the task's description (``BackgroundSaver``).
     private func handToCourierd(_ urls: [URL], directory: URL, fileName: String?) async throws {
         let saver = BackgroundSaver()
-        let session = try await BackgroundTransfers.open(delegate: saver)
+        let session = try await BackgroundTransfers.open(delegate: saver) { configuration throws(CommandFailure) in
+            try apply(request, to: &configuration, for: urls)
+        }
         var reserver = NameReserver(directory: directory, overwrite: false)
         var handed: [Int] = []
         for url in urls {

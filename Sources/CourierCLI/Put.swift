@@ -42,11 +42,8 @@ struct Put: AsyncParsableCommand {
     )
     var method = "PUT"
 
-    @Option(
-        name: [.customShort("H"), .customLong("header")],
-        help: ArgumentHelp("An extra request header field, \"Name: value\" (repeatable).", valueName: "header")
-    )
-    var headers: [String] = []
+    @OptionGroup(title: "Requests and connections")
+    var request: RequestFlags
 
     @Option(help: ArgumentHelp("How many uploads run at once (1-256; default 4).", valueName: "n"))
     var parallel: Int?
@@ -85,8 +82,8 @@ struct Put: AsyncParsableCommand {
         guard !["GET", "HEAD"].contains(method.uppercased()) else {
             throw ValidationError("--method \(method) cannot send a file; use PUT, POST or another method.")
         }
-        for header in headers {
-            _ = try Self.headerField(header)
+        if background && request.insecure {
+            throw ValidationError("--background does not take --insecure (courierd verifies every server).")
         }
         let base = try Self.baseURL(operands[operands.count - 1])  // At least two operands: checked above.
         if files.count > 1 && !UploadPlan.appendsName(to: base) {
@@ -98,10 +95,11 @@ struct Put: AsyncParsableCommand {
 
     func run() async throws {
         let base = try Self.baseURL(operands[operands.count - 1])
-        let fields = try headers.map(Self.headerField)
+        let fields = request.headerFields + [request.authorizationField].compactMap { $0 }
+        let hosts = [base.host].compactMap { $0 }
         let plans = UploadPlan.plans(for: files, to: base, appendingNames: UploadPlan.appendsName(to: base))
         if background {
-            try await handToCourierd(plans, headers: fields)
+            try await handToCourierd(plans, headers: fields, hosts: hosts)
             return
         }
         let display = ProgressDisplay(
@@ -121,13 +119,18 @@ struct Put: AsyncParsableCommand {
             }
         }
 
-        let configuration = TransferRun.sessionConfiguration(parallel: parallel ?? 4)
+        var configuration = TransferRun.sessionConfiguration(parallel: parallel ?? 4)
+        try request.apply(to: &configuration, hosts: hosts)
+        if request.insecure {
+            display.emitError(RequestFlags.insecureWarning)
+        }
 
         let run = TransferRun(display: display, interruptNotice: "cancelling the uploads")
         let coordinator = UploadCoordinator(
             plans: plans,
             method: method,
             headers: fields,
+            acceptsAnyServer: request.insecure,
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
@@ -136,9 +139,15 @@ struct Put: AsyncParsableCommand {
 
     /// `--background`: each readable file becomes an upload task of the tool's background session, its path in the
     /// task's description (``BackgroundSaver`` reports it when the upload ends).
-    private func handToCourierd(_ plans: [UploadPlan], headers: [(name: String, value: String)]) async throws {
+    private func handToCourierd(
+        _ plans: [UploadPlan],
+        headers: [(name: String, value: String)],
+        hosts: [String]
+    ) async throws {
         let saver = BackgroundSaver()
-        let session = try await BackgroundTransfers.open(delegate: saver)
+        let session = try await BackgroundTransfers.open(delegate: saver) { configuration throws(CommandFailure) in
+            try request.apply(to: &configuration, hosts: hosts)
+        }
         var handed: [Int] = []
         for plan in plans {
             if case .failure(let failure) = plan.size {
@@ -174,27 +183,5 @@ struct Put: AsyncParsableCommand {
             throw ValidationError("'\(text)' has no host.")
         }
         return components
-    }
-
-    /// `Name: value` split into its name (an HTTP token) and value (surrounding spaces removed). Line breaks
-    /// and other control characters are refused: they would end the field and start another.
-    static func headerField(_ text: String) throws -> (name: String, value: String) {
-        guard let colon = text.firstIndex(of: ":") else {
-            throw ValidationError("--header '\(text)' is not \"Name: value\".")
-        }
-        let name = String(text[..<colon])
-        let value = text[text.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
-        let tokenPunctuation = Set("!#$%&'*+-.^_`|~".unicodeScalars)
-        let isToken = !name.isEmpty
-            && name.unicodeScalars.allSatisfy {
-                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || tokenPunctuation.contains($0))
-            }
-        guard isToken else {
-            throw ValidationError("--header '\(text)': '\(name)' is not a valid header name.")
-        }
-        guard !value.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) else {
-            throw ValidationError("--header '\(name)': the value must not contain line breaks or control characters.")
-        }
-        return (name, value)
     }
 }

@@ -36,6 +36,8 @@ final class UploadCoordinator: SessionTaskDelegate, TransferCoordinator {
     /// Extra request header fields, in order (a name may repeat).
     let headers: [(name: String, value: String)]
     let startedAt: ContinuousClock.Instant
+    /// `--insecure`: every server's certificate is accepted.
+    let acceptsAnyServer: Bool
     private let events: AsyncStream<RunEvent>.Continuation
     private let state: LockedValue<State>
 
@@ -43,8 +45,10 @@ final class UploadCoordinator: SessionTaskDelegate, TransferCoordinator {
         plans: [UploadPlan],
         method: String,
         headers: [(name: String, value: String)],
+        acceptsAnyServer: Bool = false,
         events: AsyncStream<RunEvent>.Continuation
     ) {
+        self.acceptsAnyServer = acceptsAnyServer
         self.plans = plans
         self.method = method
         self.headers = headers
@@ -65,6 +69,16 @@ final class UploadCoordinator: SessionTaskDelegate, TransferCoordinator {
         }
         let remaining = transfers.count { !$0.isFinished }
         self.state = LockedValue(State(transfers: transfers, remaining: remaining))
+    }
+
+    /// `--insecure` accepts any server; otherwise the session verifies it.
+    func urlSession(
+        _ session: Session,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let (disposition, credential) = RequestFlags.judge(challenge, acceptingAnyServer: acceptsAnyServer)
+        completionHandler(disposition, credential)
     }
 
     // MARK: TransferCoordinator

@@ -15,15 +15,16 @@ log() {
     printf '%s: %s\n' "${script_name:-courier}" "$*"
 }
 
-# start_file_server ROOT LOG [PORT]: serves ROOT on 127.0.0.1 with scripts/lib/serve.py, on PORT or a free port.
-# Sets server_pid and server_port.
+# start_file_server ROOT LOG [PORT [SERVE.PY OPTIONS...]]: serves ROOT on 127.0.0.1 with scripts/lib/serve.py, on
+# PORT or a free port (0). Sets server_pid and server_port.
 start_file_server() {
     local root="$1" request_log="$2" port="${3:-0}"
+    shift 3 2>/dev/null || shift $#
     local port_file
     port_file="$(mktemp "${TMPDIR:-/tmp}/courier-port.XXXXXX")"
     rm -f "$port_file"
     python3 "$repo_root/scripts/lib/serve.py" --root "$root" --port-file "$port_file" --log "$request_log" \
-        --port "$port" &
+        --port "$port" "$@" &
     server_pid=$!
     local waited=0
     while [ ! -s "$port_file" ]; do

@@ -22,8 +22,11 @@ be resumed. This one does what `courier get --continue`, `courier put` and the C
 - /flaky/N/PATH answers the first N requests for it with 503 and Retry-After: 1, then serves /PATH (for
   `courier get --retry`).
 
-Usage: serve.py --root DIR --port-file FILE [--log FILE] [--port N]
-The server binds 127.0.0.1 on port N (default 0: a free port chosen by the system). The port is written to
+Each request's log line ends with the Authorization and X-Courier-Test fields it carried ("-" for none).
+
+Usage: serve.py --root DIR --port-file FILE [--log FILE] [--port N] [--tls-cert PEM --tls-key PEM]
+The server binds 127.0.0.1 on port N (default 0: a free port chosen by the system); with --tls-cert and --tls-key it
+serves HTTPS with that certificate. The port is written to
 --port-file (atomically) once the server listens; --log records one line per request (with the Content-Length
 and Content-Type of an upload).
 """
@@ -32,6 +35,7 @@ import argparse
 import email.utils
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -83,7 +87,14 @@ class Handler(BaseHTTPRequestHandler):
         parsed = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(parsed.query)
         range_header = self.headers.get("Range")
-        self.log_message('"%s" range=%s if-range=%s', self.requestline, range_header, self.headers.get("If-Range"))
+        self.log_message(
+            '"%s" range=%s if-range=%s authorization=%s x-courier-test=%s',
+            self.requestline,
+            range_header,
+            self.headers.get("If-Range"),
+            self.headers.get("Authorization", "-"),
+            self.headers.get("X-Courier-Test", "-"),
+        )
         if parsed.path.startswith("/status/"):
             self.send_status(parsed.path, query, body)
             return
@@ -312,6 +323,8 @@ def main():
     parser.add_argument("--port-file", required=True)
     parser.add_argument("--log")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-key")
     args = parser.parse_args()
 
     Handler.root = os.path.realpath(args.root)
@@ -319,7 +332,22 @@ def main():
         Handler.log_file = open(args.log, "a", buffering=1)
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.request_queue_size = 128
-    publish_port_and_serve(ThreadingHTTPServer(("127.0.0.1", args.port), Handler), args.port_file)
+    server = QuietServer(("127.0.0.1", args.port), Handler)
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    publish_port_and_serve(server, args.port_file)
+
+
+class QuietServer(ThreadingHTTPServer):
+    """Says nothing of a client that closed its connection early, or of a TLS handshake it ended (a client that
+    refuses the certificate, or stops after the handshake to judge it)."""
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def publish_port_and_serve(server, port_file):

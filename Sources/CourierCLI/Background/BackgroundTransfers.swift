@@ -31,12 +31,18 @@ enum BackgroundTransfers {
     }
 
     /// Opens the tool's session with courierd (starting courierd when none runs), waiting up to ``sessionWait``
-    /// while another instance of the tool holds it. Throws the reason it could not be opened.
-    static func open(delegate: BackgroundSaver) async throws(CommandFailure) -> Session {
+    /// while another instance of the tool holds it; `adjust` sets the command's options on its configuration (which
+    /// go with each task it hands over). Throws the reason it could not be opened.
+    static func open(
+        delegate: BackgroundSaver,
+        adjusting adjust: (inout SessionConfiguration) throws(CommandFailure) -> Void = { _ in }
+    ) async throws(CommandFailure) -> Session {
+        var adjusted = configuration()
+        try adjust(&adjusted)
         let deadline = ContinuousClock.now + sessionWait
         var said = false
         while true {
-            let session = Session(configuration: configuration(), delegate: delegate)
+            let session = Session(configuration: adjusted, delegate: delegate)
             guard let failure = session.backgroundOpeningFailure else {
                 return session
             }
