@@ -67,7 +67,10 @@ struct RequestFlags: ParsableArguments {
 
     @Option(
         name: [.customShort("x"), .customLong("proxy")],
-        help: ArgumentHelp("Use this HTTP proxy: [http://]host[:port] (for http and https URLs).", valueName: "proxy")
+        help: ArgumentHelp(
+            "Use this proxy for every URL: [http://]host[:port], https://host[:port], or socks5h://[user:pass@]host[:port].",
+            valueName: "proxy"
+        )
     )
     var proxy: String?
 
@@ -118,7 +121,7 @@ struct RequestFlags: ParsableArguments {
             throw ValidationError("--resolve takes host:port:address (got \(entry)).")
         }
         if let proxy, Self.proxyDictionary(proxy) == nil {
-            throw ValidationError("--proxy takes [http://]host[:port] (got \(proxy)).")
+            throw ValidationError("--proxy takes [http://]host[:port], https:// or socks5h:// (got \(proxy)).")
         }
         if let dohURL, URL(string: dohURL)?.scheme?.lowercased() != "https" {
             throw ValidationError("--doh-url takes an https URL (got \(dohURL)).")
@@ -250,17 +253,33 @@ struct RequestFlags: ParsableArguments {
         return (parts[0].lowercased(), address)
     }
 
-    /// `--proxy` as a `connectionProxyDictionary` for both http and https URLs.
+    /// `--proxy` as a `connectionProxyDictionary` for both http and https URLs: an HTTP proxy (`http://`, or
+    /// `https://` reached over TLS), or a SOCKS one (`socks5://`, `socks5h://`, `socks4://`, `socks4a://`, names
+    /// resolved by the proxy), with its `user:password@` for SOCKS5.
     static func proxyDictionary(_ text: String) -> [AnyHashable: Any]? {
         let withScheme = text.contains("://") ? text : "http://" + text
-        guard let url = URL(string: withScheme), url.scheme?.lowercased() == "http", let host = url.host,
+        guard let url = URL(string: withScheme), let scheme = url.scheme?.lowercased(), let host = url.host,
             !host.isEmpty
         else {
             return nil
         }
-        let port = url.port ?? 1080
-        return ["HTTPEnable": 1, "HTTPProxy": host, "HTTPPort": port, "HTTPSEnable": 1, "HTTPSProxy": host,
-                "HTTPSPort": port]
+        switch scheme {
+        case "http", "https":
+            let port = url.port ?? (scheme == "https" ? 443 : 1080)
+            let proxy = scheme == "https" ? "https://\(host):\(port)" : host
+            return ["HTTPEnable": 1, "HTTPProxy": proxy, "HTTPPort": port, "HTTPSEnable": 1, "HTTPSProxy": proxy,
+                    "HTTPSPort": port]
+        case "socks5", "socks5h", "socks4", "socks4a":
+            var dictionary: [AnyHashable: Any] = [
+                "SOCKSEnable": 1, "SOCKSProxy": host, "SOCKSPort": url.port ?? 1080,
+                "SOCKSVersion": scheme.hasPrefix("socks4") ? 4 : 5,
+            ]
+            dictionary["SOCKSUser"] = url.user?.removingPercentEncoding
+            dictionary["SOCKSPassword"] = url.password?.removingPercentEncoding
+            return dictionary
+        default:
+            return nil
+        }
     }
 
     private static func read(_ path: String, for option: String) throws(CommandFailure) -> Data {

@@ -82,4 +82,58 @@ struct ProxyTests {
             #expect((response as? HTTPURLResponse)?.statusCode == 407)
         }
     }
+
+    @Test("SOCKS5 from the dictionary: the proxy resolves the name, and checks the user and password")
+    func socks() async throws {
+        try await withServer { server in
+            let proxy = try SOCKSProxy(credential: ("ann", "p@ss:word"), names: ["origin.courier.invalid": "127.0.0.1"])
+            defer { proxy.stop() }
+            let scheme = server.baseURL.scheme ?? "http"
+            let url = URL(string: "\(scheme)://origin.courier.invalid:\(server.port)/bytes/100")!
+            var configuration = testConfiguration()
+            configuration.connectionProxyDictionary = [
+                "SOCKSEnable": 1, "SOCKSProxy": "127.0.0.1", "SOCKSPort": proxy.port,
+                "SOCKSUser": "ann", "SOCKSPassword": "p@ss:word",
+            ]
+            if scheme == "https" {
+                // The HTTP/2 pass's leaf names 127.0.0.1 and localhost: accept this name for the test.
+                let session = Session(
+                    configuration: configuration,
+                    delegate: AcceptingJudge(),
+                    delegateQueue: nil
+                )
+                defer { session.invalidateAndCancel() }
+                let (data, _) = try await session.data(from: url)
+                #expect(data.count == 100)
+            } else {
+                let session = Session(configuration: configuration)
+                defer { session.invalidateAndCancel() }
+                let (data, _) = try await session.data(from: url)
+                #expect(data.count == 100)
+            }
+            let request = try #require(proxy.requests.first)
+            #expect(request.target == "origin.courier.invalid" && request.port == server.port && request.user == "ann")
+
+            configuration.connectionProxyDictionary?["SOCKSPassword"] = "wrong"
+            let refused = Session(configuration: configuration)
+            defer { refused.invalidateAndCancel() }
+            await #expect {
+                _ = try await refused.data(from: url)
+            } throws: { error in
+                (error as? CourierError)?.code == .cannotConnectToHost
+            }
+            #expect(server.requests.count == 1)
+        }
+    }
+}
+
+/// Accepts every server (a name the test's leaf does not carry).
+private final class AcceptingJudge: SessionTaskDelegate {
+    func urlSession(
+        _ session: Session,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        completionHandler(.useCredential, challenge.protectionSpace.serverTrustDetails.map(URLCredential.init(trust:)))
+    }
 }

@@ -5,10 +5,18 @@ struct ProxySettings: Sendable, Equatable {
     struct Proxy: Sendable, Equatable {
         var host: String
         var port: Int
+        /// How the connection to the proxy is made: `http`, `https` (TLS to the proxy), `socks5h` (SOCKS5, names
+        /// resolved by the proxy) or `socks4a`.
+        var scheme = "http"
+        /// A credential sent from the start (a SOCKS proxy's username and password).
+        var user: String?
+        var password: String?
     }
 
     var http: Proxy?
     var https: Proxy?
+    /// The SOCKS proxy, for the URLs of a scheme that has no proxy of its own above.
+    var socks: Proxy?
     /// Hosts and domains that bypass the proxies, as curl's `NO_PROXY` takes them (comma-separated; `*.example.com`
     /// is written `.example.com`).
     var exceptions: String?
@@ -38,10 +46,20 @@ struct ProxySettings: Sendable, Equatable {
             guard number(enable) != 0, let name = string(host) else {
                 return nil
             }
+            // A host given as a URL names its scheme: `https://proxy.example:8443` is reached over TLS.
+            if name.contains("://"), let url = URL(string: name), let scheme = url.scheme?.lowercased(),
+                ["http", "https"].contains(scheme), let host = url.host
+            {
+                return Proxy(host: host, port: url.port ?? number(port) ?? defaultPort, scheme: scheme)
+            }
             return Proxy(host: name, port: number(port) ?? defaultPort)
         }
         http = proxy(enable: "HTTPEnable", host: "HTTPProxy", port: "HTTPPort", defaultPort: 80)
         https = proxy(enable: "HTTPSEnable", host: "HTTPSProxy", port: "HTTPSPort", defaultPort: 443)
+        socks = proxy(enable: "SOCKSEnable", host: "SOCKSProxy", port: "SOCKSPort", defaultPort: 1080)
+        socks?.scheme = number("SOCKSVersion") == 4 ? "socks4a" : "socks5h"
+        socks?.user = string("SOCKSUser")
+        socks?.password = string("SOCKSPassword")
         let list = (dictionary["ExceptionsList"] as? [String]) ?? []
         let hosts = list.map { $0.hasPrefix("*.") ? String($0.dropFirst()) : $0 }.filter { !$0.isEmpty }
         exceptions = hosts.isEmpty ? nil : hosts.joined(separator: ",")
@@ -56,14 +74,21 @@ struct ProxySettings: Sendable, Equatable {
         }
     }
 
-    /// The proxy for `url`, as curl takes it: `http://host:port`, or "" for none.
+    /// The proxy for `url`, as curl takes it: `scheme://[user:password@]host:port`, or "" for none.
     func proxy(for url: URL) -> String {
-        let chosen = url.scheme?.lowercased() == "https" ? https : http
+        let scheme = url.scheme?.lowercased()
+        let chosen = (scheme == "https" || scheme == "https+unix" ? https : http) ?? socks
         guard let chosen else {
             return ""
         }
         let host = chosen.host.contains(":") && !chosen.host.hasPrefix("[") ? "[\(chosen.host)]" : chosen.host
-        return "http://\(host):\(chosen.port)"
+        var credential = ""
+        if let user = chosen.user {
+            let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+            let encode = { (text: String) in text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text }
+            credential = encode(user) + ":" + encode(chosen.password ?? "") + "@"
+        }
+        return "\(chosen.scheme)://\(credential)\(host):\(chosen.port)"
     }
 
     /// The proxy a request to `url` goes through: the session's, else the environment's (`https_proxy`,
@@ -75,7 +100,7 @@ struct ProxySettings: Sendable, Equatable {
     ) -> Proxy? {
         let https = url.scheme?.lowercased() == "https"
         if let settings {
-            return https ? settings.https : settings.http
+            return (https ? settings.https : settings.http) ?? settings.socks
         }
         let names = (https ? ["https_proxy", "HTTPS_PROXY"] : ["http_proxy"]) + ["all_proxy", "ALL_PROXY"]
         guard let text = names.lazy.compactMap({ environment[$0] }).first(where: { !$0.isEmpty }) else {
