@@ -470,6 +470,31 @@ else
     fail "a malformed --pinnedpubkey is a usage error" "$(show bad-pin-syntax)"
 fi
 
+run jar get -q -o "$work/jar.bin" --cookie-jar "$work/jar.txt" "$base/one.bin?setcookie=flavour%3Doat"
+if [ "$rc" -eq 0 ] && grep -q "# Netscape HTTP Cookie File" "$work/jar.txt" \
+    && grep -qP "\tflavour\toat$" "$work/jar.txt"; then
+    pass "--cookie-jar writes the run's cookies as a Netscape cookie file"
+else
+    fail "--cookie-jar writes the run's cookies as a Netscape cookie file" "$(show jar)" "$(cat "$work/jar.txt" 2>&1)"
+fi
+run cookie-file get -q -o "$work/cookie-file.bin" --cookie "$work/jar.txt" "$base/two.bin"
+run cookie-data get -q -o "$work/cookie-data.bin" --cookie "a=1; b=2" "$base/empty.bin"
+if grep -q '"GET /two.bin HTTP/1.1".*cookie=flavour=oat' "$work/requests.log" \
+    && grep -q '"GET /empty.bin HTTP/1.1".*cookie=a=1; b=2' "$work/requests.log"; then
+    pass "--cookie sends a cookie file's cookies, or the data given"
+else
+    fail "--cookie sends a cookie file's cookies, or the data given" "$(show cookie-file)" "$(show cookie-data)" \
+        "$(tail -3 "$work/requests.log")"
+fi
+printf 'machine 127.0.0.1\n  login ann\n  password "s3 cret"\n' >"$work/netrc"
+run netrc get -q -o "$work/netrc.bin" --netrc-file "$work/netrc" "$base/auth/ann/s3%20cret/one.bin"
+run no-netrc get -q -o "$work/no-netrc.bin" "$base/auth/ann/s3%20cret/one.bin"
+if [ "$rc" -eq 1 ] && grep -q "401" "$work/no-netrc.err" && cmp -s "$files/one.bin" "$work/netrc.bin"; then
+    pass "--netrc-file answers the server's challenge; without it, 401"
+else
+    fail "--netrc-file answers the server's challenge; without it, 401" "$(show netrc)" "$(show no-netrc)"
+fi
+
 tls="$work/tls"
 mkdir -p "$tls"
 if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=127.0.0.1" \

@@ -22,7 +22,7 @@ cd "$repo_root"
 
 # The test-only tools: a private bus, its monitor and gdbus (courierd's desktop notifications), and python3-jeepney
 # for the NetworkManager stand-in on it (metered networks).
-bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin python3-jeepney openssl
+bash scripts/bootstrap.sh dbus-daemon dbus-bin libglib2.0-bin python3-jeepney openssl curl
 
 # Nothing the tests run may reach the user's courierd or its files: the runtime and state directories of the whole
 # run (tests, CLI tests, the dependent package) are private ones, removed at the end. The tests' own harness also

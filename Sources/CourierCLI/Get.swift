@@ -230,7 +230,7 @@ struct Get: AsyncParsableCommand {
         for urls: [URL]
     ) throws(CommandFailure) {
         try request.apply(to: &configuration, hosts: urls.compactMap(\.host))
-        let fields = request.headerFields + [request.authorizationField].compactMap { $0 }
+        let fields = request.allHeaderFields
         if !fields.isEmpty {
             configuration.httpAdditionalHeaders = Dictionary(fields.map { ($0.name, $0.value) }) { _, last in last }
         }
@@ -350,6 +350,8 @@ struct Get: AsyncParsableCommand {
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
+        // --cookie-jar's file holds every cookie of the run when the command exits, whatever its status.
+        defer { configuration.httpCookieStorage?.synchronize() }
         defer { CompletionHook.waitForAll() }
         try await run.run(session: session, coordinator: coordinator)
     }

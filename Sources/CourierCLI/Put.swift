@@ -95,7 +95,7 @@ struct Put: AsyncParsableCommand {
 
     func run() async throws {
         let base = try Self.baseURL(operands[operands.count - 1])
-        let fields = request.headerFields + [request.authorizationField].compactMap { $0 }
+        let fields = request.allHeaderFields
         let hosts = [base.host].compactMap { $0 }
         let plans = UploadPlan.plans(for: files, to: base, appendingNames: UploadPlan.appendsName(to: base))
         if background {
@@ -134,6 +134,8 @@ struct Put: AsyncParsableCommand {
             events: run.continuation
         )
         let session = Session(configuration: configuration, delegate: coordinator, delegateQueue: nil)
+        // --cookie-jar's file holds every cookie of the run when the command exits, whatever its status.
+        defer { configuration.httpCookieStorage?.synchronize() }
         try await run.run(session: session, coordinator: coordinator)
     }
 

@@ -22,6 +22,30 @@ struct RequestFlags: ParsableArguments {
     )
     var user: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Send cookies: a Netscape cookie file (as curl -c and wget write them), or \"name=value; name2=value2\". "
+                + "(-b is --background here.)",
+            valueName: "file|data"
+        )
+    )
+    var cookie: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Keep the run's cookies in this Netscape cookie file (read first when it exists, written as they come). "
+                + "(-c is --continue here.)",
+            valueName: "file"
+        )
+    )
+    var cookieJar: String?
+
+    @Flag(help: "Answer servers' authentication challenges with ~/.netrc's machines.")
+    var netrc = false
+
+    @Option(help: ArgumentHelp("As --netrc, with this file.", valueName: "file"))
+    var netrcFile: String?
+
     @Flag(
         name: [.customShort("k"), .customLong("insecure")],
         help: "Accept any server's certificate (unknown CA, wrong name, expired). Says so on every run."
@@ -133,9 +157,23 @@ struct RequestFlags: ParsableArguments {
         headers.compactMap { try? Self.headerField($0) }
     }
 
-    /// Sets what these flags say on `configuration` for a run whose URLs name `hosts`; reads the certificate files.
-    /// Throws what cannot be read.
+    /// Sets what these flags say on `configuration` for a run whose URLs name `hosts`; reads the certificate, cookie
+    /// and .netrc files. Throws what cannot be read.
     func apply(to configuration: inout SessionConfiguration, hosts: [String]) throws(CommandFailure) {
+        if cookie != nil || cookieJar != nil {
+            configuration.httpCookieStorage = try cookieStorage()
+        }
+        if netrc || netrcFile != nil {
+            let path = netrcFile ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".netrc").path
+            let storage = CredentialStorage()
+            do {
+                try storage.readNetrcFile(at: URL(fileURLWithPath: path))
+            } catch {
+                throw CommandFailure(description: "\(netrcFile == nil ? "--netrc" : "--netrc-file") \(path): cannot "
+                    + "read it (missing, or not a readable file)")
+            }
+            configuration.urlCredentialStorage = storage
+        }
         if let cacert {
             configuration.trustedCertificateAuthorities = .pem(try Self.read(cacert, for: "--cacert"))
         }
@@ -172,10 +210,42 @@ struct RequestFlags: ParsableArguments {
         configuration.dnsOverHTTPSURL = dohURL.flatMap(URL.init(string:))
     }
 
+    /// The jar of `--cookie` and `--cookie-jar`: the jar's file (kept as cookies come), with `--cookie`'s file read
+    /// into it.
+    private func cookieStorage() throws(CommandFailure) -> CookieStorage {
+        let storage: CookieStorage
+        do {
+            storage = try cookieJar.map { try CookieStorage(persistingTo: URL(fileURLWithPath: $0)) } ?? CookieStorage()
+        } catch {
+            throw CommandFailure(description: "--cookie-jar \(cookieJar ?? ""): cannot read it: \(error)")
+        }
+        if let cookie, cookieFieldValue == nil {
+            do {
+                try storage.readNetscapeFile(at: URL(fileURLWithPath: cookie))
+            } catch {
+                throw CommandFailure(description: "--cookie \(cookie): cannot read it (missing, or not a readable file)")
+            }
+        }
+        return storage
+    }
+
+    /// `--cookie "name=value; …"` (not a file), sent as it is in a `Cookie` field.
+    var cookieFieldValue: String? {
+        guard let cookie, cookie.contains("="), !FileManager.default.fileExists(atPath: cookie) else {
+            return nil
+        }
+        return cookie
+    }
+
     /// `Authorization: Basic …` for `--user`, to go with every request of the run (dropped on a redirect to another
     /// origin, as every credential is).
     var authorizationField: (name: String, value: String)? {
         user.map { ("Authorization", "Basic " + Data($0.utf8).base64EncodedString()) }
+    }
+
+    /// The header fields every request of the run carries: `-H`'s, then `--user`'s and `--cookie`'s data.
+    var allHeaderFields: [(name: String, value: String)] {
+        headerFields + [authorizationField, cookieFieldValue.map { ("Cookie", $0) }].compactMap { $0 }
     }
 
     /// A coordinator's answer to a session challenge: with `--insecure`, any server is accepted; otherwise the

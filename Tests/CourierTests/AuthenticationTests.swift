@@ -106,6 +106,36 @@ struct AuthenticationTests {
             #expect((response3 as? HTTPURLResponse)?.statusCode == 401)
         }
     }
+
+    @Test("a .netrc file's machine answers its host's challenge by default; another host's, default and macdef do not")
+    func netrc() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-netrc-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let text = """
+            machine elsewhere.example login nobody password nothing
+            macdef init
+            login trap password trap
+
+            machine 127.0.0.1
+                login dave
+                password "pass word"
+            default login anyone password anything
+            """
+        try Data(text.utf8).write(to: file)
+        try await withServer { server in
+            var configuration = testConfiguration()
+            let storage = CredentialStorage()
+            try storage.readNetrcFile(at: file)
+            configuration.urlCredentialStorage = storage
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            let path = "/basic-auth/dave/" + "pass word".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let (_, response) = try await session.data(from: server.url(path))
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            let (_, other) = try await session.data(from: server.url("/basic-auth/anyone/anything"))
+            #expect((other as? HTTPURLResponse)?.statusCode == 401)
+        }
+    }
 }
 
 @Suite("TLS", .timeLimit(.minutes(1)))

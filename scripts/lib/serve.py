@@ -20,9 +20,12 @@ be resumed. This one does what `courier get --continue`, `courier put` and the C
 - /redirect-empty/N/PATH (N >= 1) answers 302 with Content-Length: 0 and a relative Location: to
   /redirect-empty/N-1/PATH, and from /redirect-empty/1/PATH to /PATH (a chain of N redirects to the file);
 - /flaky/N/PATH answers the first N requests for it with 503 and Retry-After: 1, then serves /PATH (for
-  `courier get --retry`).
+  `courier get --retry`);
+- /auth/USER/PASSWORD/PATH answers 401 with WWW-Authenticate: Basic realm="files" unless the request carries that
+  user and password (Basic), then serves /PATH;
+- ?setcookie=NAME=VALUE adds Set-Cookie: NAME=VALUE; Path=/ to a file's response.
 
-Each request's log line ends with the Authorization and X-Courier-Test fields it carried ("-" for none).
+Each request's log line ends with the Authorization, X-Courier-Test and Cookie fields it carried ("-" for none).
 
 Usage: serve.py --root DIR --port-file FILE [--log FILE] [--port N] [--tls-cert PEM --tls-key PEM]
 The server binds 127.0.0.1 on port N (default 0: a free port chosen by the system); with --tls-cert and --tls-key it
@@ -32,6 +35,7 @@ and Content-Type of an upload).
 """
 
 import argparse
+import base64
 import email.utils
 import os
 import signal
@@ -88,12 +92,13 @@ class Handler(BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(parsed.query)
         range_header = self.headers.get("Range")
         self.log_message(
-            '"%s" range=%s if-range=%s authorization=%s x-courier-test=%s',
+            '"%s" range=%s if-range=%s authorization=%s x-courier-test=%s cookie=%s',
             self.requestline,
             range_header,
             self.headers.get("If-Range"),
             self.headers.get("Authorization", "-"),
             self.headers.get("X-Courier-Test", "-"),
+            self.headers.get("Cookie", "-"),
         )
         if parsed.path.startswith("/status/"):
             self.send_status(parsed.path, query, body)
@@ -109,6 +114,14 @@ class Handler(BaseHTTPRequestHandler):
                 Handler.flaky_counts[path] = seen + 1
             if seen < int(count):
                 self.send_text(503, "try again\n", body, headers=[("Retry-After", "1")])
+                return
+            path = "/" + rest
+        if path.startswith("/auth/"):
+            _, _, user, password, rest = path.split("/", 4)
+            credential = "%s:%s" % (urllib.parse.unquote(user), urllib.parse.unquote(password))
+            expected = "Basic " + base64.b64encode(credential.encode()).decode()
+            if self.headers.get("Authorization") != expected:
+                self.send_text(401, "who are you?\n", body, headers=[("WWW-Authenticate", 'Basic realm="files"')])
                 return
             path = "/" + rest
         full = self.resolve(path)
@@ -171,6 +184,8 @@ class Handler(BaseHTTPRequestHandler):
         value = disposition(query)
         if value:
             self.send_header("Content-Disposition", value)
+        for cookie in query.get("setcookie", []):
+            self.send_header("Set-Cookie", cookie + "; Path=/")
 
     def send_status(self, path, query, body):
         """/status/CODE[/...]: CODE with an empty body, or a short text one with ?body=1."""

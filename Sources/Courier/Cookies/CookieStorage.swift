@@ -5,15 +5,19 @@ public import Foundation
 public import FoundationNetworking
 #endif
 
-/// An in-memory cookie jar. Courier keeps cookies on the Swift side; the engine never sees them.
+/// A cookie jar, in memory or kept in a Netscape cookie file (the format curl's `-b`/`-c`, wget and aria2 read and
+/// write). Courier keeps cookies on the Swift side; the engine never sees them.
 ///
-/// ``shared`` is the process-wide jar of ``SessionConfiguration/default``; each ``SessionConfiguration/ephemeral``
-/// configuration gets a private one. All methods are thread-safe.
+/// ``shared`` is the process-wide jar of ``SessionConfiguration/default`` (in memory); each
+/// ``SessionConfiguration/ephemeral`` configuration gets a private one. ``init(persistingTo:)`` makes a jar that
+/// outlives the process. All methods are thread-safe.
 public final class CookieStorage: Sendable {
     /// The process-wide jar used by `.default` configurations.
     public static let shared = CookieStorage()
 
     private let state = LockedValue<[CookieKey: HTTPCookie]>([:])
+    /// The jar's file, written after each change (``init(persistingTo:)``); nil in memory.
+    let file: NetscapeCookieFile?
 
     private struct CookieKey: Hashable {
         var name: String
@@ -21,7 +25,20 @@ public final class CookieStorage: Sendable {
         var path: String
     }
 
-    public init() {}
+    /// An empty jar in memory.
+    public init() {
+        file = nil
+    }
+
+    /// A jar kept in the Netscape cookie file at `url`: the cookies in it are read now (a missing file is an empty
+    /// jar), and the file is written again (atomically, mode 0600) after every change, session cookies included as
+    /// curl writes them. Throws when the file exists and cannot be read.
+    public init(persistingTo url: URL) throws {
+        file = NetscapeCookieFile(url)
+        for cookie in try NetscapeCookieFile.read(url, missingIsEmpty: true) {
+            setCookieInMemory(cookie)
+        }
+    }
 
     /// Every cookie in the jar, expired ones removed.
     public var cookies: [HTTPCookie] {
@@ -34,6 +51,11 @@ public final class CookieStorage: Sendable {
 
     /// Stores one cookie, replacing one with the same name, domain and path. An expired cookie deletes it.
     public func setCookie(_ cookie: HTTPCookie) {
+        setCookieInMemory(cookie)
+        file?.save(self)
+    }
+
+    private func setCookieInMemory(_ cookie: HTTPCookie) {
         let key = CookieKey(name: cookie.name, domain: cookie.domain.lowercased(), path: cookie.path)
         let expired = cookie.isExpired(at: Date())
         state.withLock { jar in
@@ -43,6 +65,25 @@ public final class CookieStorage: Sendable {
                 jar[key] = cookie
             }
         }
+    }
+
+    /// Adds the cookies of the Netscape cookie file at `url` (curl's `-b FILE`), replacing those of the same name,
+    /// domain and path. Throws when it cannot be read.
+    public func readNetscapeFile(at url: URL) throws {
+        for cookie in try NetscapeCookieFile.read(url, missingIsEmpty: false) {
+            setCookie(cookie)
+        }
+    }
+
+    /// Returns once the jar's file (``init(persistingTo:)``) holds every change made before the call; at once for a jar
+    /// in memory. Call it before the process exits.
+    public func synchronize() {
+        file?.flush()
+    }
+
+    /// Writes every cookie to `url` as a Netscape cookie file (curl's `-c FILE`), atomically, mode 0600.
+    public func writeNetscapeFile(to url: URL) throws {
+        try NetscapeCookieFile.write(cookies, to: url)
     }
 
     /// Stores cookies a response to `url` set, each only if a response from `url` may set it (RFC 6265bis: no
@@ -64,11 +105,13 @@ public final class CookieStorage: Sendable {
     public func deleteCookie(_ cookie: HTTPCookie) {
         let key = CookieKey(name: cookie.name, domain: cookie.domain.lowercased(), path: cookie.path)
         state.withLock { _ = $0.removeValue(forKey: key) }
+        file?.save(self)
     }
 
     /// Removes every cookie.
     public func removeAll() {
         state.withLock { $0.removeAll() }
+        file?.save(self)
     }
 
     /// The cookies to send with a request to `url`: domain, path, `Secure` and expiry are checked.
