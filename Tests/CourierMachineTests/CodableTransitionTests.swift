@@ -128,7 +128,7 @@ struct CodableTransitionTests {
             .decide(101, .allow),
             .decide(101, .cancel),
             .decide(101, .toFile(path: "/tmp/x")),
-            .storeCookies(D.response(D.url, head)),
+            .rememberResponse(D.response(D.url, head)),
             .lookUpCache(TaskRequest(post)),
             .storeInCache(
                 CacheEntry(

@@ -205,7 +205,7 @@ struct FinalResponseTransitionTests {
         d.start()
         let head = D.head(200, cookies: ["a=1", "b=2; Secure"])
         let response = D.response(D.url, head)
-        #expect(d.respond(head, held: false) == [.storeCookies(response), .deliver(.response(response))])
+        #expect(d.respond(head, held: false) == [.rememberResponse(response), .deliver(.response(response))])
 
         var plain = D.collecting()
         plain.start()
@@ -220,7 +220,7 @@ struct FinalResponseTransitionTests {
         let head = D.head(200, cookies: ["id=7"])
         let response = D.response(D.url, head)
         let question = TaskAction.ask(.disposition(hop: 1, response: response))
-        #expect(d.respond(head, held: true) == [.storeCookies(response), .deliver(.response(response)), question])
+        #expect(d.respond(head, held: true) == [.rememberResponse(response), .deliver(.response(response)), question])
     }
 
     @Test("a COMPLETE reports sent bytes, then written bytes, then the finish")

@@ -81,7 +81,7 @@ struct RedirectTransitionTests {
         let response = D.response(D.url, head)
         #expect(
             d.respond(head, held: true) == [
-                .storeCookies(response),
+                .rememberResponse(response),
                 .ask(
                     .redirect(
                         hop: 1,

@@ -31,7 +31,11 @@ enum Router {
             plan.headers.add(name: "Proxy-Authenticate", value: "Basic realm=\"proxy\"")
             return plan
         }
-        return CacheFields.apply(request, to: BodyShape.apply(request, to: route(request, state: state)))
+        var plan = CacheFields.apply(request, to: BodyShape.apply(request, to: route(request, state: state)))
+        if let policy = request.queryValue("hsts") {
+            plan.headers.add(name: "Strict-Transport-Security", value: policy)
+        }
+        return plan
     }
 
     private static func route(_ request: ReceivedRequest, state: ServerState) -> ResponsePlan {

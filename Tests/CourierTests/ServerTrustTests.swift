@@ -208,6 +208,41 @@ struct ServerTrustTests {
     }
 }
 
+@Suite("HSTS", .timeLimit(.minutes(1)))
+struct HSTSTests {
+    @Test("after one https visit, an http URL of the host goes out as https; max-age=0 forgets it; never for an address")
+    func upgrade() async throws {
+        try await withServer(.init(tls: true)) { server in
+            var configuration = testConfiguration()
+            configuration.trustedCertificateAuthorities = .pem(server.certificateAuthority!.pem)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-hsts-\(UUID()).txt")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let store = try HSTSStorage(persistingTo: file)
+            configuration.hstsStorage = store
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            let plain = URL(string: "http://localhost:\(server.port)/bytes/7")!
+            // Before: plain http to a TLS port fails.
+            #expect(await failure(session, plain) != nil)
+            // From an address: not recorded.
+            _ = try await session.data(from: server.url("/bytes/1?hsts=max-age%3D3600"))
+            #expect(!store.isKnown("127.0.0.1"))
+            let secure = URL(string: "https://localhost:\(server.port)/bytes/1?hsts=max-age%3D3600")!
+            _ = try await session.data(from: secure)
+            #expect(store.isKnown("localhost"))
+            let (data, _) = try await session.data(from: plain)
+            #expect(data.count == 7)
+            store.synchronize()
+            let text = try String(contentsOf: file, encoding: .utf8)
+            #expect(text.contains("localhost \""))
+            // A new store reads the file curl's way.
+            #expect(try HSTSStorage(persistingTo: file).isKnown("localhost"))
+            _ = try await session.data(from: URL(string: "https://localhost:\(server.port)/bytes/1?hsts=max-age%3D0")!)
+            #expect(!store.isKnown("localhost"))
+        }
+    }
+}
+
 @Suite("Client certificates (mutual TLS)", .timeLimit(.minutes(1)))
 struct ClientIdentityTests {
     @Test("a server that requires a client certificate gets the configuration's; without one, no request")

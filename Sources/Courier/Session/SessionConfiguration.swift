@@ -34,6 +34,7 @@ public struct SessionConfiguration: Sendable {
     public static var `default`: SessionConfiguration {
         var configuration = SessionConfiguration(cookieStorage: CookieStorage.shared)
         configuration.urlCredentialStorage = CredentialStorage.shared
+        configuration.hstsStorage = HSTSStorage.shared
         return configuration
     }
 
@@ -41,6 +42,7 @@ public struct SessionConfiguration: Sendable {
     /// stores.
     public static var ephemeral: SessionConfiguration {
         var configuration = SessionConfiguration(cookieStorage: CookieStorage())
+        configuration.hstsStorage = HSTSStorage()
         configuration.isEphemeral = true
         return configuration
     }
@@ -234,6 +236,11 @@ public struct SessionConfiguration: Sendable {
     /// Each task's span is a child of the `ServiceContext.current` of its `resume()`, and its context goes on the
     /// task's requests (W3C `traceparent` with a W3C propagating tracer).
     public var tracer: (any Tracer)?
+
+    /// The hosts reached over HTTPS only (HSTS, RFC 6797): an `http` request to one goes out as `https`. Recorded from
+    /// the `Strict-Transport-Security` field of HTTPS responses (never for an IP address). ``default`` uses
+    /// ``HSTSStorage/shared`` (kept in a file), ``ephemeral`` a private store in memory; nil ignores HSTS.
+    public var hstsStorage: HSTSStorage?
 
     /// The cookie store, or nil to handle no cookies at all.
     public var httpCookieStorage: CookieStorage?

@@ -361,9 +361,13 @@ final class SessionCore: Sendable {
         try? FileManager.default.removeItem(at: stagingDirectory)
     }
 
-    // MARK: Cookies
+    // MARK: Cookies and HSTS
 
-    func storeCookies(_ head: ResponseHead, url: URL) {
+    /// Keeps what a response from `url` sets: its cookies, its `Strict-Transport-Security`.
+    func remember(_ head: ResponseHead, url: URL) {
+        if let field = head.value("Strict-Transport-Security") {
+            configuration.hstsStorage?.observe(field, from: url)
+        }
         guard configuration.httpShouldSetCookies, let storage = configuration.httpCookieStorage else {
             return
         }

@@ -23,8 +23,8 @@ extension SessionTask {
                 core.runningBackend?.resume(transfer)
             case .decide(let transfer, let decision):
                 core.runningBackend?.decide(transfer, decision)
-            case .storeCookies(let response):
-                core.storeCookies(response.head, url: response.url)
+            case .rememberResponse(let response):
+                core.remember(response.head, url: response.url)
             case .lookUpCache(let request):
                 let entry = request.url.flatMap { core.configuration.urlCache?.entry(for: $0) }
                 send(.cacheLookedUp(entry), work: &work)

@@ -98,10 +98,12 @@ extension SessionTask {
     /// sink.
     func transferSpec(for plan: HopPlan, at now: Date) -> Result<TransferSpec, CourierError> {
         let request = plan.request
-        guard let url = request.url else {
+        guard let requestURL = request.url else {
             return .failure(CourierError(.badURL, "the request has no URL"))
         }
         let configuration = core.configuration
+        // HSTS: a known host's http URL goes out as https, before anything is sent.
+        let url = configuration.hstsStorage?.upgrade(requestURL) ?? requestURL
         var spec = TransferSpec(url: UnixSocketURL.engineURL(url) ?? SessionTask.engineURL(url))
         spec.method = request.method.uppercased()
         // HTTP/2 is offered through ALPN only; on plain http the flag would only make curl wait (PIPEWAIT) for a

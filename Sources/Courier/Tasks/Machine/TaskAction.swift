@@ -20,8 +20,8 @@ enum TaskAction: Codable, Sendable, Equatable {
     case resumeTransfer(UInt64)
     /// Answer a held response.
     case decide(UInt64, TransferDecision)
-    /// The response set cookies: store them (if the configuration keeps cookies).
-    case storeCookies(TaskResponse)
+    /// The response sets what the session keeps: cookies (if the configuration keeps them), HSTS.
+    case rememberResponse(TaskResponse)
     /// Look for a stored response to the request in the session's URL cache; answer with
     /// ``TaskInput/cacheLookedUp(_:)``.
     case lookUpCache(TaskRequest)

@@ -22,8 +22,8 @@ extension TaskMachine {
             return
         }
         var response = TaskResponse(url: url, head: head)
-        if !head.setCookies.isEmpty {
-            actions.append(.storeCookies(response))
+        if !head.setCookies.isEmpty || head.value("Strict-Transport-Security") != nil {
+            actions.append(.rememberResponse(response))
         }
         if !hops.isEmpty {
             hops[hops.count - 1].response = response
