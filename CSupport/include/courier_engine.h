@@ -79,7 +79,13 @@ typedef enum {
   CR_AUTH_NONE = 0,
   CR_AUTH_BASIC = 1,
   CR_AUTH_DIGEST = 2,
-  CR_AUTH_ANY = 3
+  CR_AUTH_ANY = 3,
+  /* Connection-based: libcurl makes the handshake's round trips on one
+   * connection within the transfer. NEGOTIATE (SPNEGO, Kerberos through
+   * GSS-API) uses the system's ticket; its username and password are not
+   * used. */
+  CR_AUTH_NTLM = 4,
+  CR_AUTH_NEGOTIATE = 5
 } cr_auth_t;
 
 /* Whose judgment admits the server at the other end of a TLS connection. */

@@ -499,9 +499,12 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
       int outcome = finish_headers(t);
       if (outcome <= 0)
         return 0; /* curl fails with CURLE_WRITE_ERROR; t->error says why */
-      /* Final unless curl will answer an auth challenge itself. */
+      /* Final unless curl will answer an auth challenge itself: a Digest
+       * nonce's round trip, an NTLM or Negotiate handshake. */
+      cr_auth_t auth = t->status == 407 ? t->proxy_auth : t->auth;
       if (!((t->status == 401 || t->status == 407) &&
-            (t->auth == CR_AUTH_DIGEST || t->auth == CR_AUTH_ANY)))
+            (auth == CR_AUTH_DIGEST || auth == CR_AUTH_ANY || auth == CR_AUTH_NTLM ||
+             auth == CR_AUTH_NEGOTIATE)))
         cr__emit_response(t);
     } else if (t->status > 101) {
       cr__emit_informational(t);
@@ -846,7 +849,13 @@ static int on_seek(void* context, curl_off_t offset, int origin) {
 
 /* curl's mask for a credential of `auth` (a server's or a proxy's). */
 static long auth_mask(cr_auth_t auth) {
-  return auth == CR_AUTH_BASIC ? CURLAUTH_BASIC : auth == CR_AUTH_DIGEST ? CURLAUTH_DIGEST : CURLAUTH_ANY;
+  switch (auth) {
+    case CR_AUTH_BASIC: return CURLAUTH_BASIC;
+    case CR_AUTH_DIGEST: return CURLAUTH_DIGEST;
+    case CR_AUTH_NTLM: return CURLAUTH_NTLM;
+    case CR_AUTH_NEGOTIATE: return CURLAUTH_NEGOTIATE;
+    default: return CURLAUTH_ANY;
+  }
 }
 
 /* A refused option fails the transfer with curl's code and a message that

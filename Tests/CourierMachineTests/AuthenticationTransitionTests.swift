@@ -167,7 +167,7 @@ struct AuthenticationTransitionTests {
 
     static let unanswerable: [[String: String]] = [
         ["WWW-Authenticate": "Bearer realm=\"api\""],
-        ["WWW-Authenticate": "Negotiate"],
+        ["WWW-Authenticate": "NegotiateX"],
         ["WWW-Authenticate": "BasicX realm=\"r\""],
         [:],
     ]
@@ -180,6 +180,17 @@ struct AuthenticationTransitionTests {
         #expect(d.respond(head, held: true) == [.deliver(.response(D.response(D.url, head))), .decide(101, .allow)])
         #expect(d.machine.awaiting == nil)
         #expect(d.complete(.success()) == [.finish(.success)])
+    }
+
+    @Test("NTLM and Negotiate are offered to the delegate, before Digest and Basic", arguments: [
+        ("NTLM", AuthenticationOffer.Scheme.ntlm), ("Negotiate", .negotiate), ("Basic realm=\"r\", NTLM", .ntlm),
+        ("Digest realm=\"r\", nonce=\"n\", Negotiate", .negotiate),
+    ])
+    func connectionBasedSchemes(field: String, scheme: AuthenticationOffer.Scheme) {
+        var d = D.collecting()
+        d.start()
+        _ = d.respond(D.head(401, ["WWW-Authenticate": field]), held: true)
+        #expect(d.machine.awaiting == .authentication(scheme))
     }
 
     @Test("a 401 that is not held is the final response with no decision")

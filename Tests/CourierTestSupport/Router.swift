@@ -60,6 +60,8 @@ enum Router {
             return StatusRoute.respond(to: request)
         case ("basic-auth", 3):
             return BasicAuthRoute.respond(to: request)
+        case ("ntlm-auth", 3):
+            return NTLMAuthRoute.respond(to: request)
         case ("digest-auth", 3):
             return DigestAuthRoute.respond(to: request, state: state)
         case ("cookies", 1):

@@ -21,6 +21,32 @@ struct AuthTests {
         #expect(wrong.status == 401)
     }
 
+    @Test("NTLM: curl --ntlm succeeds with the right password and fails with a wrong one")
+    func ntlmWithCurl() async throws {
+        let server = try await TestServer.start()
+        let url = server.url("/ntlm-auth/erin/n7lm!")
+        let good = try await Curl.fetch(url, ["--ntlm", "-u", "erin:n7lm!"])
+        let wrong = try await Curl.fetch(url, ["--ntlm", "-u", "erin:wrong"])
+        let anonymous = try await Curl.fetch(url)
+        try await server.shutdown()
+
+        #expect(good.status == 200)
+        #expect(try good.json()["user"] as? String == "erin")
+        #expect(wrong.status == 401)
+        #expect(anonymous.status == 401 && anonymous.header("WWW-Authenticate") == "NTLM")
+    }
+
+    @Test("MD4 (NTLM's NT hash) gives RFC 1320's answers")
+    func md4() {
+        func hex(_ text: String) -> String {
+            MD4.hash(Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        }
+        #expect(hex("") == "31d6cfe0d16ae931b73c59d7e0c089c0")
+        #expect(hex("abc") == "a448017aaf21d8525fc10ae87aa6729d")
+        #expect(hex("message digest") == "d9130a8164549fe818874806e1c7014b")
+        #expect(hex(String(repeating: "1234567890", count: 8)) == "e33b4ddc9c38f2199c3e7b164fcc0536")
+    }
+
     @Test("Digest: curl --digest succeeds with the right password and fails with a wrong one")
     func digestWithCurl() async throws {
         let server = try await TestServer.start()

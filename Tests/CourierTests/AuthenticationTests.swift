@@ -107,6 +107,37 @@ struct AuthenticationTests {
         }
     }
 
+    @Test("NTLM: the challenge goes to the delegate; libcurl's handshake proves the password; a wrong one gets the 401",
+          onlyOverHTTP1("NTLM authenticates an HTTP/1.1 connection"))
+    func ntlm() async throws {
+        try await withServer { server in
+            let (session, delegate) = makeRecordingSession()
+            defer { session.invalidateAndCancel() }
+            delegate.script {
+                $0.challenge = { _ in (.useCredential, URLCredential(user: "erin", password: "n7lm!", persistence: .none)) }
+            }
+            let task = session.dataTask(with: server.url("/ntlm-auth/erin/n7lm!"))
+            task.resume()
+            let outcome = try await delegate.completion(of: task)
+            #expect(outcome == nil)
+            #expect((task.response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(jsonObject(delegate.body(of: task))["user"] as? String == "erin")
+            let methods = delegate.events(of: task).compactMap { event -> String? in
+                if case .challenge(_, let method, _) = event { return method }
+                return nil
+            }
+            #expect(methods == [NSURLAuthenticationMethodNTLM])
+
+            delegate.script {
+                $0.challenge = { _ in (.useCredential, URLCredential(user: "erin", password: "nope", persistence: .none)) }
+            }
+            let refused = session.dataTask(with: server.url("/ntlm-auth/erin/n7lm!"))
+            refused.resume()
+            _ = try await delegate.completion(of: refused)
+            #expect((refused.response as? HTTPURLResponse)?.statusCode == 401)
+        }
+    }
+
     @Test("a .netrc file's machine answers its host's challenge by default; another host's, default and macdef do not")
     func netrc() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-netrc-\(UUID())")

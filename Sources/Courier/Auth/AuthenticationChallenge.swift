@@ -9,17 +9,22 @@ struct AuthenticationOffer: Codable, Sendable, Equatable {
     enum Scheme: Codable, Sendable, Equatable {
         case basic
         case digest
+        /// NTLM and Negotiate: connection-based handshakes libcurl carries out once the delegate gave a credential.
+        case ntlm
+        case negotiate
     }
 
     var scheme: Scheme
     var realm: String?
 
-    /// The preferred offer of a challenge header value: Digest over Basic; nil when neither is offered.
+    /// The preferred offer of a challenge header value: Negotiate, NTLM, Digest, then Basic (the most secure first,
+    /// as curl's `--anyauth`); nil when none is offered.
     static func best(in headerValue: String) -> AuthenticationOffer? {
         var offers: [AuthenticationOffer] = []
         // Challenges may be comma-separated within one value; a new challenge starts with a bare token.
         let lower = headerValue.lowercased()
-        for (scheme, token) in [(Scheme.digest, "digest"), (Scheme.basic, "basic")] {
+        let schemes = [(Scheme.negotiate, "negotiate"), (.ntlm, "ntlm"), (.digest, "digest"), (.basic, "basic")]
+        for (scheme, token) in schemes {
             var searchStart = lower.startIndex
             while let range = lower.range(of: token, range: searchStart..<lower.endIndex) {
                 let atStart =
@@ -53,6 +58,8 @@ struct AuthenticationOffer: Codable, Sendable, Equatable {
         switch scheme {
         case .basic: NSURLAuthenticationMethodHTTPBasic
         case .digest: NSURLAuthenticationMethodHTTPDigest
+        case .ntlm: NSURLAuthenticationMethodNTLM
+        case .negotiate: NSURLAuthenticationMethodNegotiate
         }
     }
 }

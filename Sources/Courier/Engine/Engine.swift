@@ -329,6 +329,8 @@ extension Engine {
         case .none: (CR_AUTH_NONE, nil, nil)
         case .basic(let user, let password): (CR_AUTH_BASIC, keep(user), keep(password))
         case .digest(let user, let password): (CR_AUTH_DIGEST, keep(user), keep(password))
+        case .ntlm(let user, let password): (CR_AUTH_NTLM, keep(user), keep(password))
+        case .negotiate: (CR_AUTH_NEGOTIATE, keep(""), keep(""))
         }
     }
 

@@ -27,6 +27,10 @@ package struct TransferSpec: Codable, Sendable, Equatable {
         case none
         case basic(user: String, password: String)
         case digest(user: String, password: String)
+        /// NTLM (libcurl's handshake, on one connection).
+        case ntlm(user: String, password: String)
+        /// SPNEGO (Negotiate: Kerberos through GSS-API, with the system's ticket).
+        case negotiate
     }
 
     /// What a backend that keeps the task beyond this process (courierd) needs of the task itself: set for

@@ -166,6 +166,8 @@ extension TaskMachine {
             switch scheme {
             case .basic: credential = .basic(user: user, password: password)
             case .digest: credential = .digest(user: user, password: password)
+            case .ntlm: credential = .ntlm(user: user, password: password)
+            case .negotiate: credential = .negotiate
             }
             let offset = requestedResumeOffset
             retireCurrentHop(into: &actions)
