@@ -11,7 +11,7 @@ public let URLAuthenticationMethodServerTrust = "NSURLAuthenticationMethodServer
 
 /// A TLS server as a new connection found it: its certificate chain and whether it verified against the session's
 /// certificate authorities and the host name. Offered with a server-trust challenge
-/// (``Foundation/URLProtectionSpace/serverTrustDetails``); answer `.useCredential` with `URLCredential(trust:)` to
+/// (`challenge.protectionSpace.serverTrustDetails`); answer `.useCredential` with `URLCredential(trust:)` to
 /// accept this server (by its public key) for the session, `.performDefaultHandling` to let the verification decide,
 /// or `.cancelAuthenticationChallenge` to fail the task.
 public struct ServerTrust: Sendable, Hashable {
