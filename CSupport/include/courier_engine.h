@@ -149,6 +149,13 @@ typedef struct {
   const void* client_key;
   size_t client_key_length;
   const char* client_key_password;
+  /* The same, for a TLS connection to an HTTPS proxy. */
+  const void* proxy_client_certificate;
+  size_t proxy_client_certificate_length;
+  const char* proxy_client_certificate_type;
+  const void* proxy_client_key;
+  size_t proxy_client_key_length;
+  const char* proxy_client_key_password;
   /* Connect to this Unix-domain socket instead of the URL's host and port
    * (the URL still names the Host header and the TLS name). */
   const char* unix_socket_path;

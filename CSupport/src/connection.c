@@ -43,10 +43,13 @@ cr_connection_t* cr__connection_copy(const cr_connection_t* options) {
   for (size_t i = 0; i < resolve_count; i++)
     size += string_size(options->resolve[i]);
   size += string_size(options->pinned_public_keys) + string_size(options->client_certificate_type) +
-          string_size(options->client_key_password) + string_size(options->unix_socket_path) +
+          string_size(options->client_key_password) + string_size(options->proxy_client_certificate_type) +
+          string_size(options->proxy_client_key_password) + string_size(options->unix_socket_path) +
           string_size(options->interface_name) + string_size(options->doh_url);
   size += (options->client_certificate ? options->client_certificate_length : 0) +
-          (options->client_key ? options->client_key_length : 0);
+          (options->client_key ? options->client_key_length : 0) +
+          (options->proxy_client_certificate ? options->proxy_client_certificate_length : 0) +
+          (options->proxy_client_key ? options->proxy_client_key_length : 0);
 
   cr_connection_t* copy = cr__malloc(size);
   if (copy == NULL)
@@ -71,6 +74,13 @@ cr_connection_t* cr__connection_copy(const cr_connection_t* options) {
   copy->doh_url = place(&cursor, options->doh_url, string_size(options->doh_url));
   copy->client_certificate = place(&cursor, options->client_certificate, options->client_certificate_length);
   copy->client_key = place(&cursor, options->client_key, options->client_key_length);
+  copy->proxy_client_certificate_type =
+      place(&cursor, options->proxy_client_certificate_type, string_size(options->proxy_client_certificate_type));
+  copy->proxy_client_key_password =
+      place(&cursor, options->proxy_client_key_password, string_size(options->proxy_client_key_password));
+  copy->proxy_client_certificate =
+      place(&cursor, options->proxy_client_certificate, options->proxy_client_certificate_length);
+  copy->proxy_client_key = place(&cursor, options->proxy_client_key, options->proxy_client_key_length);
   return copy;
 }
 
@@ -153,6 +163,19 @@ CURLcode cr__connection_apply(cr_transfer_t* t, CURL* easy, const char** refused
   }
   if (c->client_key_password)
     APPLY(CURLOPT_KEYPASSWD, c->client_key_password);
+  if (c->proxy_client_certificate) {
+    struct curl_blob certificate = {(void*)c->proxy_client_certificate, c->proxy_client_certificate_length,
+                                    CURL_BLOB_COPY};
+    APPLY(CURLOPT_PROXY_SSLCERT_BLOB, &certificate);
+    APPLY(CURLOPT_PROXY_SSLCERTTYPE, c->proxy_client_certificate_type ? c->proxy_client_certificate_type : "PEM");
+  }
+  if (c->proxy_client_key) {
+    struct curl_blob key = {(void*)c->proxy_client_key, c->proxy_client_key_length, CURL_BLOB_COPY};
+    APPLY(CURLOPT_PROXY_SSLKEY_BLOB, &key);
+    APPLY(CURLOPT_PROXY_SSLKEYTYPE, "PEM");
+  }
+  if (c->proxy_client_key_password)
+    APPLY(CURLOPT_PROXY_KEYPASSWD, c->proxy_client_key_password);
   if (c->unix_socket_path)
     APPLY(CURLOPT_UNIX_SOCKET_PATH, c->unix_socket_path);
   if (c->resolve_count > 0) {

@@ -946,11 +946,13 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     SET(CURLOPT_SSL_VERIFYPEER, 0L);
     SET(CURLOPT_SSL_VERIFYHOST, 0L);
   } else if (engine->ca_pem) {
+    /* The same CAs for the server and for an HTTPS proxy. */
     struct curl_blob blob;
     blob.data = engine->ca_pem;
     blob.len = engine->config.ca_pem_length;
     blob.flags = CURL_BLOB_NOCOPY;
     SET(CURLOPT_CAINFO_BLOB, &blob);
+    SET(CURLOPT_PROXY_CAINFO_BLOB, &blob);
   }
   if (t->sink == CR_SINK_FILE)
     SET(CURLOPT_BUFFERSIZE,

@@ -83,6 +83,32 @@ struct ProxyTests {
         }
     }
 
+    @Test("an HTTPS proxy: reached over TLS, verified with the session's CAs, given the proxy client identity")
+    func httpsProxy() async throws {
+        var proxyConfiguration = TestServer.Configuration(tls: true, http2: false)
+        proxyConfiguration.requiresClientCertificate = true
+        let proxy = try await TestServer.start(proxyConfiguration)
+        var configuration = testConfiguration()
+        configuration.trustedCertificateAuthorities = .pem(proxy.certificateAuthority!.pem)
+        configuration.connectionProxyDictionary = ["HTTPEnable": 1, "HTTPProxy": "https://127.0.0.1:\(proxy.port)"]
+        let url = URL(string: "http://origin.invalid/bytes/10")!
+        let anonymous = Session(configuration: configuration)
+        await #expect(throws: CourierError.self) {
+            _ = try await anonymous.data(from: url)
+        }
+        anonymous.invalidateAndCancel()
+        #expect(proxy.requests.isEmpty)
+
+        let identity = try proxy.makeClientIdentity()
+        configuration.proxyClientIdentity = .pem(certificate: identity.certificatePEM, privateKey: identity.privateKeyPEM)
+        let identified = Session(configuration: configuration)
+        let (data, _) = try await identified.data(from: url)
+        identified.invalidateAndCancel()
+        #expect(data.count == 10)
+        #expect(proxy.requests.last?.uri == "http://origin.invalid/bytes/10")
+        try await proxy.shutdown()
+    }
+
     @Test("SOCKS5 from the dictionary: the proxy resolves the name, and checks the user and password")
     func socks() async throws {
         try await withServer { server in

@@ -360,6 +360,15 @@ extension Engine {
             }
             connection.client_key_password = client.password.flatMap(keep)
         }
+        if let client = options.proxyClientCertificate {
+            (connection.proxy_client_certificate, connection.proxy_client_certificate_length) =
+                keepBytes(client.certificate)
+            connection.proxy_client_certificate_type = keep(client.format.rawValue)
+            if let key = client.key {
+                (connection.proxy_client_key, connection.proxy_client_key_length) = keepBytes(key)
+            }
+            connection.proxy_client_key_password = client.password.flatMap(keep)
+        }
         connection.unix_socket_path = options.unixSocketPath.flatMap(keep)
         connection.resolve = options.resolve.isEmpty ? nil : UnsafePointer(resolve)
         connection.resolve_count = options.resolve.count

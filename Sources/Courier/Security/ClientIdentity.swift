@@ -1,4 +1,5 @@
 public import Foundation
+import CourierIPC
 
 /// A client certificate and its private key, which a session presents to servers (and HTTPS proxies) that ask for
 /// one during the TLS handshake (mutual TLS): ``SessionConfiguration/clientIdentity``.
@@ -30,5 +31,17 @@ public struct ClientIdentity: Sendable, Hashable {
     /// A PKCS#12 archive (`.p12`, `.pfx`) holding the certificate, its chain and the key, and its password.
     public static func pkcs12(_ data: Data, password: String?) -> ClientIdentity {
         ClientIdentity(format: .pkcs12, certificate: data, privateKey: nil, password: password)
+    }
+}
+
+extension ClientIdentity {
+    /// The identity as the engine takes it.
+    var engineCertificate: ConnectionOptions.ClientCertificate {
+        ConnectionOptions.ClientCertificate(
+            format: format == .pem ? .pem : .pkcs12,
+            certificate: certificate,
+            key: privateKey,
+            password: password
+        )
     }
 }

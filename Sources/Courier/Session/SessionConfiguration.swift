@@ -158,6 +158,11 @@ public struct SessionConfiguration: Sendable {
     /// Background sessions carry it to courierd (in its journal, as the tasks' requests are).
     public var clientIdentity: ClientIdentity?
 
+    /// The certificate and key the session presents to an HTTPS proxy (one given as `https://host:port` in
+    /// ``connectionProxyDictionary``) that asks for one, or nil (the default). The proxy's certificate is verified
+    /// against ``trustedCertificateAuthorities``, as servers' are.
+    public var proxyClientIdentity: ClientIdentity?
+
     /// Every connection goes to this Unix-domain socket instead of the URL's host and port (which still name the
     /// `Host` field and, for `https`, the TLS server name): a local daemon's HTTP API. A URL of the form
     /// `http+unix://%2Fpath%2Fto%2Fsocket/resource` names its socket itself. Default nil.

@@ -16,14 +16,8 @@ extension SessionCore {
         if configuration.tlsMaximumSupportedProtocolVersion != .TLSv13 {
             options.tlsMaximum = configuration.tlsMaximumSupportedProtocolVersion.rawValue
         }
-        options.clientCertificate = configuration.clientIdentity.map { identity in
-            ConnectionOptions.ClientCertificate(
-                format: identity.format == .pem ? .pem : .pkcs12,
-                certificate: identity.certificate,
-                key: identity.privateKey,
-                password: identity.password
-            )
-        }
+        options.clientCertificate = configuration.clientIdentity?.engineCertificate
+        options.proxyClientCertificate = configuration.proxyClientIdentity?.engineCertificate
         options.unixSocketPath = UnixSocketURL.socketPath(of: url) ?? configuration.unixSocketPath
         if let addresses = configuration.hostAddresses[host], !addresses.isEmpty {
             options.resolve = ["\(host):\(port):" + addresses.joined(separator: ",")]

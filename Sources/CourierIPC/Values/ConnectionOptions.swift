@@ -48,6 +48,8 @@ package struct ConnectionOptions: Codable, Sendable, Equatable {
     package var tlsMinimum: Int?
     package var tlsMaximum: Int?
     package var clientCertificate: ClientCertificate?
+    /// The client certificate for a TLS connection to an HTTPS proxy.
+    package var proxyClientCertificate: ClientCertificate?
     package var unixSocketPath: String?
     /// curl's `--resolve` entries: `host:port:address[,address…]`.
     package var resolve: [String] = []
