@@ -656,23 +656,15 @@ final class CountingProxy: @unchecked Sendable {
     }
 
     private func acceptConnections() {
-        defer { close(listener) }
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR || errno == ECONNABORTED {
-                    continue
-                }
-                return
-            }
+        TCPSocket.acceptConnections(on: listener) { client in
             if isStopping {
                 close(client)
-                return
+                return false
             }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             Thread.detachNewThread { [self] in
                 self.relay(client)
             }
+            return true
         }
     }
 

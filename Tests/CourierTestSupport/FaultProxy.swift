@@ -90,27 +90,19 @@ public final class FaultProxy: @unchecked Sendable {
     }
 
     private func acceptConnections() {
-        defer { close(listener) }
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR || errno == ECONNABORTED {
-                    continue
-                }
-                return
-            }
+        TCPSocket.acceptConnections(on: listener) { client in
             let (stopping, number) = counters.withLock { counters in
                 counters.connections += 1
                 return (counters.stopping, counters.connections)
             }
             guard !stopping else {
                 close(client)
-                return
+                return false
             }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             Thread.detachNewThread { [self] in
                 self.relay(client, faulty: number <= faultyConnections)
             }
+            return true
         }
     }
 
@@ -123,7 +115,7 @@ public final class FaultProxy: @unchecked Sendable {
         // Requests: untouched. Each pump shuts down the other side's writing when its source ends.
         let requestsDone = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            Self.pump(from: client, to: server)
+            TCPSocket.pump(from: client, to: server)
             requestsDone.signal()
         }
         let reset = pumpResponses(from: server, to: client, fault: faulty ? fault : nil)
@@ -141,31 +133,6 @@ public final class FaultProxy: @unchecked Sendable {
         requestsDone.wait()
         close(client)
         close(server)
-    }
-
-    private static func pump(from source: Int32, to destination: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(source, &buffer, buffer.count)
-            guard count > 0, writeAll(buffer, count: count, to: destination) else {
-                shutdown(destination, Int32(SHUT_WR))
-                return
-            }
-        }
-    }
-
-    private static func writeAll(_ buffer: [UInt8], from start: Int = 0, count: Int, to destination: Int32) -> Bool {
-        var offset = start
-        while offset < start + count {
-            let written = buffer.withUnsafeBytes {
-                send(destination, $0.baseAddress! + offset, start + count - offset, Int32(MSG_NOSIGNAL))
-            }
-            guard written > 0 else {
-                return false
-            }
-            offset += written
-        }
-        return true
     }
 
     /// Passes the server's bytes on, with `fault`; true when it ended in a reset.
@@ -192,27 +159,27 @@ public final class FaultProxy: @unchecked Sendable {
             case .stall(let after, let seconds)? where !stalled && passed + count >= after:
                 forward = after - passed
                 stalled = true
-                guard Self.writeAll(buffer, count: forward, to: client) else {
+                guard TCPSocket.writeAll(buffer, count: forward, to: client) else {
                     return false
                 }
                 counters.withLock { $0.bytesToClient += Int64(forward) }
                 passed += forward
                 usleep(UInt32(seconds * 1_000_000))
-                guard Self.writeAll(buffer, from: forward, count: count - forward, to: client) else {
+                guard TCPSocket.writeAll(buffer, from: forward, count: count - forward, to: client) else {
                     return false
                 }
                 counters.withLock { $0.bytesToClient += Int64(count - forward) }
                 passed += count - forward
                 continue
             case .reset(let after)? where passed + count >= after:
-                _ = Self.writeAll(buffer, count: after - passed, to: client)
+                _ = TCPSocket.writeAll(buffer, count: after - passed, to: client)
                 counters.withLock { $0.bytesToClient += Int64(after - passed) }
                 usleep(200_000)
                 return true
             default:
                 break
             }
-            guard Self.writeAll(buffer, count: forward, to: client) else {
+            guard TCPSocket.writeAll(buffer, count: forward, to: client) else {
                 return false
             }
             counters.withLock { $0.bytesToClient += Int64(forward) }

@@ -46,19 +46,11 @@ public final class SOCKSProxy: @unchecked Sendable {
     }
 
     private func acceptConnections() {
-        defer { close(listener) }
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR || errno == ECONNABORTED {
-                    continue
-                }
-                return
-            }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+        TCPSocket.acceptConnections(on: listener) { client in
             Thread.detachNewThread { [self] in
                 self.serve(client)
             }
+            return true
         }
     }
 
@@ -69,10 +61,10 @@ public final class SOCKSProxy: @unchecked Sendable {
         }
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            Self.pump(from: client, to: server)
+            TCPSocket.pump(from: client, to: server)
             done.signal()
         }
-        Self.pump(from: server, to: client)
+        TCPSocket.pump(from: server, to: client)
         shutdown(client, Int32(SHUT_RDWR))
         done.wait()
         close(client)
@@ -162,27 +154,5 @@ public final class SOCKSProxy: @unchecked Sendable {
 
     private static func write(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { send(descriptor, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
-    }
-
-    private static func pump(from source: Int32, to destination: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = Glibc.read(source, &buffer, buffer.count)
-            guard count > 0 else {
-                shutdown(destination, Int32(SHUT_WR))
-                return
-            }
-            var offset = 0
-            while offset < count {
-                let sent = buffer.withUnsafeBytes {
-                    send(destination, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
-                }
-                guard sent > 0 else {
-                    shutdown(destination, Int32(SHUT_WR))
-                    return
-                }
-                offset += sent
-            }
-        }
     }
 }

@@ -48,6 +48,54 @@ public enum TCPSocket {
         return descriptor
     }
 
+    /// Accepts connections on `listener` until it is shut down (or `accept` fails otherwise), handing each one,
+    /// close-on-exec, to `handle`, which takes it over; `handle` returns false to stop accepting. Closes the listener
+    /// at the end. Blocks: run it on a thread of its own.
+    public static func acceptConnections(on listener: Int32, _ handle: (Int32) -> Bool) {
+        defer { close(listener) }
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR || errno == ECONNABORTED {
+                    continue
+                }
+                return
+            }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            guard handle(client) else {
+                return
+            }
+        }
+    }
+
+    /// Copies what `source` reads to `destination` until `source` ends or `destination` fails, then shuts down the
+    /// writing side of `destination` (its peer sees the end). Blocks.
+    public static func pump(from source: Int32, to destination: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(source, &buffer, buffer.count)
+            guard count > 0, writeAll(buffer, count: count, to: destination) else {
+                shutdown(destination, Int32(SHUT_WR))
+                return
+            }
+        }
+    }
+
+    /// Sends bytes `start ..< start + count` of `buffer`; false when the peer is gone.
+    public static func writeAll(_ buffer: [UInt8], from start: Int = 0, count: Int, to destination: Int32) -> Bool {
+        var offset = start
+        while offset < start + count {
+            let written = buffer.withUnsafeBytes {
+                send(destination, $0.baseAddress! + offset, start + count - offset, Int32(MSG_NOSIGNAL))
+            }
+            guard written > 0 else {
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+
     private static func socketAddress(_ text: String, port: Int) throws -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

@@ -265,33 +265,10 @@ extension Engine {
         request.total_timeout_ms = spec.totalTimeoutMilliseconds
         request.priority = spec.priority
         request.tag = tag
-        var buffers: [UnsafeMutableRawPointer] = []
-        defer {
-            for buffer in buffers {
-                free(buffer)
-            }
-        }
-        func keep(_ data: Data) -> (UnsafeRawPointer?, Int) {
-            let buffer = malloc(max(data.count, 1))!
-            data.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: data.count)
-            buffers.append(buffer)
-            return (UnsafeRawPointer(buffer), data.count)
-        }
         if let options = spec.connection {
-            let connectionMemory = malloc(MemoryLayout<cr_connection_t>.stride)!
-            let resolveMemory = malloc(MemoryLayout<UnsafePointer<CChar>?>.stride * max(options.resolve.count, 1))!
-            buffers += [connectionMemory, resolveMemory]
-            let connection = connectionMemory.initializeMemory(as: cr_connection_t.self, repeating: cr_connection_t(), count: 1)
-            let resolve = resolveMemory.initializeMemory(
-                as: UnsafePointer<CChar>?.self,
-                repeating: nil,
-                count: max(options.resolve.count, 1)
-            )
-            for (index, entry) in options.resolve.enumerated() {
-                resolve[index] = keep(entry)
-            }
-            Self.describe(options, into: &connection.pointee, resolve: resolve, keep, keep)
-            request.connection = UnsafePointer(connection)
+            let (connection, owned) = Self.connection(options)
+            request.connection = connection
+            cStrings += owned.map { $0.assumingMemoryBound(to: CChar.self) }
         }
         let headerPointers: [UnsafePointer<CChar>?] = spec.headers.map { keep($0) }
         var engineError = CR_OK
@@ -334,47 +311,73 @@ extension Engine {
         }
     }
 
-    /// Fills the engine's connection options from `options` (strings and bytes copied by the `keep`s, which free
-    /// them after the submit; `resolve` holds the copied entries).
-    private static func describe(
-        _ options: ConnectionOptions,
-        into connection: inout cr_connection_t,
-        resolve: UnsafeMutablePointer<UnsafePointer<CChar>?>,
-        _ keep: (String) -> UnsafePointer<CChar>?,
-        _ keepBytes: (Data) -> (UnsafeRawPointer?, Int)
-    ) {
-        switch options.trust {
-        case .verify: connection.trust = CR_TRUST_VERIFY
-        case .ask: connection.trust = CR_TRUST_ASK
-        case .accepted: connection.trust = CR_TRUST_ACCEPTED
-        case .probe: connection.trust = CR_TRUST_PROBE
+    /// The engine's connection options for `options`, and the memory that holds them (the struct, its strings and
+    /// bytes, copied with `malloc`), which the caller frees after the submit. A function of its own: its copies do
+    /// not make `submitRequest`'s list of strings a captured, heap-allocated variable on every submit.
+    private static func connection(
+        _ options: ConnectionOptions
+    ) -> (UnsafePointer<cr_connection_t>, [UnsafeMutableRawPointer]) {
+        var owned: [UnsafeMutableRawPointer] = []
+        func keep(_ string: String) -> UnsafePointer<CChar>? {
+            let copy = strdup(string)!
+            owned.append(UnsafeMutableRawPointer(copy))
+            return UnsafePointer(copy)
         }
-        connection.pinned_public_keys = options.curlPinnedPublicKeys.flatMap(keep)
-        connection.tls_minimum = cr_tls_version_t(UInt32(options.tlsMinimum ?? 0))
-        connection.tls_maximum = cr_tls_version_t(UInt32(options.tlsMaximum ?? 0))
+        func keep(_ data: Data) -> (UnsafeRawPointer?, Int) {
+            let buffer = malloc(max(data.count, 1))!
+            data.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: data.count)
+            owned.append(buffer)
+            return (UnsafeRawPointer(buffer), data.count)
+        }
+        let memory = malloc(MemoryLayout<cr_connection_t>.stride)!
+        owned.append(memory)
+        let connection = memory.initializeMemory(as: cr_connection_t.self, repeating: cr_connection_t(), count: 1)
+        switch options.trust {
+        case .verify: connection.pointee.trust = CR_TRUST_VERIFY
+        case .ask: connection.pointee.trust = CR_TRUST_ASK
+        case .accepted: connection.pointee.trust = CR_TRUST_ACCEPTED
+        case .probe: connection.pointee.trust = CR_TRUST_PROBE
+        }
+        connection.pointee.pinned_public_keys = options.curlPinnedPublicKeys.flatMap(keep)
+        connection.pointee.tls_minimum = cr_tls_version_t(UInt32(options.tlsMinimum ?? 0))
+        connection.pointee.tls_maximum = cr_tls_version_t(UInt32(options.tlsMaximum ?? 0))
         if let client = options.clientCertificate {
-            (connection.client_certificate, connection.client_certificate_length) = keepBytes(client.certificate)
-            connection.client_certificate_type = keep(client.format.rawValue)
+            (connection.pointee.client_certificate, connection.pointee.client_certificate_length) =
+                keep(client.certificate)
+            connection.pointee.client_certificate_type = keep(client.format.rawValue)
             if let key = client.key {
-                (connection.client_key, connection.client_key_length) = keepBytes(key)
+                (connection.pointee.client_key, connection.pointee.client_key_length) = keep(key)
             }
-            connection.client_key_password = client.password.flatMap(keep)
+            connection.pointee.client_key_password = client.password.flatMap(keep)
         }
         if let client = options.proxyClientCertificate {
-            (connection.proxy_client_certificate, connection.proxy_client_certificate_length) =
-                keepBytes(client.certificate)
-            connection.proxy_client_certificate_type = keep(client.format.rawValue)
+            (connection.pointee.proxy_client_certificate, connection.pointee.proxy_client_certificate_length) =
+                keep(client.certificate)
+            connection.pointee.proxy_client_certificate_type = keep(client.format.rawValue)
             if let key = client.key {
-                (connection.proxy_client_key, connection.proxy_client_key_length) = keepBytes(key)
+                (connection.pointee.proxy_client_key, connection.pointee.proxy_client_key_length) = keep(key)
             }
-            connection.proxy_client_key_password = client.password.flatMap(keep)
+            connection.pointee.proxy_client_key_password = client.password.flatMap(keep)
         }
-        connection.unix_socket_path = options.unixSocketPath.flatMap(keep)
-        connection.resolve = options.resolve.isEmpty ? nil : UnsafePointer(resolve)
-        connection.resolve_count = options.resolve.count
-        connection.ip_version = Int32(options.ipVersion ?? 0)
-        connection.interface_name = options.interface.flatMap(keep)
-        connection.doh_url = options.dnsOverHTTPSURL.flatMap(keep)
+        connection.pointee.unix_socket_path = options.unixSocketPath.flatMap(keep)
+        if !options.resolve.isEmpty {
+            let entries = malloc(MemoryLayout<UnsafePointer<CChar>?>.stride * options.resolve.count)!
+            owned.append(entries)
+            let resolve = entries.initializeMemory(
+                as: UnsafePointer<CChar>?.self,
+                repeating: nil,
+                count: options.resolve.count
+            )
+            for (index, entry) in options.resolve.enumerated() {
+                resolve[index] = keep(entry)
+            }
+            connection.pointee.resolve = UnsafePointer(resolve)
+            connection.pointee.resolve_count = options.resolve.count
+        }
+        connection.pointee.ip_version = Int32(options.ipVersion ?? 0)
+        connection.pointee.interface_name = options.interface.flatMap(keep)
+        connection.pointee.doh_url = options.dnsOverHTTPSURL.flatMap(keep)
+        return (UnsafePointer(connection), owned)
     }
 
     private static func digest(of spec: TransferSpec) -> cr_digest_t {

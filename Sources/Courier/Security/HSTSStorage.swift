@@ -70,7 +70,9 @@ public final class HSTSStorage: Sendable {
 
     /// `url` as it goes on the wire: `https` for a known host (port 80 becomes 443); `url` itself otherwise.
     func upgrade(_ url: URL) -> URL {
-        guard url.scheme?.lowercased() == "http", let host = url.host, entry(for: host) != nil,
+        // Most stores are empty: a look at the table before any string of the URL is made.
+        guard !hosts.withLock({ $0.isEmpty }), url.scheme?.lowercased() == "http", let host = url.host,
+            entry(for: host) != nil,
             var components = URLComponents(url: url, resolvingAgainstBaseURL: true)
         else {
             return url

@@ -183,6 +183,15 @@ public struct SessionConfiguration: Sendable {
     /// default) for the system's resolver.
     public var dnsOverHTTPSURL: URL?
 
+    /// Whether every connection setting above keeps libcurl's default (no pin, default TLS versions, no identity, no
+    /// targeting): a hop then needs no connection options unless the delegate judges its server.
+    var connectionSettingsAreDefault: Bool {
+        pinnedPublicKeys.isEmpty && tlsMinimumSupportedProtocolVersion == .TLSv10
+            && tlsMaximumSupportedProtocolVersion == .TLSv13 && clientIdentity == nil && proxyClientIdentity == nil
+            && unixSocketPath == nil && hostAddresses.isEmpty && addressFamily == .any && sourceInterface == nil
+            && dnsOverHTTPSURL == nil
+    }
+
     /// The address families of ``addressFamily``.
     public enum AddressFamily: Sendable, Hashable {
         case any

@@ -5,6 +5,13 @@ extension SessionCore {
     /// and targeting, and what the session decided about the server; nil when all are libcurl's defaults.
     func connectionOptions(for url: URL) -> ConnectionOptions? {
         let configuration = self.configuration
+        if configuration.connectionSettingsAreDefault {
+            // The common case, with no string made of the URL: no option, and no delegate to judge servers (or a
+            // plain http URL).
+            guard offersServerTrust && url.scheme != "http" || UnixSocketURL.names(url) else {
+                return nil
+            }
+        }
         var options = ConnectionOptions()
         let host = url.host?.lowercased() ?? ""
         let port = RedirectPolicy.effectivePort(url)
@@ -54,9 +61,17 @@ extension SessionCore {
 enum UnixSocketURL {
     static let schemes: Set<String> = ["http+unix", "https+unix"]
 
+    /// Whether `url` is such a URL.
+    static func names(_ url: URL) -> Bool {
+        guard let scheme = url.scheme, scheme != "http", scheme != "https" else {
+            return false
+        }
+        return schemes.contains(scheme.lowercased())
+    }
+
     /// The socket's path of such a URL; nil for other URLs.
     static func socketPath(of url: URL) -> String? {
-        guard let scheme = url.scheme?.lowercased(), schemes.contains(scheme),
+        guard names(url), let scheme = url.scheme?.lowercased(), schemes.contains(scheme),
             let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
             let host = components.percentEncodedHost, !host.isEmpty
         else {
@@ -67,7 +82,7 @@ enum UnixSocketURL {
 
     /// The URL the engine requests over the socket: `http://localhost` (or `https`) with the path and query.
     static func engineURL(_ url: URL) -> String? {
-        guard let scheme = url.scheme?.lowercased(), schemes.contains(scheme),
+        guard names(url), let scheme = url.scheme?.lowercased(),
             var components = URLComponents(url: url, resolvingAgainstBaseURL: true)
         else {
             return nil
