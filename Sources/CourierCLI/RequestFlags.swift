@@ -18,7 +18,10 @@ struct RequestFlags: ParsableArguments {
 
     @Option(
         name: [.customShort("u"), .customLong("user")],
-        help: ArgumentHelp("user:password, sent with Basic authentication (to the URL's origin only).", valueName: "user")
+        help: ArgumentHelp(
+            "user:password, sent with Basic authentication (to the URL's origin only).",
+            valueName: "user"
+        )
     )
     var user: String?
 
@@ -92,7 +95,8 @@ struct RequestFlags: ParsableArguments {
     @Option(
         name: [.customShort("x"), .customLong("proxy")],
         help: ArgumentHelp(
-            "Use this proxy for every URL: [http://]host[:port], https://host[:port], or socks5h://[user:pass@]host[:port].",
+            "Use this proxy for every URL: [http://]host[:port], https://host[:port], "
+                + "or socks5h://[user:pass@]host[:port].",
             valueName: "proxy"
         )
     )
@@ -164,7 +168,8 @@ struct RequestFlags: ParsableArguments {
             configuration.httpCookieStorage = try cookieStorage()
         }
         if netrc || netrcFile != nil {
-            let path = netrcFile ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".netrc").path
+            let home = FileManager.default.homeDirectoryForCurrentUser
+            let path = netrcFile ?? home.appendingPathComponent(".netrc").path
             let storage = CredentialStorage()
             do {
                 try storage.readNetrcFile(at: URL(fileURLWithPath: path))
@@ -223,7 +228,9 @@ struct RequestFlags: ParsableArguments {
             do {
                 try storage.readNetscapeFile(at: URL(fileURLWithPath: cookie))
             } catch {
-                throw CommandFailure(description: "--cookie \(cookie): cannot read it (missing, or not a readable file)")
+                throw CommandFailure(
+                    description: "--cookie \(cookie): cannot read it (missing, or not a readable file)"
+                )
             }
         }
         return storage

@@ -210,7 +210,7 @@ struct ServerTrustTests {
 
 @Suite("HSTS", .timeLimit(.minutes(1)))
 struct HSTSTests {
-    @Test("after one https visit, an http URL of the host goes out as https; max-age=0 forgets it; never for an address")
+    @Test("after one https visit, an http URL of the host goes out as https; max-age=0 forgets it; not for an address")
     func upgrade() async throws {
         try await withServer(.init(tls: true)) { server in
             var configuration = testConfiguration()
@@ -258,7 +258,10 @@ struct ClientIdentityTests {
             #expect(server.requests.isEmpty)
 
             let identity = try server.makeClientIdentity()
-            configuration.clientIdentity = .pem(certificate: identity.certificatePEM, privateKey: identity.privateKeyPEM)
+            configuration.clientIdentity = .pem(
+                certificate: identity.certificatePEM,
+                privateKey: identity.privateKeyPEM
+            )
             let identified = Session(configuration: configuration)
             defer { identified.invalidateAndCancel() }
             let (data, _) = try await identified.data(from: server.url("/bytes/32"))

@@ -42,9 +42,9 @@ public struct ServerTrust: Sendable, Hashable {
         }
     }
 
-    /// The SHA-256 of each certificate's SubjectPublicKeyInfo, base64: the values ``SessionConfiguration/pinnedPublicKeys``
-    /// takes (as `openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`
-    /// prints them). Empty strings for certificates that could not be read.
+    /// The SHA-256 of each certificate's SubjectPublicKeyInfo, base64: the values
+    /// ``SessionConfiguration/pinnedPublicKeys`` takes, as `openssl x509 -pubkey -noout | openssl pkey -pubin -outform
+    /// der | openssl dgst -sha256 -binary | base64` prints them. Empty strings for certificates that could not be read.
     public var publicKeyHashes: [String] {
         certificates.map { ServerTrust.publicKeyHash(ofCertificate: $0) ?? "" }
     }

@@ -114,16 +114,16 @@ public struct SessionConfiguration: Sendable {
 
     /// The proxies to use, in the keys of Foundation's `connectionProxyDictionary`: `"HTTPEnable"` (1), `"HTTPProxy"`
     /// (host) and `"HTTPPort"` for `http` URLs, `"HTTPSEnable"`, `"HTTPSProxy"` and `"HTTPSPort"` for `https` ones (a
-    /// tunnel through `CONNECT`; a proxy host given as `https://host:port` is reached over TLS itself), `"SOCKSEnable"`,
-    /// `"SOCKSProxy"` and `"SOCKSPort"` (default 1080) for the URLs of a scheme with no proxy of its own (SOCKS5 with
-    /// names resolved by the proxy, or `"SOCKSVersion": 4` for SOCKS4a), with `"SOCKSUser"` and `"SOCKSPassword"`
-    /// for a SOCKS5 proxy that asks for them, and `"ExceptionsList"` (host names or domains that bypass them). nil
-    /// (the default) uses the environment's `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`, as curl reads
-    /// them (`socks5h://` included); an empty dictionary uses no proxy at all. An HTTP proxy that asks for a credential
-    /// (407 with `Proxy-Authenticate`, Basic or Digest) is a challenge for the delegate, whose protection space is the
-    /// proxy's (`isProxy()`); a credential in the proxy's URL (`http://user:password@proxy:3128`, environment
-    /// included) is sent from the start. Background sessions carry it to courierd (the environment meant is then
-    /// courierd's).
+    /// tunnel through `CONNECT`; a proxy host given as `https://host:port` is reached over TLS itself),
+    /// `"SOCKSEnable"`, `"SOCKSProxy"` and `"SOCKSPort"` (default 1080) for the URLs of a scheme with no proxy of its
+    /// own (SOCKS5 with names resolved by the proxy, or `"SOCKSVersion": 4` for SOCKS4a), with `"SOCKSUser"` and
+    /// `"SOCKSPassword"` for a SOCKS5 proxy that asks for them, and `"ExceptionsList"` (host names or domains that
+    /// bypass them). nil (the default) uses the environment's `http_proxy`, `https_proxy`, `all_proxy` and
+    /// `no_proxy`, as curl reads them (`socks5h://` included); an empty dictionary uses no proxy at all. An HTTP proxy
+    /// that asks for a credential (407 with `Proxy-Authenticate`, Basic or Digest) is a challenge for the delegate,
+    /// whose protection space is the proxy's (`isProxy()`); a credential in the proxy's URL
+    /// (`http://user:password@proxy:3128`, environment included) is sent from the start. Background sessions carry it
+    /// to courierd (the environment meant is then courierd's).
     public var connectionProxyDictionary: [AnyHashable: Any]? {
         get { proxySettings?.dictionary }
         set { proxySettings = newValue.map(ProxySettings.init) }

@@ -73,7 +73,10 @@ enum NTLMAuthRoute {
         let ntowf = Array(HMAC<Insecure.MD5>.authenticationCode(for: identity, using: SymmetricKey(data: ntHash)))
         let proof = Array(ntResponse.prefix(16))
         let blob = Array(ntResponse.dropFirst(16))
-        let expected = HMAC<Insecure.MD5>.authenticationCode(for: serverChallenge + blob, using: SymmetricKey(data: ntowf))
+        let expected = HMAC<Insecure.MD5>.authenticationCode(
+            for: serverChallenge + blob,
+            using: SymmetricKey(data: ntowf)
+        )
         return Array(expected) == proof
     }
 
