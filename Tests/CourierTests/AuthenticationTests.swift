@@ -107,6 +107,44 @@ struct AuthenticationTests {
         }
     }
 
+    @Test("a credential the delegate gave with a persistence is kept; a .permanent one in the store's .netrc file")
+    func keptCredentials() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-credentials-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await withServer { server in
+            var configuration = testConfiguration()
+            let storage = try CredentialStorage(persistingTo: file)
+            configuration.urlCredentialStorage = storage
+            let (session, delegate) = makeRecordingSession(configuration)
+            defer { session.invalidateAndCancel() }
+            delegate.script {
+                $0.challenge = { _ in (.useCredential, URLCredential(user: "kim", password: "k 1", persistence: .permanent)) }
+            }
+            let first = session.dataTask(with: server.url("/basic-auth/kim/k%201"))
+            first.resume()
+            _ = try await delegate.completion(of: first)
+            #expect((first.response as? HTTPURLResponse)?.statusCode == 200)
+            storage.synchronize()
+            let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+            // A new store reads it back; curl's --netrc-file reads the same file.
+            let reread = try CredentialStorage(persistingTo: file)
+            let space = URLProtectionSpace(host: "127.0.0.1", port: server.port, protocol: "http", realm: "courier",
+                                           authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
+            #expect(reread.credential(for: space)?.user == "kim" && reread.credential(for: space)?.password == "k 1")
+            let curl = Process()
+            curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            curl.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--netrc-file", file.path]
+                + (server.baseURL.scheme == "https" ? ["-k"] : []) + [server.url("/basic-auth/kim/k%201").absoluteString]
+            let output = Pipe()
+            curl.standardOutput = output
+            try curl.run()
+            let status = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            curl.waitUntilExit()
+            #expect(status == "200")
+        }
+    }
+
     @Test("NTLM: the challenge goes to the delegate; libcurl's handshake proves the password; a wrong one gets the 401",
           onlyOverHTTP1("NTLM authenticates an HTTP/1.1 connection"))
     func ntlm() async throws {

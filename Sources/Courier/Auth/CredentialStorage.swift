@@ -8,7 +8,9 @@ public import FoundationNetworking
 /// Credentials a session uses when it handles an authentication challenge by default.
 ///
 /// Keyed by host, port and realm (a nil realm matches any realm of that host and port; a nil port, from a `.netrc`
-/// file, any port). In memory only: nothing is written to disk. Thread-safe.
+/// file, any port). A store made with ``init(persistingTo:)`` keeps its `.permanent` credentials in a file, as Apple's
+/// shared store keeps them in the keychain; everything else lives in memory. A session also stores here the credential
+/// its delegate answered a challenge with, unless its persistence is `.none` (as URLSession does). Thread-safe.
 public final class CredentialStorage: Sendable {
     private struct Key: Hashable {
         var host: String
@@ -17,15 +19,45 @@ public final class CredentialStorage: Sendable {
     }
 
     private let credentials = LockedValue<[Key: URLCredential]>([:])
+    /// The file of `.permanent` credentials (``init(persistingTo:)``), and the queue its writes go in order on.
+    private let file: URL?
+    private let writes = DispatchQueue(label: "courier.credential-file")
 
-    /// The process-wide store of ``SessionConfiguration/default`` configurations.
-    public static let shared = CredentialStorage()
+    /// The process-wide store of ``SessionConfiguration/default`` configurations: `.permanent` credentials are kept in
+    /// `$XDG_STATE_HOME/courier/credentials.netrc` (else `~/.local/state/courier/credentials.netrc`), a `.netrc`
+    /// file of mode 0600 that curl's `--netrc-file` reads too; the rest in memory.
+    public static let shared: CredentialStorage = {
+        let environment = ProcessInfo.processInfo.environment
+        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
+        let file = state.appendingPathComponent("courier/credentials.netrc")
+        return (try? CredentialStorage(persistingTo: file)) ?? CredentialStorage()
+    }()
 
-    public init() {}
+    /// An empty store in memory.
+    public init() {
+        file = nil
+    }
+
+    /// A store whose `.permanent` credentials are kept in the `.netrc` file at `url` (plain text, mode 0600 in a 0700
+    /// directory, written atomically after each change; curl's `--netrc-file` reads it): its machines are read now (a
+    /// missing file is an empty store), each answering its host on any port and realm, as a `.netrc` machine does.
+    /// Credentials of other persistences stay in memory. Throws when the file exists and cannot be read.
+    public init(persistingTo url: URL) throws {
+        file = url
+        do {
+            try readNetrcFile(at: url, persistence: .permanent)
+        } catch CocoaError.fileReadNoSuchFile {
+            return
+        }
+    }
 
     /// Stores `credential` for a host and port, and optionally a realm.
     public func set(_ credential: URLCredential, host: String, port: Int, realm: String? = nil) {
         credentials.withLock { $0[Key(host: host.lowercased(), port: port, realm: realm)] = credential }
+        if credential.persistence == .permanent {
+            save()
+        }
     }
 
     /// Stores `credential` for a protection space.
@@ -33,9 +65,15 @@ public final class CredentialStorage: Sendable {
         set(credential, host: space.host, port: space.port, realm: space.realm)
     }
 
-    /// Removes everything.
+    /// Removes everything (the file's credentials too).
     public func removeAll() {
         credentials.withLock { $0.removeAll() }
+        save()
+    }
+
+    /// Returns once the store's file holds every change made before the call.
+    public func synchronize() {
+        writes.sync {}
     }
 
     /// The credential for a protection space: an exact realm match first, then a realm-less entry.
@@ -53,10 +91,50 @@ public final class CredentialStorage: Sendable {
     /// and `macdef` macros are skipped: a credential goes only to the host it names. Throws when the file cannot be
     /// read.
     public func readNetrcFile(at url: URL) throws {
+        try readNetrcFile(at: url, persistence: .forSession)
+    }
+
+    private func readNetrcFile(at url: URL, persistence: URLCredential.Persistence) throws {
         let text = try String(contentsOf: url, encoding: .utf8)
         for entry in Netrc.entries(in: text) {
-            let credential = URLCredential(user: entry.login, password: entry.password, persistence: .forSession)
+            let credential = URLCredential(user: entry.login, password: entry.password, persistence: persistence)
             credentials.withLock { $0[Key(host: entry.machine.lowercased(), port: nil, realm: nil)] = credential }
+        }
+    }
+
+    /// Writes the `.permanent` credentials to the file, in order after earlier writes, as the store is when it runs.
+    /// A password or user with a `"` or a line break cannot be written in `.netrc` form and stays in memory only.
+    private func save() {
+        guard let file else {
+            return
+        }
+        writes.async { [credentials] in
+            let kept = credentials.withLock { table in
+                table.filter { $0.value.persistence == .permanent }.map { ($0.key.host, $0.value) }
+            }
+            var text = "# Courier's kept credentials (.netrc form). Written by Courier.\n"
+            for (host, credential) in kept.sorted(by: { $0.0 < $1.0 }) {
+                let fields = [host, credential.user ?? "", credential.password ?? ""]
+                guard !fields.contains(where: { $0.contains("\"") || $0.contains("\n") || $0.contains("\r") }) else {
+                    continue
+                }
+                let quoted = fields.map { "\"\($0)\"" }
+                text += "machine \(quoted[0]) login \(quoted[1]) password \(quoted[2])\n"
+            }
+            let directory = file.deletingLastPathComponent()
+            try? FileManager.default.createDirectory(
+                at: directory,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+            let temporary = directory.appendingPathComponent(".\(file.lastPathComponent).\(UUID().uuidString).tmp")
+            if FileManager.default.createFile(
+                atPath: temporary.path,
+                contents: Data(text.utf8),
+                attributes: [.posixPermissions: 0o600]
+            ) {
+                rename(temporary.path, file.path)
+            }
         }
     }
 }

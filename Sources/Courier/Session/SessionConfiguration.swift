@@ -29,8 +29,9 @@ public struct SessionConfiguration: Sendable {
         }
     }
 
-    /// The process-wide configuration: cookies go to ``CookieStorage/shared`` and credentials come from
-    /// ``CredentialStorage/shared`` (both in memory; nothing is written to disk).
+    /// The process-wide configuration: cookies go to ``CookieStorage/shared`` (in memory), credentials come from
+    /// ``CredentialStorage/shared`` (`.permanent` ones kept in a file) and HSTS from ``HSTSStorage/shared`` (kept in a
+    /// file).
     public static var `default`: SessionConfiguration {
         var configuration = SessionConfiguration(cookieStorage: CookieStorage.shared)
         configuration.urlCredentialStorage = CredentialStorage.shared

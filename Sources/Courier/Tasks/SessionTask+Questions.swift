@@ -142,6 +142,10 @@ extension SessionTask {
         switch disposition {
         case .useCredential:
             chosen = credential
+            // Kept for the next challenge of this space, as URLSession keeps it (in memory, or `.permanent` on disk).
+            if let credential, credential.persistence != .none, credential.user != nil {
+                core.configuration.urlCredentialStorage?.set(credential, for: space)
+            }
         case .performDefaultHandling:
             chosen = defaultCredential(for: space, url: url)
         case .rejectProtectionSpace:
