@@ -19,20 +19,14 @@ public final class CredentialStorage: Sendable {
     }
 
     private let credentials = LockedValue<[Key: URLCredential]>([:])
-    /// The file of `.permanent` credentials (``init(persistingTo:)``), and the queue its writes go in order on.
-    private let file: URL?
-    private let writes = DispatchQueue(label: "courier.credential-file")
+    /// The file of `.permanent` credentials (``init(persistingTo:)``).
+    private let file: KeptFile?
 
     /// The process-wide store of ``SessionConfiguration/default`` configurations: `.permanent` credentials are kept in
     /// `$XDG_STATE_HOME/courier/credentials.netrc` (else `~/.local/state/courier/credentials.netrc`), a `.netrc`
     /// file of mode 0600 that curl's `--netrc-file` reads too; the rest in memory.
-    public static let shared: CredentialStorage = {
-        let environment = ProcessInfo.processInfo.environment
-        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
-        let file = state.appendingPathComponent("courier/credentials.netrc")
-        return (try? CredentialStorage(persistingTo: file)) ?? CredentialStorage()
-    }()
+    public static let shared: CredentialStorage =
+        (try? CredentialStorage(file: .inStateDirectory("credentials.netrc"))) ?? CredentialStorage()
 
     /// An empty store in memory.
     public init() {
@@ -43,12 +37,14 @@ public final class CredentialStorage: Sendable {
     /// directory, written atomically after each change; curl's `--netrc-file` reads it): its machines are read now (a
     /// missing file is an empty store), each answering its host on any port and realm, as a `.netrc` machine does.
     /// Credentials of other persistences stay in memory. Throws when the file exists and cannot be read.
-    public init(persistingTo url: URL) throws {
-        file = url
-        do {
-            try readNetrcFile(at: url, persistence: .permanent)
-        } catch CocoaError.fileReadNoSuchFile {
-            return
+    public convenience init(persistingTo url: URL) throws {
+        try self.init(file: KeptFile(url, makesDirectory: true))
+    }
+
+    private init(file: KeptFile) throws {
+        self.file = file
+        if let text = try file.read() {
+            add(Netrc.entries(in: text), persistence: .permanent)
         }
     }
 
@@ -73,7 +69,7 @@ public final class CredentialStorage: Sendable {
 
     /// Returns once the store's file holds every change made before the call.
     public func synchronize() {
-        writes.sync {}
+        file?.flush()
     }
 
     /// The credential for a protection space: an exact realm match first, then a realm-less entry.
@@ -91,24 +87,20 @@ public final class CredentialStorage: Sendable {
     /// and `macdef` macros are skipped: a credential goes only to the host it names. Throws when the file cannot be
     /// read.
     public func readNetrcFile(at url: URL) throws {
-        try readNetrcFile(at: url, persistence: .forSession)
+        add(Netrc.entries(in: try String(contentsOf: url, encoding: .utf8)), persistence: .forSession)
     }
 
-    private func readNetrcFile(at url: URL, persistence: URLCredential.Persistence) throws {
-        let text = try String(contentsOf: url, encoding: .utf8)
-        for entry in Netrc.entries(in: text) {
+    private func add(_ entries: [Netrc.Entry], persistence: URLCredential.Persistence) {
+        for entry in entries {
             let credential = URLCredential(user: entry.login, password: entry.password, persistence: persistence)
             credentials.withLock { $0[Key(host: entry.machine.lowercased(), port: nil, realm: nil)] = credential }
         }
     }
 
-    /// Writes the `.permanent` credentials to the file, in order after earlier writes, as the store is when it runs.
-    /// A password or user with a `"` or a line break cannot be written in `.netrc` form and stays in memory only.
+    /// Writes the file with the `.permanent` credentials as they are when the write runs. A password or user with a
+    /// `"` or a line break cannot be written in `.netrc` form and stays in memory only.
     private func save() {
-        guard let file else {
-            return
-        }
-        writes.async { [credentials] in
+        file?.save { [credentials] in
             let kept = credentials.withLock { table in
                 table.filter { $0.value.persistence == .permanent }.map { ($0.key.host, $0.value) }
             }
@@ -121,20 +113,7 @@ public final class CredentialStorage: Sendable {
                 let quoted = fields.map { "\"\($0)\"" }
                 text += "machine \(quoted[0]) login \(quoted[1]) password \(quoted[2])\n"
             }
-            let directory = file.deletingLastPathComponent()
-            try? FileManager.default.createDirectory(
-                at: directory,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
-            let temporary = directory.appendingPathComponent(".\(file.lastPathComponent).\(UUID().uuidString).tmp")
-            if FileManager.default.createFile(
-                atPath: temporary.path,
-                contents: Data(text.utf8),
-                attributes: [.posixPermissions: 0o600]
-            ) {
-                rename(temporary.path, file.path)
-            }
+            return text
         }
     }
 }

@@ -17,7 +17,7 @@ public final class CookieStorage: Sendable {
 
     private let state = LockedValue<[CookieKey: HTTPCookie]>([:])
     /// The jar's file, written after each change (``init(persistingTo:)``); nil in memory.
-    let file: NetscapeCookieFile?
+    private let file: KeptFile?
 
     private struct CookieKey: Hashable {
         var name: String
@@ -34,8 +34,8 @@ public final class CookieStorage: Sendable {
     /// jar), and the file is written again (atomically, mode 0600) after every change, session cookies included as
     /// curl writes them. Throws when the file exists and cannot be read.
     public init(persistingTo url: URL) throws {
-        file = NetscapeCookieFile(url)
-        for cookie in try NetscapeCookieFile.read(url, missingIsEmpty: true) {
+        file = KeptFile(url, makesDirectory: false)
+        for cookie in NetscapeCookieFile.cookies(in: try file?.read() ?? "") {
             setCookieInMemory(cookie)
         }
     }
@@ -52,7 +52,7 @@ public final class CookieStorage: Sendable {
     /// Stores one cookie, replacing one with the same name, domain and path. An expired cookie deletes it.
     public func setCookie(_ cookie: HTTPCookie) {
         setCookieInMemory(cookie)
-        file?.save(self)
+        save()
     }
 
     private func setCookieInMemory(_ cookie: HTTPCookie) {
@@ -70,7 +70,7 @@ public final class CookieStorage: Sendable {
     /// Adds the cookies of the Netscape cookie file at `url` (curl's `-b FILE`), replacing those of the same name,
     /// domain and path. Throws when it cannot be read.
     public func readNetscapeFile(at url: URL) throws {
-        for cookie in try NetscapeCookieFile.read(url, missingIsEmpty: false) {
+        for cookie in NetscapeCookieFile.cookies(in: try String(contentsOf: url, encoding: .utf8)) {
             setCookie(cookie)
         }
     }
@@ -83,7 +83,12 @@ public final class CookieStorage: Sendable {
 
     /// Writes every cookie to `url` as a Netscape cookie file (curl's `-c FILE`), atomically, mode 0600.
     public func writeNetscapeFile(to url: URL) throws {
-        try NetscapeCookieFile.write(cookies, to: url)
+        try KeptFile.write(NetscapeCookieFile.text(of: cookies), to: url)
+    }
+
+    /// Writes the jar's file (``init(persistingTo:)``) with the cookies as they are when the write runs.
+    private func save() {
+        file?.save { [self] in NetscapeCookieFile.text(of: cookies) }
     }
 
     /// Stores cookies a response to `url` set, each only if a response from `url` may set it (RFC 6265bis: no
@@ -105,13 +110,13 @@ public final class CookieStorage: Sendable {
     public func deleteCookie(_ cookie: HTTPCookie) {
         let key = CookieKey(name: cookie.name, domain: cookie.domain.lowercased(), path: cookie.path)
         state.withLock { _ = $0.removeValue(forKey: key) }
-        file?.save(self)
+        save()
     }
 
     /// Removes every cookie.
     public func removeAll() {
         state.withLock { $0.removeAll() }
-        file?.save(self)
+        save()
     }
 
     /// The cookies to send with a request to `url`: domain, path, `Secure` and expiry are checked.

@@ -18,16 +18,11 @@ public final class HSTSStorage: Sendable {
     }
 
     /// The process-wide store of `.default` configurations, persisted.
-    public static let shared: HSTSStorage = {
-        let environment = ProcessInfo.processInfo.environment
-        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
-        return (try? HSTSStorage(persistingTo: state.appendingPathComponent("courier/hsts.txt"))) ?? HSTSStorage()
-    }()
+    public static let shared: HSTSStorage =
+        (try? HSTSStorage(file: .inStateDirectory("hsts.txt"))) ?? HSTSStorage()
 
     private let hosts = LockedValue<[String: Entry]>([:])
-    private let file: URL?
-    private let queue = DispatchQueue(label: "courier.hsts-file")
+    private let file: KeptFile?
 
     /// An empty store in memory.
     public init() {
@@ -36,12 +31,13 @@ public final class HSTSStorage: Sendable {
 
     /// A store kept in the file at `url` (curl's HSTS cache format), read now (a missing file is an empty store).
     /// Throws when the file exists and cannot be read.
-    public init(persistingTo url: URL) throws {
-        file = url
-        let text: String
-        do {
-            text = try String(contentsOf: url, encoding: .utf8)
-        } catch CocoaError.fileReadNoSuchFile {
+    public convenience init(persistingTo url: URL) throws {
+        try self.init(file: KeptFile(url, makesDirectory: true))
+    }
+
+    private init(file: KeptFile) throws {
+        self.file = file
+        guard let text = try file.read() else {
             return
         }
         let now = Date()
@@ -65,7 +61,7 @@ public final class HSTSStorage: Sendable {
 
     /// Returns once the store's file holds every change made before the call.
     public func synchronize() {
-        queue.sync {}
+        file?.flush()
     }
 
     /// `url` as it goes on the wire: `https` for a known host (port 80 becomes 443); `url` itself otherwise.
@@ -212,28 +208,15 @@ public final class HSTSStorage: Sendable {
         }
     }
 
+    /// Writes the store's file with the hosts as they are when the write runs.
     private func save() {
-        guard let file else {
-            return
-        }
-        queue.async { [hosts] in
-            let table = hosts.withLock { $0 }
+        file?.save { [hosts] in
             var text = "# Your HSTS cache. https://curl.se/docs/hsts.html\n# Written by Courier. Edit with care.\n"
-            for (host, entry) in table.sorted(by: { $0.key < $1.key }) {
+            for (host, entry) in hosts.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
                 let date = entry.expires.map { HSTSStorage.text(of: $0) } ?? "unlimited"
                 text += "\(entry.includesSubdomains ? "." : "")\(host) \"\(date)\"\n"
             }
-            try? FileManager.default.createDirectory(
-                at: file.deletingLastPathComponent(),
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
-            let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).tmp")
-            if FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8),
-                                              attributes: [.posixPermissions: 0o600])
-            {
-                rename(temporary.path, file.path)
-            }
+            return text
         }
     }
 }
