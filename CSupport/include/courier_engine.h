@@ -127,6 +127,18 @@ typedef enum {
   CR_TLS_1_3 = 13
 } cr_tls_version_t;
 
+/* A client certificate (with its chain): PEM ("PEM") or PKCS#12 ("P12"),
+ * and its private key (PEM; NULL when the certificate data holds it),
+ * decrypted with key_password. */
+typedef struct {
+  const void* certificate;
+  size_t certificate_length;
+  const char* type;
+  const void* key;
+  size_t key_length;
+  const char* key_password;
+} cr_client_certificate_t;
+
 /* How a transfer connects beyond its URL: who admits the server, the TLS
  * versions, the client's certificate, and where the connection goes.
  * Zeros and NULLs leave libcurl's defaults. Copied by cr_engine_submit().
@@ -140,22 +152,10 @@ typedef struct {
   const char* pinned_public_keys;
   cr_tls_version_t tls_minimum;
   cr_tls_version_t tls_maximum;
-  /* The client's certificate (chain) for servers that ask for one: PEM
-   * ("PEM") or PKCS#12 ("P12"), and its private key (PEM; NULL when the
-   * certificate data holds it), decrypted with key_password. */
-  const void* client_certificate;
-  size_t client_certificate_length;
-  const char* client_certificate_type;
-  const void* client_key;
-  size_t client_key_length;
-  const char* client_key_password;
-  /* The same, for a TLS connection to an HTTPS proxy. */
-  const void* proxy_client_certificate;
-  size_t proxy_client_certificate_length;
-  const char* proxy_client_certificate_type;
-  const void* proxy_client_key;
-  size_t proxy_client_key_length;
-  const char* proxy_client_key_password;
+  /* The client's certificate for servers that ask for one, and for a TLS
+   * connection to an HTTPS proxy; certificate NULL: none. */
+  cr_client_certificate_t client_certificate;
+  cr_client_certificate_t proxy_client_certificate;
   /* Connect to this Unix-domain socket instead of the URL's host and port
    * (the URL still names the Host header and the TLS name). */
   const char* unix_socket_path;

@@ -36,20 +36,35 @@ static void* place(char** cursor, const void* from, size_t length) {
   return at;
 }
 
+/* The bytes a copy of `certificate` needs after the struct. */
+static size_t certificate_size(const cr_client_certificate_t* certificate) {
+  if (certificate->certificate == NULL)
+    return 0;
+  return certificate->certificate_length + string_size(certificate->type) +
+         (certificate->key ? certificate->key_length : 0) + string_size(certificate->key_password);
+}
+
+/* Copies the bytes and strings of `from` to *cursor, pointing `copy` at them. */
+static void place_certificate(char** cursor, cr_client_certificate_t* copy, const cr_client_certificate_t* from) {
+  if (from->certificate == NULL) {
+    memset(copy, 0, sizeof(*copy));
+    return;
+  }
+  copy->certificate = place(cursor, from->certificate, from->certificate_length);
+  copy->type = place(cursor, from->type, string_size(from->type));
+  copy->key = place(cursor, from->key, from->key_length);
+  copy->key_password = place(cursor, from->key_password, string_size(from->key_password));
+}
+
 cr_connection_t* cr__connection_copy(const cr_connection_t* options) {
   size_t size = sizeof(cr_connection_t);
   size_t resolve_count = options->resolve ? options->resolve_count : 0;
   size += resolve_count * sizeof(char*);
   for (size_t i = 0; i < resolve_count; i++)
     size += string_size(options->resolve[i]);
-  size += string_size(options->pinned_public_keys) + string_size(options->client_certificate_type) +
-          string_size(options->client_key_password) + string_size(options->proxy_client_certificate_type) +
-          string_size(options->proxy_client_key_password) + string_size(options->unix_socket_path) +
+  size += string_size(options->pinned_public_keys) + string_size(options->unix_socket_path) +
           string_size(options->interface_name) + string_size(options->doh_url);
-  size += (options->client_certificate ? options->client_certificate_length : 0) +
-          (options->client_key ? options->client_key_length : 0) +
-          (options->proxy_client_certificate ? options->proxy_client_certificate_length : 0) +
-          (options->proxy_client_key ? options->proxy_client_key_length : 0);
+  size += certificate_size(&options->client_certificate) + certificate_size(&options->proxy_client_certificate);
 
   cr_connection_t* copy = cr__malloc(size);
   if (copy == NULL)
@@ -66,29 +81,20 @@ cr_connection_t* cr__connection_copy(const cr_connection_t* options) {
   copy->resolve = resolve;
   copy->resolve_count = resolve_count;
   copy->pinned_public_keys = place(&cursor, options->pinned_public_keys, string_size(options->pinned_public_keys));
-  copy->client_certificate_type =
-      place(&cursor, options->client_certificate_type, string_size(options->client_certificate_type));
-  copy->client_key_password = place(&cursor, options->client_key_password, string_size(options->client_key_password));
   copy->unix_socket_path = place(&cursor, options->unix_socket_path, string_size(options->unix_socket_path));
   copy->interface_name = place(&cursor, options->interface_name, string_size(options->interface_name));
   copy->doh_url = place(&cursor, options->doh_url, string_size(options->doh_url));
-  copy->client_certificate = place(&cursor, options->client_certificate, options->client_certificate_length);
-  copy->client_key = place(&cursor, options->client_key, options->client_key_length);
-  copy->proxy_client_certificate_type =
-      place(&cursor, options->proxy_client_certificate_type, string_size(options->proxy_client_certificate_type));
-  copy->proxy_client_key_password =
-      place(&cursor, options->proxy_client_key_password, string_size(options->proxy_client_key_password));
-  copy->proxy_client_certificate =
-      place(&cursor, options->proxy_client_certificate, options->proxy_client_certificate_length);
-  copy->proxy_client_key = place(&cursor, options->proxy_client_key, options->proxy_client_key_length);
+  place_certificate(&cursor, &copy->client_certificate, &options->client_certificate);
+  place_certificate(&cursor, &copy->proxy_client_certificate, &options->proxy_client_certificate);
   return copy;
 }
 
 /* CR_TRUST_ASK and CR_TRUST_PROBE: every transfer stops here, after the
- * handshake and before its request, and its connection is closed (never reused). A transfer
- * that made no connection of its own (which cr__connection_apply rules
- * out: no multiplexing, and no connection of this kind outlives its
- * transfer) gets no chain and fails in cr__connection_finish. */
+ * handshake and before its request, and its connection is closed (never
+ * reused). A transfer that made no connection of its own (which
+ * cr__connection_apply rules out: no multiplexing, and no connection of
+ * this kind outlives its transfer) gets no chain and fails in
+ * cr__connection_finish. */
 static int on_prerequest(void* context, char* remote_ip, char* local_ip, int remote_port, int local_port) {
   (void)remote_ip;
   (void)local_ip;
@@ -123,6 +129,50 @@ static long ssl_version(cr_tls_version_t minimum, cr_tls_version_t maximum) {
     }                                                         \
   } while (0)
 
+/* The curl options of a client certificate: the server's, or the proxy's. */
+typedef struct {
+  CURLoption certificate, type, key, key_type, password;
+  const char* names[5];
+} certificate_options_t;
+
+static const certificate_options_t server_certificate_options = {
+    CURLOPT_SSLCERT_BLOB, CURLOPT_SSLCERTTYPE, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEYTYPE, CURLOPT_KEYPASSWD,
+    {"CURLOPT_SSLCERT_BLOB", "CURLOPT_SSLCERTTYPE", "CURLOPT_SSLKEY_BLOB", "CURLOPT_SSLKEYTYPE", "CURLOPT_KEYPASSWD"}};
+static const certificate_options_t proxy_certificate_options = {
+    CURLOPT_PROXY_SSLCERT_BLOB, CURLOPT_PROXY_SSLCERTTYPE, CURLOPT_PROXY_SSLKEY_BLOB, CURLOPT_PROXY_SSLKEYTYPE,
+    CURLOPT_PROXY_KEYPASSWD,
+    {"CURLOPT_PROXY_SSLCERT_BLOB", "CURLOPT_PROXY_SSLCERTTYPE", "CURLOPT_PROXY_SSLKEY_BLOB",
+     "CURLOPT_PROXY_SSLKEYTYPE", "CURLOPT_PROXY_KEYPASSWD"}};
+
+#define APPLY_AS(option, name, value)                              \
+  do {                                                             \
+    CURLcode apply_code = curl_easy_setopt(easy, option, value);   \
+    if (apply_code != CURLE_OK) {                                  \
+      *refused = name;                                             \
+      return apply_code;                                           \
+    }                                                              \
+  } while (0)
+
+/* Sets `c` (when it has a certificate) with the options `o`. */
+static CURLcode apply_certificate(CURL* easy, const cr_client_certificate_t* c, const certificate_options_t* o,
+                                  const char** refused) {
+  if (c->certificate == NULL)
+    return CURLE_OK;
+  struct curl_blob certificate = {(void*)c->certificate, c->certificate_length, CURL_BLOB_COPY};
+  APPLY_AS(o->certificate, o->names[0], &certificate);
+  APPLY_AS(o->type, o->names[1], c->type ? c->type : "PEM");
+  if (c->key) {
+    struct curl_blob key = {(void*)c->key, c->key_length, CURL_BLOB_COPY};
+    APPLY_AS(o->key, o->names[2], &key);
+    APPLY_AS(o->key_type, o->names[3], "PEM");
+  }
+  if (c->key_password)
+    APPLY_AS(o->password, o->names[4], c->key_password);
+  return CURLE_OK;
+}
+
+#undef APPLY_AS
+
 CURLcode cr__connection_apply(cr_transfer_t* t, CURL* easy, const char** refused) {
   const cr_connection_t* c = t->connection;
   switch (c->trust) {
@@ -151,31 +201,11 @@ CURLcode cr__connection_apply(cr_transfer_t* t, CURL* easy, const char** refused
     APPLY(CURLOPT_PINNEDPUBLICKEY, c->pinned_public_keys);
   if (c->tls_minimum != CR_TLS_DEFAULT || c->tls_maximum != CR_TLS_DEFAULT)
     APPLY(CURLOPT_SSLVERSION, ssl_version(c->tls_minimum, c->tls_maximum));
-  if (c->client_certificate) {
-    struct curl_blob certificate = {(void*)c->client_certificate, c->client_certificate_length, CURL_BLOB_COPY};
-    APPLY(CURLOPT_SSLCERT_BLOB, &certificate);
-    APPLY(CURLOPT_SSLCERTTYPE, c->client_certificate_type ? c->client_certificate_type : "PEM");
-  }
-  if (c->client_key) {
-    struct curl_blob key = {(void*)c->client_key, c->client_key_length, CURL_BLOB_COPY};
-    APPLY(CURLOPT_SSLKEY_BLOB, &key);
-    APPLY(CURLOPT_SSLKEYTYPE, "PEM");
-  }
-  if (c->client_key_password)
-    APPLY(CURLOPT_KEYPASSWD, c->client_key_password);
-  if (c->proxy_client_certificate) {
-    struct curl_blob certificate = {(void*)c->proxy_client_certificate, c->proxy_client_certificate_length,
-                                    CURL_BLOB_COPY};
-    APPLY(CURLOPT_PROXY_SSLCERT_BLOB, &certificate);
-    APPLY(CURLOPT_PROXY_SSLCERTTYPE, c->proxy_client_certificate_type ? c->proxy_client_certificate_type : "PEM");
-  }
-  if (c->proxy_client_key) {
-    struct curl_blob key = {(void*)c->proxy_client_key, c->proxy_client_key_length, CURL_BLOB_COPY};
-    APPLY(CURLOPT_PROXY_SSLKEY_BLOB, &key);
-    APPLY(CURLOPT_PROXY_SSLKEYTYPE, "PEM");
-  }
-  if (c->proxy_client_key_password)
-    APPLY(CURLOPT_PROXY_KEYPASSWD, c->proxy_client_key_password);
+  CURLcode code = apply_certificate(easy, &c->client_certificate, &server_certificate_options, refused);
+  if (code == CURLE_OK)
+    code = apply_certificate(easy, &c->proxy_client_certificate, &proxy_certificate_options, refused);
+  if (code != CURLE_OK)
+    return code;
   if (c->unix_socket_path)
     APPLY(CURLOPT_UNIX_SOCKET_PATH, c->unix_socket_path);
   if (c->resolve_count > 0) {

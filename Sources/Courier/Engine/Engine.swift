@@ -275,7 +275,6 @@ extension Engine {
         let transfer: UInt64 = headerPointers.withUnsafeBufferPointer { headers in
             request.headers = headers.baseAddress
             request.header_count = headers.count
-
             guard case .data(let body) = spec.body, !body.isEmpty else {
                 return cr_engine_submit(pointer, &request, &engineError)
             }
@@ -341,24 +340,19 @@ extension Engine {
         connection.pointee.pinned_public_keys = options.curlPinnedPublicKeys.flatMap(keep)
         connection.pointee.tls_minimum = cr_tls_version_t(UInt32(options.tlsMinimum ?? 0))
         connection.pointee.tls_maximum = cr_tls_version_t(UInt32(options.tlsMaximum ?? 0))
-        if let client = options.clientCertificate {
-            (connection.pointee.client_certificate, connection.pointee.client_certificate_length) =
-                keep(client.certificate)
-            connection.pointee.client_certificate_type = keep(client.format.rawValue)
-            if let key = client.key {
-                (connection.pointee.client_key, connection.pointee.client_key_length) = keep(key)
+        func describe(_ client: ConnectionOptions.ClientCertificate?, into engine: inout cr_client_certificate_t) {
+            guard let client else {
+                return
             }
-            connection.pointee.client_key_password = client.password.flatMap(keep)
-        }
-        if let client = options.proxyClientCertificate {
-            (connection.pointee.proxy_client_certificate, connection.pointee.proxy_client_certificate_length) =
-                keep(client.certificate)
-            connection.pointee.proxy_client_certificate_type = keep(client.format.rawValue)
+            (engine.certificate, engine.certificate_length) = keep(client.certificate)
+            engine.type = keep(client.format.rawValue)
             if let key = client.key {
-                (connection.pointee.proxy_client_key, connection.pointee.proxy_client_key_length) = keep(key)
+                (engine.key, engine.key_length) = keep(key)
             }
-            connection.pointee.proxy_client_key_password = client.password.flatMap(keep)
+            engine.key_password = client.password.flatMap(keep)
         }
+        describe(options.clientCertificate, into: &connection.pointee.client_certificate)
+        describe(options.proxyClientCertificate, into: &connection.pointee.proxy_client_certificate)
         connection.pointee.unix_socket_path = options.unixSocketPath.flatMap(keep)
         if !options.resolve.isEmpty {
             let entries = malloc(MemoryLayout<UnsafePointer<CChar>?>.stride * options.resolve.count)!
