@@ -511,9 +511,7 @@ struct TaskMachine: Sendable {
         enginePaused = false
         awaiting = nil
         currentRequest = request
-        if !conditions.isEmpty || rare[\.hopConditions] != nil {
-            hopConditions = conditions
-        }
+        hopConditions = conditions
         if again, hop >= 1, hop <= hops.count {
             // The same hop once more (its transfer ended before its request): state keyed by hop number holds.
             hops[hop - 1] = HopRecord(request: request, start: now)
