@@ -21,14 +21,6 @@ extension SessionTask {
             verdict = core.serverTrust.withLock { $0.probed(host: host, port: port) } ?? verdict
         }
         let trust = ServerTrust(host: host, port: port, certificates: report.certificates, verificationResult: verdict)
-        let challenge = URLAuthenticationChallenge(
-            protectionSpace: ServerTrustProtectionSpace(trust, scheme: url.scheme?.lowercased()),
-            proposedCredential: nil,
-            previousFailureCount: 0,
-            failureResponse: nil,
-            error: nil,
-            sender: ChallengeSender.shared
-        )
         if let leaf = trust.certificates.first, let key = ServerTrust.publicKeyHash(ofCertificate: leaf),
             let decision = core.serverTrust.withLock({ $0.decision(host: trust.host, port: trust.port) }),
             decision.publicKeyHash == key
@@ -37,6 +29,14 @@ extension SessionTask {
             send(.serverTrustAnswered(hop: hop, .proceed), work: &work)
             return
         }
+        let challenge = URLAuthenticationChallenge(
+            protectionSpace: ServerTrustProtectionSpace(trust, scheme: url.scheme?.lowercased()),
+            proposedCredential: nil,
+            previousFailureCount: 0,
+            failureResponse: nil,
+            error: nil,
+            sender: ChallengeSender.shared
+        )
         let once = OnceFlag()
         work.append { [core] session in
             guard let session, let delegate = core.delegate else {
