@@ -120,15 +120,6 @@ static long ssl_version(cr_tls_version_t minimum, cr_tls_version_t maximum) {
   return low | high;
 }
 
-#define APPLY(option, value)                                  \
-  do {                                                        \
-    CURLcode apply_code = curl_easy_setopt(easy, option, value); \
-    if (apply_code != CURLE_OK) {                             \
-      *refused = #option;                                     \
-      return apply_code;                                      \
-    }                                                         \
-  } while (0)
-
 /* The curl options of a client certificate: the server's, or the proxy's. */
 typedef struct {
   CURLoption certificate, type, key, key_type, password;
@@ -144,6 +135,8 @@ static const certificate_options_t proxy_certificate_options = {
     {"CURLOPT_PROXY_SSLCERT_BLOB", "CURLOPT_PROXY_SSLCERTTYPE", "CURLOPT_PROXY_SSLKEY_BLOB",
      "CURLOPT_PROXY_SSLKEYTYPE", "CURLOPT_PROXY_KEYPASSWD"}};
 
+/* Sets one option on `easy`; when curl refuses it, names it (`name`) in
+ * *refused and returns curl's code. */
 #define APPLY_AS(option, name, value)                              \
   do {                                                             \
     CURLcode apply_code = curl_easy_setopt(easy, option, value);   \
@@ -152,6 +145,9 @@ static const certificate_options_t proxy_certificate_options = {
       return apply_code;                                           \
     }                                                              \
   } while (0)
+
+/* The same, naming the option itself when curl refuses it. */
+#define APPLY(option, value) APPLY_AS(option, #option, value)
 
 /* Sets `c` (when it has a certificate) with the options `o`. */
 static CURLcode apply_certificate(CURL* easy, const cr_client_certificate_t* c, const certificate_options_t* o,
@@ -170,8 +166,6 @@ static CURLcode apply_certificate(CURL* easy, const cr_client_certificate_t* c, 
     APPLY_AS(o->password, o->names[4], c->key_password);
   return CURLE_OK;
 }
-
-#undef APPLY_AS
 
 CURLcode cr__connection_apply(cr_transfer_t* t, CURL* easy, const char** refused) {
   const cr_connection_t* c = t->connection;
@@ -231,6 +225,7 @@ CURLcode cr__connection_apply(cr_transfer_t* t, CURL* easy, const char** refused
 }
 
 #undef APPLY
+#undef APPLY_AS
 
 /* The chain of the connection t's handshake made, as PEM blocks, leaf
  * first; NULL when curl kept none. */
