@@ -43,7 +43,8 @@ struct LifecycleTransitionTests {
             priority: 0.75,
             resourceDeadline: deadline,
             staging: nil,
-            resume: nil
+            resume: nil,
+            collectsBody: true
         )
         #expect(actions == [.submit(plan)])
         #expect(d.machine.hop == 1)

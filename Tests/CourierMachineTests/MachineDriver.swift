@@ -158,7 +158,9 @@ struct MachineDriver {
             priority: SessionTask.defaultPriority,
             resourceDeadline: deadline,
             staging: staging,
-            resume: resume
+            resume: resume,
+            holdsResponse: machine.role.asksDisposition,
+            collectsBody: machine.role.collectsBody
         )
     }
 

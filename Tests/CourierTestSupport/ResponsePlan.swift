@@ -65,6 +65,8 @@ struct ResponsePlan {
     var status: HTTPResponseStatus
     var headers: HTTPHeaders
     var body: Body
+    /// Informational (1xx) responses sent before the response, in order (`?early-hints=`).
+    var informational: [HTTPResponseHead] = []
     var faults = Faults()
     var special: Special?
 

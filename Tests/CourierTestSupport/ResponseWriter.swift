@@ -79,6 +79,9 @@ final class ResponseWriter {
         if !keepAlive && !isHTTP2 {
             headers.replaceOrAdd(name: "Connection", value: "close")
         }
+        for informational in plan.informational {
+            context.write(NIOAny(HTTPServerResponsePart.head(informational)), promise: nil)
+        }
         let head = HTTPResponseHead(version: version, status: plan.status, headers: headers)
         context.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
 

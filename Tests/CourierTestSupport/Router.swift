@@ -35,6 +35,15 @@ enum Router {
         if let policy = request.queryValue("hsts") {
             plan.headers.add(name: "Strict-Transport-Security", value: policy)
         }
+        if let link = request.queryValue("early-hints") {
+            // A 102 Processing, then a 103 Early Hints with the Link field asked for, before the response.
+            let processing = HTTPResponseStatus.custom(code: 102, reasonPhrase: "Processing")
+            let hints = HTTPResponseStatus.custom(code: 103, reasonPhrase: "Early Hints")
+            plan.informational = [
+                HTTPResponseHead(version: request.head.version, status: processing),
+                HTTPResponseHead(version: request.head.version, status: hints, headers: ["Link": link]),
+            ]
+        }
         return plan
     }
 

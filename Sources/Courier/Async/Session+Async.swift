@@ -7,61 +7,96 @@ public import FoundationNetworking
 extension Session {
     /// Fetches `request` into memory. Throws ``CourierIPC/CourierError``; any HTTP status is a success. Cancelling the
     /// calling Swift task cancels the transfer.
-    public func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+    ///
+    /// `delegate`, when given, is the task's own (``SessionTask/delegate``): it hears `didCreateTask` before the task
+    /// starts, and the task's redirects, challenges, informational responses, upload progress and metrics (the body
+    /// and the end come back here, as with every async convenience); what it leaves to its defaults goes on to the
+    /// session's delegate. The same holds for `delegate` in the other async conveniences.
+    public func data(
+        for request: URLRequest,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
-            self.makeDataTask(TaskRequest(request), sink: sink)
+            self.makeDataTask(TaskRequest(request), sink: sink, delegate: delegate)
         })
     }
 
-    public func data(from url: URL) async throws -> (Data, URLResponse) {
+    public func data(
+        from url: URL,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
-            self.makeDataTask(TaskRequest(url: url), sink: sink)
+            self.makeDataTask(TaskRequest(url: url), sink: sink, delegate: delegate)
         })
     }
 
     /// Uploads `bodyData` and returns the response body.
-    public func upload(for request: URLRequest, from bodyData: Data) async throws -> (Data, URLResponse) {
+    public func upload(
+        for request: URLRequest,
+        from bodyData: Data,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
-            self.makeUploadTask(TaskRequest(request), body: .data(bodyData), sink: sink)
+            self.makeUploadTask(TaskRequest(request), body: .data(bodyData), sink: sink, delegate: delegate)
         })
     }
 
     /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
-    public func upload(for request: URLRequest, fromFile fileURL: URL) async throws -> (Data, URLResponse) {
+    public func upload(
+        for request: URLRequest,
+        fromFile fileURL: URL,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
-            self.makeUploadTask(TaskRequest(request), body: .file(fileURL), sink: sink)
+            self.makeUploadTask(TaskRequest(request), body: .file(fileURL), sink: sink, delegate: delegate)
         })
     }
 
     /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's
-    /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it.
-    public func download(for request: URLRequest) async throws -> (URL, URLResponse) {
+    /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it. `delegate` also hears `didWriteData` when
+    /// it is a ``SessionDownloadDelegate``.
+    public func download(
+        for request: URLRequest,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (URL, URLResponse) {
         try withURLResponse(await runDownloadTask { sink in
-            self.makeDownloadTask(TaskRequest(request), sink: sink)
+            self.makeDownloadTask(TaskRequest(request), sink: sink, delegate: delegate)
         })
     }
 
-    public func download(from url: URL) async throws -> (URL, URLResponse) {
+    public func download(
+        from url: URL,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (URL, URLResponse) {
         try withURLResponse(await runDownloadTask { sink in
-            self.makeDownloadTask(TaskRequest(url: url), sink: sink)
+            self.makeDownloadTask(TaskRequest(url: url), sink: sink, delegate: delegate)
         })
     }
 
     /// Continues a download from resume data; see ``downloadTask(withResumeData:)``.
-    public func download(resumeFrom resumeData: Data) async throws -> (URL, URLResponse) {
+    public func download(
+        resumeFrom resumeData: Data,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (URL, URLResponse) {
         try withURLResponse(await runDownloadTask { sink in
-            self.makeResumedTask(resumeData, sink: sink)
+            self.makeResumedTask(resumeData, sink: sink, delegate: delegate)
         })
     }
 
     /// Starts `request` and returns once the response head arrived, with the body as ``AsyncBytes``.
     /// A slow consumer pauses the transfer; memory stays bounded.
-    public func bytes(for request: URLRequest) async throws -> (AsyncBytes, URLResponse) {
-        try withURLResponse(await runBytesTask(TaskRequest(request)))
+    public func bytes(
+        for request: URLRequest,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (AsyncBytes, URLResponse) {
+        try withURLResponse(await runBytesTask(TaskRequest(request), delegate: delegate))
     }
 
-    public func bytes(from url: URL) async throws -> (AsyncBytes, URLResponse) {
-        try withURLResponse(await runBytesTask(TaskRequest(url: url)))
+    public func bytes(
+        from url: URL,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (AsyncBytes, URLResponse) {
+        try withURLResponse(await runBytesTask(TaskRequest(url: url), delegate: delegate))
     }
 
     // MARK: Plumbing (shared with the swift-http-types overloads)
@@ -130,9 +165,12 @@ extension Session {
         }
     }
 
-    func runBytesTask(_ request: TaskRequest) async throws -> (AsyncBytes, TaskResponse) {
+    func runBytesTask(
+        _ request: TaskRequest,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) async throws -> (AsyncBytes, TaskResponse) {
         let stream = ByteStream()
-        let task = makeDataTask(request, sink: .stream(stream))
+        let task = makeDataTask(request, sink: .stream(stream), delegate: delegate)
         stream.setDrainedHandler { [weak task] in
             task?.setBackpressure(paused: false)
         }

@@ -40,6 +40,8 @@ public protocol SessionDataDelegate: SessionTaskDelegate {
     )
 }
 
+/// The defaults; a task's own delegate passes each call it leaves to its default on to the session's delegate (see
+/// ``SessionTaskDelegate``).
 extension SessionDataDelegate {
     public func urlSession(
         _ session: Session,
@@ -47,12 +49,22 @@ extension SessionDataDelegate {
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (Session.ResponseDisposition) -> Void
     ) {
-        completionHandler(.allow)
+        guard let next = passedOn(dataTask, in: session, as: (any SessionDataDelegate).self) else {
+            completionHandler(.allow)
+            return
+        }
+        next.urlSession(session, dataTask: dataTask, didReceive: response, completionHandler: completionHandler)
     }
 
-    public func urlSession(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) {}
+    public func urlSession(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) {
+        passedOn(dataTask, in: session, as: (any SessionDataDelegate).self)?
+            .urlSession(session, dataTask: dataTask, didBecome: downloadTask)
+    }
 
-    public func urlSession(_ session: Session, dataTask: DataTask, didReceive data: Data) {}
+    public func urlSession(_ session: Session, dataTask: DataTask, didReceive data: Data) {
+        passedOn(dataTask, in: session, as: (any SessionDataDelegate).self)?
+            .urlSession(session, dataTask: dataTask, didReceive: data)
+    }
 
     public func urlSession(
         _ session: Session,
@@ -60,6 +72,15 @@ extension SessionDataDelegate {
         willCacheResponse proposedResponse: CachedURLResponse,
         completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void
     ) {
-        completionHandler(proposedResponse)
+        guard let next = passedOn(dataTask, in: session, as: (any SessionDataDelegate).self) else {
+            completionHandler(proposedResponse)
+            return
+        }
+        next.urlSession(
+            session,
+            dataTask: dataTask,
+            willCacheResponse: proposedResponse,
+            completionHandler: completionHandler
+        )
     }
 }

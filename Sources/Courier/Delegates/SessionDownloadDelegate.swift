@@ -31,6 +31,8 @@ public protocol SessionDownloadDelegate: SessionTaskDelegate {
     )
 }
 
+/// The defaults; a task's own delegate passes each call it leaves to its default on to the session's delegate (see
+/// ``SessionTaskDelegate``).
 extension SessionDownloadDelegate {
     public func urlSession(
         _ session: Session,
@@ -38,12 +40,27 @@ extension SessionDownloadDelegate {
         didWriteData bytesWritten: Int64,
         totalBytesWritten: Int64,
         totalBytesExpectedToWrite: Int64
-    ) {}
+    ) {
+        passedOn(downloadTask, in: session, as: (any SessionDownloadDelegate).self)?.urlSession(
+            session,
+            downloadTask: downloadTask,
+            didWriteData: bytesWritten,
+            totalBytesWritten: totalBytesWritten,
+            totalBytesExpectedToWrite: totalBytesExpectedToWrite
+        )
+    }
 
     public func urlSession(
         _ session: Session,
         downloadTask: DownloadTask,
         didResumeAtOffset fileOffset: Int64,
         expectedTotalBytes: Int64
-    ) {}
+    ) {
+        passedOn(downloadTask, in: session, as: (any SessionDownloadDelegate).self)?.urlSession(
+            session,
+            downloadTask: downloadTask,
+            didResumeAtOffset: fileOffset,
+            expectedTotalBytes: expectedTotalBytes
+        )
+    }
 }

@@ -6,9 +6,15 @@ public import FoundationNetworking
 
 /// Events common to every kind of task.
 ///
-/// Order for one task: (`willPerformHTTPRedirection` | `didReceive challenge`)* interleaved with
-/// `didSendBodyData`*, then the kind-specific calls, then `didFinishCollecting` once, then
-/// `didCompleteWithError` exactly once. All on the session's delegate queue, serially.
+/// Order for one task: `didCreateTask` (on the thread that made the task), then (`willPerformHTTPRedirection` |
+/// `didReceive challenge` | `didReceiveInformationalResponse`)* interleaved with `didSendBodyData`*, then the
+/// kind-specific calls, then `didFinishCollecting` once, then `didCompleteWithError` exactly once. All but the first
+/// on the session's delegate queue, serially.
+///
+/// A task may have a delegate of its own (``SessionTask/delegate``, or the `delegate:` argument of the async
+/// conveniences): it is asked first, and each method it leaves to its default goes on to the session's delegate, as
+/// on Apple's platforms (iOS 15). Session-level calls (`didBecomeInvalidWithError`, the session's server-trust
+/// challenge, `urlSessionDidFinishEvents`) go to the session's delegate only.
 public protocol SessionTaskDelegate: SessionDelegate {
     /// A response asked for a redirect (a 3xx with a `Location`). Called at most 16 times per task, before the
     /// body of that response is read. Call `completionHandler` (once, from any thread) with the request to
@@ -68,8 +74,22 @@ public protocol SessionTaskDelegate: SessionDelegate {
     /// The task ended: exactly once per task, the last call for it. `error` is nil on success (any HTTP status
     /// is a success) or a ``CourierIPC/CourierError``, with `resumeData` for a resumable download.
     func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?)
+
+    /// The session made `task`: once per task, synchronously on the thread that made it (inside `dataTask(with:)`
+    /// and the other factories, and inside an async convenience such as `data(for:delegate:)` before it resumes the
+    /// task), before any other call for it, so that the task can be set up (its `priority`, its `taskDescription`)
+    /// before it starts. Not called for the tasks a background session adopts after a relaunch. Default: nothing.
+    func urlSession(_ session: Session, didCreateTask task: SessionTask)
+
+    /// An informational (1xx) response arrived before the final one: `103 Early Hints`, `102 Processing`, `104 Upload
+    /// Resumption Supported` and the like, never `100 Continue` or `101 Switching Protocols`. Zero or more times per
+    /// exchange, in order, before the final response's calls; not for background sessions. Default: nothing.
+    func urlSession(_ session: Session, task: SessionTask, didReceiveInformationalResponse response: HTTPURLResponse)
 }
 
+/// The defaults. Each one, when the delegate is a task's own (``SessionTask/delegate``), passes the call on to the
+/// session's delegate, as Apple does for a method a task's delegate does not implement; for the session's delegate
+/// it does what its method's documentation says.
 extension SessionTaskDelegate {
     public func urlSession(
         _ session: Session,
@@ -78,7 +98,17 @@ extension SessionTaskDelegate {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        completionHandler(request)
+        guard let next = passedOn(task, in: session, as: (any SessionTaskDelegate).self) else {
+            completionHandler(request)
+            return
+        }
+        next.urlSession(
+            session,
+            task: task,
+            willPerformHTTPRedirection: response,
+            newRequest: request,
+            completionHandler: completionHandler
+        )
     }
 
     public func urlSession(
@@ -87,10 +117,17 @@ extension SessionTaskDelegate {
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (Session.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        completionHandler(.performDefaultHandling, ServerTrustDecisions.taskDefaultMarker)
+        guard let next = passedOn(task, in: session, as: (any SessionTaskDelegate).self) else {
+            completionHandler(.performDefaultHandling, ServerTrustDecisions.taskDefaultMarker)
+            return
+        }
+        next.urlSession(session, task: task, didReceive: challenge, completionHandler: completionHandler)
     }
 
-    public func urlSession(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) {}
+    public func urlSession(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) {
+        passedOn(task, in: session, as: (any SessionTaskDelegate).self)?
+            .urlSession(session, taskIsWaitingForConnectivity: task)
+    }
 
     public func urlSession(
         _ session: Session,
@@ -98,7 +135,11 @@ extension SessionTaskDelegate {
         willBeginDelayedRequest request: URLRequest,
         completionHandler: @escaping @Sendable (Session.DelayedRequestDisposition, URLRequest?) -> Void
     ) {
-        completionHandler(.continueLoading, nil)
+        guard let next = passedOn(task, in: session, as: (any SessionTaskDelegate).self) else {
+            completionHandler(.continueLoading, nil)
+            return
+        }
+        next.urlSession(session, task: task, willBeginDelayedRequest: request, completionHandler: completionHandler)
     }
 
     public func urlSession(
@@ -107,9 +148,38 @@ extension SessionTaskDelegate {
         didSendBodyData bytesSent: Int64,
         totalBytesSent: Int64,
         totalBytesExpectedToSend: Int64
-    ) {}
+    ) {
+        passedOn(task, in: session, as: (any SessionTaskDelegate).self)?.urlSession(
+            session,
+            task: task,
+            didSendBodyData: bytesSent,
+            totalBytesSent: totalBytesSent,
+            totalBytesExpectedToSend: totalBytesExpectedToSend
+        )
+    }
 
-    public func urlSession(_ session: Session, task: SessionTask, didFinishCollecting metrics: SessionTaskMetrics) {}
+    public func urlSession(_ session: Session, task: SessionTask, didFinishCollecting metrics: SessionTaskMetrics) {
+        passedOn(task, in: session, as: (any SessionTaskDelegate).self)?
+            .urlSession(session, task: task, didFinishCollecting: metrics)
+    }
 
-    public func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {}
+    public func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
+        passedOn(task, in: session, as: (any SessionTaskDelegate).self)?
+            .urlSession(session, task: task, didCompleteWithError: error)
+    }
+
+    public func urlSession(_ session: Session, didCreateTask task: SessionTask) {
+        passedOn(task, in: session, as: (any SessionTaskDelegate).self)?.urlSession(session, didCreateTask: task)
+    }
+
+    public func urlSession(
+        _ session: Session,
+        task: SessionTask,
+        didReceiveInformationalResponse response: HTTPURLResponse
+    ) {
+        passedOn(task, in: session, as: (any SessionTaskDelegate).self)?
+            .urlSession(session, task: task, didReceiveInformationalResponse: response)
+    }
 }
+
+

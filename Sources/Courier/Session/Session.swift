@@ -94,8 +94,20 @@ public final class Session: Sendable, CustomStringConvertible {
         makeDataTask(TaskRequest(url: url), sink: .dataHandler(completionHandler))
     }
 
-    func makeDataTask(_ request: TaskRequest, sink: TaskSink) -> DataTask {
-        DataTask(core: core, kind: .data, identifier: core.makeIdentifier(), request: request, sink: sink)
+    func makeDataTask(_ request: TaskRequest, sink: TaskSink, delegate: (any SessionTaskDelegate)? = nil) -> DataTask {
+        created(
+            DataTask(core: core, kind: .data, identifier: core.makeIdentifier(), request: request, sink: sink),
+            delegate: delegate
+        )
+    }
+
+    /// A task just made, with its own delegate, once its delegates heard of it (`didCreateTask`).
+    private func created<Task: SessionTask>(_ task: Task, delegate: (any SessionTaskDelegate)?) -> Task {
+        if let delegate {
+            task.delegate = delegate
+        }
+        task.announceCreation(to: self)
+        return task
     }
 
     // MARK: Upload tasks
@@ -128,13 +140,18 @@ public final class Session: Sendable, CustomStringConvertible {
         makeUploadTask(TaskRequest(request), body: .file(fileURL), sink: .dataHandler(completionHandler))
     }
 
-    func makeUploadTask(_ request: TaskRequest, body: UploadBody, sink: TaskSink) -> UploadTask {
+    func makeUploadTask(
+        _ request: TaskRequest,
+        body: UploadBody,
+        sink: TaskSink,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) -> UploadTask {
         var request = request
         if request.method.uppercased() == "GET" {
             request.setMethod("POST")
         }
         request.removeBody()
-        return UploadTask(
+        let task = UploadTask(
             core: core,
             kind: .upload,
             identifier: core.makeIdentifier(),
@@ -142,6 +159,7 @@ public final class Session: Sendable, CustomStringConvertible {
             sink: sink,
             uploadBody: body
         )
+        return created(task, delegate: delegate)
     }
 
     // MARK: Download tasks
@@ -171,8 +189,15 @@ public final class Session: Sendable, CustomStringConvertible {
         makeDownloadTask(TaskRequest(url: url), sink: .downloadHandler(completionHandler))
     }
 
-    func makeDownloadTask(_ request: TaskRequest, sink: TaskSink) -> DownloadTask {
-        DownloadTask(core: core, kind: .download, identifier: core.makeIdentifier(), request: request, sink: sink)
+    func makeDownloadTask(
+        _ request: TaskRequest,
+        sink: TaskSink,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) -> DownloadTask {
+        created(
+            DownloadTask(core: core, kind: .download, identifier: core.makeIdentifier(), request: request, sink: sink),
+            delegate: delegate
+        )
     }
 
     /// A download task that continues from resume data (see `docs/resume-data.md`). Invalid resume data makes a
@@ -189,7 +214,11 @@ public final class Session: Sendable, CustomStringConvertible {
         makeResumedTask(resumeData, sink: .downloadHandler(completionHandler))
     }
 
-    func makeResumedTask(_ resumeData: Data, sink: TaskSink) -> DownloadTask {
+    func makeResumedTask(
+        _ resumeData: Data,
+        sink: TaskSink,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) -> DownloadTask {
         let role = SessionTask.role(kind: .download, sink: sink, core: core)
         var machine: TaskMachine
         switch ResumeData.decode(resumeData) {
@@ -204,7 +233,7 @@ public final class Session: Sendable, CustomStringConvertible {
             machine = TaskMachine(role: role, request: nil)
             machine.resumeSourceError = error
         }
-        return DownloadTask(
+        let task = DownloadTask(
             core: core,
             kind: .download,
             identifier: core.makeIdentifier(),
@@ -212,6 +241,7 @@ public final class Session: Sendable, CustomStringConvertible {
             sink: sink,
             machine: machine
         )
+        return created(task, delegate: delegate)
     }
 
     /// Deletes the partial file that `resumeData` names (in this configuration's `resumeDataDirectory`), for

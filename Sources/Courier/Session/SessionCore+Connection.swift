@@ -3,8 +3,11 @@ import Foundation
 extension SessionCore {
     /// How a hop to `url` connects (``ConnectionOptions``): the configuration's TLS versions, pins, client identity
     /// and targeting, and what the session decided about the server; nil when all are libcurl's defaults.
-    func connectionOptions(for url: URL) -> ConnectionOptions? {
+    /// `taskHasOwnDelegate`: the task has a delegate of its own (``SessionTask/delegate``), which is offered the
+    /// server-trust challenges of a server the session has not decided about, whatever the session's delegate did.
+    func connectionOptions(for url: URL, taskHasOwnDelegate: Bool = false) -> ConnectionOptions? {
         let configuration = self.configuration
+        let offersServerTrust = self.offersServerTrust || taskHasOwnDelegate && configuration.identifier == nil
         if configuration.connectionSettingsAreDefault {
             // The common case, with no string made of the URL: no option, and no delegate to judge servers (or a
             // plain http URL).
@@ -49,7 +52,7 @@ extension SessionCore {
                 options.trust = .accepted
                 options.pinnedPublicKeys = [key]
             case nil:
-                options.trust = judges == false ? .verify : .ask
+                options.trust = judges == false && !taskHasOwnDelegate ? .verify : .ask
             }
         }
         return options.isDefault ? nil : options

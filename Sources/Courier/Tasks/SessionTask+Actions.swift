@@ -62,14 +62,14 @@ extension SessionTask {
         case .data(let data):
             switch sink {
             case .delegate:
-                guard core.isDataDelegate, let dataTask = self as? DataTask else {
+                guard hasDataDelegate, let dataTask = self as? DataTask else {
                     return
                 }
-                work.append { [core] session in
+                work.append { session in
                     // Consumed once the delegate returns (or when there is no session left to call): the transfer
                     // is paced by what the delegate has taken (`TaskMachine.deliveryWindow`).
                     defer { self.send(.consumed(data.count)) }
-                    guard let session, let delegate = core.delegate as? any SessionDataDelegate else {
+                    guard let session, let delegate = self.delegate(as: (any SessionDataDelegate).self) else {
                         return
                     }
                     delegate.urlSession(session, dataTask: dataTask, didReceive: data)
@@ -86,11 +86,11 @@ extension SessionTask {
                 work.append { _ in observer.task(self, progressed: .sent(total: total, expected: expected)) }
                 return
             }
-            guard core.isTaskDelegate else {
+            guard hasTaskDelegate else {
                 return
             }
-            work.append { [core] session in
-                guard let session, let delegate = core.taskDelegate else {
+            work.append { session in
+                guard let session, let delegate = self.taskDelegate else {
                     return
                 }
                 delegate.urlSession(
@@ -137,14 +137,24 @@ extension SessionTask {
                 )
             }
         case .waitingForConnectivity:
-            guard core.isTaskDelegate else {
+            guard hasTaskDelegate else {
                 return
             }
-            work.append { [core] session in
-                guard let session, let delegate = core.taskDelegate else {
+            work.append { session in
+                guard let session, let delegate = self.taskDelegate else {
                     return
                 }
                 delegate.urlSession(session, taskIsWaitingForConnectivity: self)
+            }
+        case .informational(let response):
+            guard hasTaskDelegate, let httpResponse = response.httpResponse else {
+                return
+            }
+            work.append { session in
+                guard let session, let delegate = self.taskDelegate else {
+                    return
+                }
+                delegate.urlSession(session, task: self, didReceiveInformationalResponse: httpResponse)
             }
         }
     }
@@ -167,11 +177,11 @@ extension SessionTask {
         to work: inout DelegateWork,
         _ call: @escaping @Sendable (Session, any SessionDownloadDelegate, DownloadTask) -> Void
     ) {
-        guard case .delegate = sink, core.isDownloadDelegate, let downloadTask = self as? DownloadTask else {
+        guard case .delegate = sink, hasDownloadDelegate, let downloadTask = self as? DownloadTask else {
             return
         }
-        work.append { [core] session in
-            guard let session, let delegate = core.delegate as? any SessionDownloadDelegate else {
+        work.append { session in
+            guard let session, let delegate = self.delegate(as: (any SessionDownloadDelegate).self) else {
                 return
             }
             call(session, delegate, downloadTask)
@@ -215,8 +225,8 @@ extension SessionTask {
         }
         // Queued before the transfer moves on, so that `didBecome` comes before the download's first event.
         var work = DelegateWork()
-        work.append { [core] session in
-            guard let session, let delegate = core.delegate as? any SessionDataDelegate else {
+        work.append { session in
+            guard let session, let delegate = dataTask.delegate(as: (any SessionDataDelegate).self) else {
                 return
             }
             delegate.urlSession(session, dataTask: dataTask, didBecome: downloadTask)
@@ -243,12 +253,12 @@ extension SessionTask {
             return
         }
         let url = entry.response.url
-        guard case .delegate = sink, core.isDataDelegate, let dataTask = self as? DataTask else {
+        guard case .delegate = sink, hasDataDelegate, let dataTask = self as? DataTask else {
             cache.store(proposed, for: url)
             return
         }
-        work.append { [core] session in
-            guard let session, let delegate = core.delegate as? any SessionDataDelegate else {
+        work.append { session in
+            guard let session, let delegate = dataTask.delegate(as: (any SessionDataDelegate).self) else {
                 return
             }
             delegate.urlSession(session, dataTask: dataTask, willCacheResponse: proposed) { answer in

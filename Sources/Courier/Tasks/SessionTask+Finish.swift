@@ -56,8 +56,12 @@ extension SessionTask {
         // sees its task among the session's live tasks; tell the core once the completion is queued (below), so
         // that `didBecomeInvalid` comes after it.
         core.unregister(key: registryKey, task: self)
+        if let progress = final.progress {
+            SessionTask.finish(progress, error: error)
+        }
         let downloaded = downloadedFile
-        let metrics = core.isTaskDelegate ? makeMetrics(final) : nil
+        let hasTaskDelegate = self.hasTaskDelegate
+        let metrics = hasTaskDelegate ? makeMetrics(final) : nil
         let taskResponse = final.response
         let reportedError: (any Error)? = error
 
@@ -69,11 +73,11 @@ extension SessionTask {
         // Metrics go only to a task delegate; without one, no delegate-queue work is made at all (the fast path of
         // the async conveniences).
         func appendMetrics(_ work: inout DelegateWork) {
-            guard let metrics, core.isTaskDelegate else {
+            guard let metrics, hasTaskDelegate else {
                 return
             }
             work.append { session in
-                guard let session, let delegate = core.taskDelegate else {
+                guard let session, let delegate = self.taskDelegate else {
                     return
                 }
                 delegate.urlSession(session, task: self, didFinishCollecting: metrics)
@@ -84,15 +88,24 @@ extension SessionTask {
         case .delegate:
             if let downloadedFile = downloaded, let downloadTask = self as? DownloadTask {
                 work.append { session in
-                    if let session, let delegate = core.delegate as? any SessionDownloadDelegate {
+                    if let session, let delegate = self.delegate(as: (any SessionDownloadDelegate).self) {
                         delegate.urlSession(session, downloadTask: downloadTask, didFinishDownloadingTo: downloadedFile)
                     }
                     try? FileManager.default.removeItem(at: downloadedFile)
                 }
             }
+            if error == nil, !final.chunks.isEmpty, let dataTask = self as? DataTask {
+                // `prefersIncrementalDelivery` false: the whole body, once.
+                let body = SessionTask.join(final.chunks)
+                work.append { session in
+                    if let session, let delegate = dataTask.delegate(as: (any SessionDataDelegate).self) {
+                        delegate.urlSession(session, dataTask: dataTask, didReceive: body)
+                    }
+                }
+            }
             appendMetrics(&work)
             work.append { session in
-                guard let session, let delegate = core.taskDelegate else {
+                guard let session, let delegate = self.taskDelegate else {
                     return
                 }
                 delegate.urlSession(session, task: self, didCompleteWithError: reportedError)
@@ -135,6 +148,10 @@ extension SessionTask {
                     try? FileManager.default.removeItem(at: downloadedFile)
                 }
             }
+        }
+        if final.hasOwnDelegate {
+            // Held until its last call has run.
+            work.append { _ in self.storage.withLock { $0.ownDelegate = nil } }
         }
         // The completion is in `work`, which the batch queues later: queue it now, so that the invalidation a
         // task on another loop thread may complete comes after it.

@@ -26,13 +26,13 @@ extension SessionTask {
     // MARK: Delayed start
 
     private func askDelayedStart(hop: Int, request: TaskRequest, work: inout DelegateWork) {
-        guard core.isTaskDelegate else {
+        guard hasTaskDelegate else {
             send(.delayedStartAnswered(hop: hop, .begin), work: &work)
             return
         }
         let once = OnceFlag()
-        work.append { [core] session in
-            guard let session, let delegate = core.taskDelegate else {
+        work.append { session in
+            guard let session, let delegate = self.taskDelegate else {
                 self.send(.delayedStartAnswered(hop: hop, .begin))
                 return
             }
@@ -54,13 +54,13 @@ extension SessionTask {
     // MARK: Redirects
 
     private func askRedirect(hop: Int, response: TaskResponse, proposed: TaskRequest, work: inout DelegateWork) {
-        guard core.isTaskDelegate, let httpResponse = response.httpResponse else {
+        guard hasTaskDelegate, let httpResponse = response.httpResponse else {
             send(.redirectAnswered(hop: hop, proposed), work: &work)
             return
         }
         let once = OnceFlag()
-        work.append { [core] session in
-            guard let session, let delegate = core.taskDelegate else {
+        work.append { session in
+            guard let session, let delegate = self.taskDelegate else {
                 self.send(.redirectAnswered(hop: hop, proposed))
                 return
             }
@@ -102,7 +102,7 @@ extension SessionTask {
                 authenticationMethod: challenge.offer.authenticationMethod
             )
         }
-        guard core.isTaskDelegate, let failureResponse = challenge.response.httpResponse else {
+        guard hasTaskDelegate, let failureResponse = challenge.response.httpResponse else {
             let answer = answer(.performDefaultHandling, nil, space: space, url: url)
             send(.challengeAnswered(hop: hop, answer), work: &work)
             return
@@ -116,8 +116,8 @@ extension SessionTask {
             sender: ChallengeSender.shared
         )
         let once = OnceFlag()
-        work.append { [core] session in
-            guard let session, let delegate = core.taskDelegate else {
+        work.append { session in
+            guard let session, let delegate = self.taskDelegate else {
                 let answer = self.answer(.performDefaultHandling, nil, space: space, url: url)
                 self.send(.challengeAnswered(hop: hop, answer))
                 return
@@ -177,8 +177,8 @@ extension SessionTask {
             return
         }
         let once = OnceFlag()
-        work.append { [core] session in
-            guard let session, let delegate = core.delegate as? any SessionDataDelegate else {
+        work.append { session in
+            guard let session, let delegate = dataTask.delegate(as: (any SessionDataDelegate).self) else {
                 self.send(.dispositionAnswered(hop: hop, .allow))
                 return
             }

@@ -39,8 +39,13 @@ extension SessionTask {
         )
         let once = OnceFlag()
         work.append { [core] session in
-            guard let session, let delegate = core.delegate else {
+            guard let session else {
                 self.send(.serverTrustAnswered(hop: hop, self.decide(trust, .performDefaultHandling, nil)))
+                return
+            }
+            guard let delegate = core.delegate else {
+                // A task's own delegate asked for the challenge (a session without a delegate).
+                self.askTaskDelegate(challenge, trust: trust, hop: hop, once: once, session: session)
                 return
             }
             delegate.urlSession(session, didReceive: challenge) { disposition, credential in
@@ -65,8 +70,10 @@ extension SessionTask {
         session: Session
     ) {
         var work = DelegateWork()
+        // A task's own delegate judges for its task only: the session does not stop asking for its sake.
+        let sessionDelegateAnswers = storage.withLock { $0.ownDelegate == nil }
         work.append { [core] _ in
-            guard let delegate = core.taskDelegate else {
+            guard let delegate = self.taskDelegate else {
                 core.serverTrust.withLock { $0.learn(delegateJudges: false) }
                 if once.claim() {
                     self.send(.serverTrustAnswered(hop: hop, self.decide(trust, .performDefaultHandling, nil)))
@@ -77,7 +84,7 @@ extension SessionTask {
                 guard once.claim() else {
                     return
                 }
-                if credential === ServerTrustDecisions.taskDefaultMarker {
+                if credential === ServerTrustDecisions.taskDefaultMarker, sessionDelegateAnswers {
                     core.serverTrust.withLock { $0.learn(delegateJudges: false) }
                 }
                 self.send(.serverTrustAnswered(hop: hop, self.decide(trust, disposition, credential)))

@@ -115,7 +115,7 @@ extension SessionTask {
             spec.proxy = proxies.proxy(for: url)
             spec.noProxy = proxies.exceptions
         }
-        spec.connection = core.connectionOptions(for: url)
+        spec.connection = core.connectionOptions(for: url, taskHasOwnDelegate: plan.hasOwnDelegate)
         spec.priority = Int32(plan.priority * 1000)
         spec.maximumBytesPerSecond = plan.maximumBytesPerSecond ?? 0
 
@@ -169,8 +169,8 @@ extension SessionTask {
             spec.askResponse = plan.resumeOffset > 0
         } else {
             spec.sink = .memory
-            spec.askResponse = sink.usesDelegateForBody && core.isDataDelegate
-            if sink.collectsBody, let limit = configuration.maximumCollectedBodyLength {
+            spec.askResponse = plan.holdsResponse
+            if plan.collectsBody, let limit = configuration.maximumCollectedBodyLength {
                 spec.maximumBodyLength = Int64(max(limit, 0))
             }
         }

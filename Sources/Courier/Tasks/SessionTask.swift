@@ -241,7 +241,13 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     func send(_ input: TaskInput, work: inout DelegateWork) {
         var actions = TaskActions()
         let now = Date()
-        storage.withLock { $0.apply(input, at: now, into: &actions) }
+        let figures = storage.withLock { machine in
+            machine.apply(input, at: now, into: &actions)
+            return machine.progressFigures
+        }
+        if let figures {
+            SessionTask.show(figures)
+        }
         if !actions.isEmpty {
             perform(actions, work: &work)
         }

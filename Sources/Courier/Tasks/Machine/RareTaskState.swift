@@ -49,6 +49,11 @@ struct RareTaskState: Sendable {
     var uploadResumption: UploadResumption?
     /// The task's span, when the session has a tracer (carried for the shell; the machine never reads it).
     var span: (any Span)?
+    /// ``SessionTask/delegate``, and ``SessionTask/progress`` once asked for (carried for the shell).
+    var ownDelegate: (any SessionTaskDelegate)?
+    var progress: Progress?
+    /// ``SessionTask/prefersIncrementalDelivery`` set to false.
+    var deliversWholeBody: Bool?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.

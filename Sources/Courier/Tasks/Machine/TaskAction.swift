@@ -66,6 +66,12 @@ struct HopPlan: Codable, Sendable, Equatable {
     var maximumBytesPerSecond: Int64?
     /// The conditional fields of a revalidation of a stored response (`If-None-Match`, `If-Modified-Since`).
     var conditions: [String: String] = [:]
+    /// The final response waits for a data delegate's disposition (``TaskMachine/Role/asksDisposition``).
+    var holdsResponse = false
+    /// The body is kept in memory for one delivery (``TaskMachine/Role/collectsBody``).
+    var collectsBody = false
+    /// The task has a delegate of its own (``SessionTask/delegate``).
+    var hasOwnDelegate = false
 }
 
 /// A response and the URL it answered.
@@ -156,6 +162,8 @@ enum TaskDelivery: Codable, Sendable, Equatable {
     case resumed(offset: Int64, expectedTotal: Int64)
     /// `taskIsWaitingForConnectivity`: once per task.
     case waitingForConnectivity
+    /// `didReceiveInformationalResponse`: a 1xx response other than 100 and 101, before the final one.
+    case informational(TaskResponse)
 }
 
 /// How a task ended.

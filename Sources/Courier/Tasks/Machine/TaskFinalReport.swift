@@ -23,6 +23,10 @@ struct TaskFinalReport: Sendable {
     var fileDigest: Checksum?
     var segmentMap: [DownloadSegment]?
     var span: (any Span)?
+    /// ``SessionTask/progress``, when someone asked for it.
+    var progress: Progress?
+    /// The task has a delegate of its own (``SessionTask/delegate``).
+    var hasOwnDelegate: Bool
 }
 
 extension TaskMachine {
@@ -44,7 +48,9 @@ extension TaskMachine {
             expectedChecksum: expectedChecksum,
             fileDigest: fileDigest,
             segmentMap: segmentMap,
-            span: span
+            span: span,
+            progress: progress,
+            hasOwnDelegate: ownDelegate != nil
         )
         bodyChunks = []
         resumeDataHandler = nil

@@ -65,6 +65,9 @@ extension TaskMachine {
             segmentMap = segments
         case .informational(let head):
             uploadOffered(head)
+            if let url = currentURL {
+                actions.append(.deliver(.informational(TaskResponse(url: url, head: head))))
+            }
         case .delayedStart:
             guard awaiting == nil, let request = currentRequest else {
                 return

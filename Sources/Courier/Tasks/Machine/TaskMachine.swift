@@ -231,6 +231,21 @@ struct TaskMachine: Sendable {
         get { rare[\.span] }
         set { rare[\.span] = newValue }
     }
+    /// ``SessionTask/delegate`` (kept here for the shell).
+    var ownDelegate: (any SessionTaskDelegate)? {
+        get { rare[\.ownDelegate] }
+        set { rare[\.ownDelegate] = newValue }
+    }
+    /// ``SessionTask/progress``, once someone asked for it (kept here for the shell).
+    var progress: Progress? {
+        get { rare[\.progress] }
+        set { rare[\.progress] = newValue }
+    }
+    /// ``SessionTask/prefersIncrementalDelivery`` is false: a data delegate gets the body in one `didReceive`.
+    var deliversWholeBody: Bool {
+        get { rare[\.deliversWholeBody] ?? false }
+        set { rare[\.deliversWholeBody] = newValue ? true : nil }
+    }
     /// ``DownloadTask/maximumSegments``.
     var maximumSegments: Int? {
         get { rare[\.maximumSegments] }
@@ -533,7 +548,10 @@ struct TaskMachine: Sendable {
                     resume: resumeOffset > 0 || resumeSource?.segments != nil ? resumeSource : nil,
                     bodyOffset: uploadResumption?.sendOffset ?? 0,
                     maximumBytesPerSecond: maximumBytesPerSecond,
-                    conditions: conditions
+                    conditions: conditions,
+                    holdsResponse: role.asksDisposition,
+                    collectsBody: role.collectsBody,
+                    hasOwnDelegate: ownDelegate != nil
                 )
             )
         )
