@@ -72,7 +72,24 @@ enum {
    * `expected_to_receive` is -1 for an encoded body (its decoded length is
    * unknown; the wire length is still checked against Content-Length).
    * Without it, nothing is decoded and no Accept-Encoding is added. */
-  CR_FLAG_DECODE = 1u << 5
+  CR_FLAG_DECODE = 1u << 5,
+  /* The request body comes from cr_transfer_supply(), as the caller has it;
+   * cr_request_t.streamed_body_length is its length, or -1 when unknown
+   * (HTTP/1.1 then sends it chunked; HTTP/2 in DATA frames). The body's
+   * bytes are read once: a transfer that would have to send them again
+   * (curl answering an authentication challenge itself) fails with
+   * CR_ERR_BODY_NOT_REWOUND. */
+  CR_FLAG_STREAMED_BODY = 1u << 6,
+  /* An HTTP/1.1 Upgrade (WebSocket, RFC 6455 §4): give it the Upgrade and
+   * Connection fields. A 101 is then the final response (RESPONSE, status
+   * 101), the DATA that follows is the new protocol's bytes from the server,
+   * and the supplied body (CR_FLAG_STREAMED_BODY, implied) goes out as it
+   * is after the head, with no length and no chunk framing. No idle timeout
+   * applies after the 101; the transfer ends when cancelled, on a
+   * connection error, or when the server closes the connection (COMPLETE,
+   * CR_ERR_CONNECTION_LOST). Any other final response ends the body at
+   * once and completes as usual. Never multiplexed or reused. */
+  CR_FLAG_UPGRADE = 1u << 7
 };
 
 typedef enum {
@@ -219,6 +236,7 @@ typedef struct {
   int64_t body_fd_length;       /* bytes to send from body_fd_offset     */
   int64_t body_fd_offset;       /* where in body_fd they start (a resumed
                                    upload's rest)                         */
+  int64_t streamed_body_length; /* CR_FLAG_STREAMED_BODY: -1 unknown     */
   cr_sink_t sink;
   int sink_fd;                  /* CR_SINK_FILE: written with pwrite     */
   /* > 0: ask for bytes from this offset ("Range: bytes=N-"). A 206 whose
@@ -446,6 +464,15 @@ void cr_transfer_pause(cr_engine_t* engine, uint64_t transfer);  /* no bytes flo
 void cr_transfer_resume(cr_engine_t* engine, uint64_t transfer);
 void cr_transfer_decide(cr_engine_t* engine, uint64_t transfer,
                         cr_decision_t decision, int fd);
+/* More of a CR_FLAG_STREAMED_BODY transfer's body: `length` bytes (copied;
+ * 0 is allowed), then the end when `end` is nonzero. The bytes go out in
+ * the order supplied, as curl asks for them; the transfer's `sent` (in its
+ * PROGRESS events) counts what curl took, so a caller keeps its memory
+ * bounded by supplying while supplied − sent is below a window. Returns 0,
+ * or -1 (nothing queued) for a bad engine or id or when out of memory;
+ * bytes for a transfer that ended are dropped. Any thread. */
+int cr_transfer_supply(cr_engine_t* engine, uint64_t transfer,
+                       const void* bytes, size_t length, int end);
 
 /* Counters for tests and diagnostics. */
 typedef struct {

@@ -235,6 +235,34 @@ void cr_transfer_decide(cr_engine_t* engine, uint64_t transfer,
        decision == CR_DECIDE_TO_FILE ? fd : -1);
 }
 
+int cr_transfer_supply(cr_engine_t* engine, uint64_t transfer,
+                       const void* bytes, size_t length, int end) {
+  cr_command_t cmd;
+  cr_supply_t* supply;
+  int index = (int)(transfer & 0xff);
+  if (!engine_valid(engine) || transfer == 0 || index >= engine->loop_count ||
+      atomic_load(&engine->destroyed) || (bytes == NULL && length > 0))
+    return -1;
+  supply = cr__malloc(sizeof(*supply) + length);
+  if (supply == NULL)
+    return -1;
+  supply->next = NULL;
+  supply->length = length;
+  supply->end = end != 0;
+  if (length > 0)
+    memcpy(supply->bytes, bytes, length);
+  memset(&cmd, 0, sizeof(cmd));
+  cmd.kind = CR_CMD_SUPPLY;
+  cmd.transfer_id = transfer;
+  cmd.fd = -1;
+  cmd.supply = supply;
+  if (cr__loop_post(&engine->loops[index], &cmd) != 0) {
+    free(supply);
+    return -1;
+  }
+  return 0;
+}
+
 void cr_engine_stats(cr_engine_t* engine, cr_engine_stats_t* stats) {
   if (stats == NULL)
     return;

@@ -250,6 +250,12 @@ struct cr_transfer_s {
   char* proxy_password;
   cr_auth_t proxy_auth;
   cr_connection_t* connection; /* one allocation (connection.c); NULL: none */
+  /* CR_FLAG_STREAMED_BODY: the supplied bytes curl has not read yet, oldest
+   * first (read_supplied), and how far into the head it has read. */
+  struct cr_supply_s* supply_head;
+  struct cr_supply_s* supply_tail;
+  size_t supply_read;
+  int64_t streamed_body_length;
   int priority_level;
   int64_t max_receive_speed;
   int64_t max_send_speed;
@@ -281,6 +287,10 @@ struct cr_transfer_s {
   unsigned discard_body : 1;  /* body of a response that must not be kept   */
   unsigned progress_dirty : 1;
   unsigned in_dirty_list : 1;
+  unsigned supply_ended : 1;  /* the last of the streamed body is supplied  */
+  unsigned supply_waiting : 1; /* curl's read paused for want of bytes      */
+  unsigned upgraded : 1;      /* CR_FLAG_UPGRADE: the 101 arrived           */
+  unsigned peer_closed : 1;   /* upgraded, and the server closed its side   */
   int status;
 
   /* Counters, read by every event (also of a transfer that never ran). */
@@ -316,8 +326,17 @@ typedef enum {
   CR_CMD_CANCEL,
   CR_CMD_PAUSE,
   CR_CMD_RESUME,
-  CR_CMD_DECIDE
+  CR_CMD_DECIDE,
+  CR_CMD_SUPPLY
 } cr_command_kind_t;
+
+/* Bytes of a streamed body (cr_transfer_supply), in one allocation. */
+typedef struct cr_supply_s {
+  struct cr_supply_s* next;
+  size_t length;
+  int end;
+  char bytes[];
+} cr_supply_t;
 
 typedef struct {
   cr_command_kind_t kind;
@@ -325,6 +344,7 @@ typedef struct {
   cr_transfer_t* transfer;     /* SUBMIT */
   cr_decision_t decision;      /* DECIDE */
   int fd;                      /* DECIDE */
+  cr_supply_t* supply;         /* SUPPLY: passes to the transfer, or is freed */
 } cr_command_t;
 
 /* Commands that wait, in order, when the vector cannot grow. */
@@ -543,6 +563,8 @@ const char* cr__error_text(cr_error_t error);
 
 /* Applies one command taken from the loop's queue. */
 void cr__apply_command(cr_loop_t* loop, cr_command_t* cmd);
+/* A streamed body's transfer waiting for bytes gets curl reading again. */
+void cr__supply_wake(cr_transfer_t* t);
 /* Moves queued transfers into curl while the loop has room. */
 void cr__admit(cr_loop_t* loop);
 /* Finishes every transfer curl reports done, then admits. */

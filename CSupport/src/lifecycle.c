@@ -189,6 +189,20 @@ static void apply_pause(cr_transfer_t* t) {
     finish_active(t, rc, CR_OK);
 }
 
+/* Outside curl's callbacks only: lets curl read a streamed body again,
+ * once there are bytes (or its end) for it. May finish t. */
+void cr__supply_wake(cr_transfer_t* t) {
+  CURLcode rc;
+  if (t->state != CR_TRANSFER_ACTIVE || !t->supply_waiting || t->user_paused)
+    return;
+  t->supply_waiting = 0;
+  /* Receiving stays paused if it was (the disk, a hold, a rate limit). */
+  rc = curl_easy_pause(t->easy, t->curl_paused ? CURLPAUSE_RECV : CURLPAUSE_CONT);
+  cr__kick(t->loop);
+  if (rc != CURLE_OK)
+    finish_active(t, rc, CR_OK);
+}
+
 /* Lets transfers paused for the disk receive again, while the loop's
  * writer has room: a transfer once half its own chunks are written. */
 static void resume_disk_paused(cr_loop_t* loop) {
@@ -459,7 +473,7 @@ void cr__admit(cr_loop_t* loop) {
     set_state(t, CR_TRANSFER_ACTIVE);
     loop->active_count++;
     atomic_fetch_add(&loop->stat_active, 1);
-    if (t->idle_timeout_ms > 0 && !loop->sweeping) {
+    if ((t->idle_timeout_ms > 0 || (t->flags & CR_FLAG_UPGRADE)) && !loop->sweeping) {
       loop->sweeping = 1;
       uv_timer_start(&loop->sweep, on_sweep, CR_SWEEP_INTERVAL_MS,
                      CR_SWEEP_INTERVAL_MS);
@@ -522,6 +536,20 @@ static void on_sweep(uv_timer_t* timer) {
   cr_transfer_t* t = loop->active_head;
   while (t) {
     cr_transfer_t* next = t->list_next;
+    if (t->flags & CR_FLAG_UPGRADE) {
+      any = 1;
+      if (t->peer_closed) {
+        /* The server closed an upgraded connection (sockets.c saw curl stop
+         * reading it while its body waited): curl itself would wait for the
+         * body forever. */
+        t->error = CR_ERR_CONNECTION_LOST;
+        free(t->message);
+        t->message = cr__strdup("the server closed the connection");
+        finish_active(t, CURLE_OK, CR_OK);
+        t = next;
+        continue;
+      }
+    }
     if (t->idle_timeout_ms > 0) {
       any = 1;
       if (!t->user_paused && !t->held && !t->disk_paused && !t->rate_paused &&
@@ -569,8 +597,10 @@ void cr__apply_command(cr_loop_t* loop, cr_command_t* cmd) {
       close(cmd->fd);
     return;
   }
-  if (t == NULL)
+  if (t == NULL) {
+    free(cmd->supply); /* bytes for a transfer that ended */
     return;
+  }
   switch (cmd->kind) {
     case CR_CMD_CANCEL:
       if (t->state == CR_TRANSFER_QUEUED) {
@@ -608,6 +638,19 @@ void cr__apply_command(cr_loop_t* loop, cr_command_t* cmd) {
       } else {
         apply_pause(t);
       }
+      break;
+    case CR_CMD_SUPPLY:
+      if (!(t->flags & CR_FLAG_STREAMED_BODY) || t->supply_ended ||
+          (t->supply_tail && t->supply_tail->end)) {
+        free(cmd->supply);
+        break;
+      }
+      if (t->supply_tail)
+        t->supply_tail->next = cmd->supply;
+      else
+        t->supply_head = cmd->supply;
+      t->supply_tail = cmd->supply;
+      cr__supply_wake(t);
       break;
     case CR_CMD_DECIDE:
       if (cmd->decision == CR_DECIDE_CANCEL) {

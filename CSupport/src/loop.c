@@ -40,6 +40,7 @@ static void discard_command(cr_command_t* cmd) {
     cr__transfer_free(cmd->transfer);
   else if (cmd->fd >= 0)
     close(cmd->fd);
+  free(cmd->supply);
 }
 
 /* Every wake-up: finished disk writes, then the commands, then admission. */

@@ -114,6 +114,18 @@ static void on_poll(uv_poll_t* handle, int status, int events) {
   }
 }
 
+/* An upgraded transfer (CR_FLAG_UPGRADE after its 101) waits for its body
+ * with its reading neither paused nor done: when curl stops watching its
+ * socket then, it read the end of the connection. curl would keep it open
+ * for the body; the sweep ends it (lifecycle.c). */
+static void note_upgraded_close(CURL* easy) {
+  cr_transfer_t* t = NULL;
+  if (easy == NULL || curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char**)&t) != CURLE_OK || t == NULL)
+    return;
+  if (t->upgraded && t->supply_waiting && !t->curl_paused && t->state == CR_TRANSFER_ACTIVE)
+    t->peer_closed = 1;
+}
+
 static int on_curl_socket(CURL* easy, curl_socket_t fd, int what, void* user,
                           void* socket_context) {
   cr_loop_t* loop = user;
@@ -121,6 +133,7 @@ static int on_curl_socket(CURL* easy, curl_socket_t fd, int what, void* user,
   int events = 0;
 
   if (what == CURL_POLL_REMOVE) {
+    note_upgraded_close(easy);
     /* Stop watching but keep the handle: curl announces the socket again
      * when a paused transfer resumes (downloads waiting for the disk do so
      * many times a second) or a cached connection is reused, and a new

@@ -105,6 +105,12 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     text_size += sizeof("Expect:");
     header_count++;
   }
+  /* An upgrade's body goes out raw: no Content-Length for curl to add. */
+  int upgrade = (request->flags & CR_FLAG_UPGRADE) != 0;
+  if (upgrade) {
+    text_size += sizeof("Content-Length:");
+    header_count++;
+  }
   t = cr__calloc(1, sizeof(*t) + url_size + method_size + text_size);
   if (t == NULL) {
     *error = CR_ERR_INTERNAL;
@@ -129,8 +135,12 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
     memcpy(cursor, line, size);
     cursor += size;
   }
-  if (!has_expect)
+  if (!has_expect) {
     memcpy(cursor, "Expect:", sizeof("Expect:"));
+    cursor += sizeof("Expect:");
+  }
+  if (upgrade)
+    memcpy(cursor, "Content-Length:", sizeof("Content-Length:"));
   if (borrows_body) {
     t->body_length = (size_t)request->borrowed_body.length;
   } else if (request->body && request->body_length > 0) {
@@ -146,7 +156,9 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
   t->digest = request->sink == CR_SINK_FILE ? request->digest : CR_DIGEST_NONE;
   t->resume_offset = request->resume_offset > 0 ? request->resume_offset : 0;
   t->range_length = request->range_length > 0 ? request->range_length : 0;
-  t->flags = request->flags;
+  t->flags = request->flags | (upgrade ? CR_FLAG_STREAMED_BODY : 0);
+  t->streamed_body_length =
+      upgrade || request->streamed_body_length < 0 ? -1 : request->streamed_body_length;
   t->max_receive_speed = request->max_receive_speed > 0 ? request->max_receive_speed : 0;
   t->max_send_speed = request->max_send_speed > 0 ? request->max_send_speed : 0;
   t->max_body = request->max_body > 0 ? request->max_body : 0;
@@ -189,6 +201,8 @@ cr_transfer_t* cr__transfer_create(const cr_request_t* request,
                             : (int64_t)t->body_length;
   if (!(request->body_fd >= 0 || t->body_length > 0))
     t->expected_to_send = -1;
+  if (t->flags & CR_FLAG_STREAMED_BODY)
+    t->expected_to_send = t->streamed_body_length;
   t->submitted_us = cr__now_us();
   /* Ownership of the descriptors and the borrowed body passes last: nothing
    * can fail after. */
@@ -240,6 +254,11 @@ void cr__transfer_free(cr_transfer_t* t) {
     close(t->sink_fd);
   curl_slist_free_all(t->headers);
   free(t->body);
+  while (t->supply_head) {
+    cr_supply_t* next = t->supply_head->next;
+    free(t->supply_head);
+    t->supply_head = next;
+  }
   cr__transfer_release_borrowed(t);
   free(t->username);
   free(t->password);
@@ -495,7 +514,14 @@ static size_t on_header_line(cr_transfer_t* t, char* data, size_t length) {
   } else if (length <= 2 && (data[0] == '\r' || data[0] == '\n')) {
     if ((kept = append_header(t, data, length)) != 0)
       return header_not_kept(t, kept);
-    if (t->status >= 200) {
+    if (t->status == 101 && (t->flags & CR_FLAG_UPGRADE)) {
+      /* Switched: the rest is the new protocol's, with no timeout of ours. */
+      if (finish_headers(t) <= 0)
+        return 0;
+      t->upgraded = 1;
+      t->idle_timeout_ms = 0;
+      cr__emit_response(t);
+    } else if (t->status >= 200) {
       int outcome = finish_headers(t);
       if (outcome <= 0)
         return 0; /* curl fails with CURLE_WRITE_ERROR; t->error says why */
@@ -780,6 +806,31 @@ static size_t on_write(char* data, size_t size, size_t count, void* context) {
   return take_body(t, data, length, 1);
 }
 
+/* Copies up to `room` supplied bytes of a streamed body into buffer,
+ * freeing what is read; notes the end once the last is read. */
+static size_t read_supplied(cr_transfer_t* t, char* buffer, size_t room) {
+  size_t n = 0;
+  while (n < room && t->supply_head) {
+    cr_supply_t* head = t->supply_head;
+    size_t take = head->length - t->supply_read;
+    if (take > room - n)
+      take = room - n;
+    memcpy(buffer + n, head->bytes + t->supply_read, take);
+    n += take;
+    t->supply_read += take;
+    if (t->supply_read == head->length) {
+      if (head->end)
+        t->supply_ended = 1;
+      t->supply_head = head->next;
+      if (t->supply_head == NULL)
+        t->supply_tail = NULL;
+      t->supply_read = 0;
+      free(head);
+    }
+  }
+  return n;
+}
+
 static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
   cr_transfer_t* t = context;
   size_t room = size * count;
@@ -792,7 +843,15 @@ static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
     t->curl_paused = 1;
     return CURL_READFUNC_PAUSE;
   }
-  if (t->body_fd >= 0) {
+  if (t->flags & CR_FLAG_STREAMED_BODY) {
+    n = read_supplied(t, buffer, room);
+    if (n == 0 && !t->supply_ended) {
+      /* Nothing yet: curl asks again once cr_transfer_supply() brings some
+       * (cr__supply_wake). */
+      t->supply_waiting = 1;
+      return CURL_READFUNC_PAUSE;
+    }
+  } else if (t->body_fd >= 0) {
     int64_t left = t->body_fd_length - t->run->body_fd_position;
     ssize_t got;
     if (left <= 0)
@@ -827,11 +886,14 @@ static size_t on_read(char* buffer, size_t size, size_t count, void* context) {
   return n;
 }
 
-/* Lets curl rewind an upload body, e.g. after an auth round trip. */
+/* Lets curl rewind an upload body, e.g. after an auth round trip. A
+ * streamed body only to where it is: its bytes are gone once read. */
 static int on_seek(void* context, curl_off_t offset, int origin) {
   cr_transfer_t* t = context;
   if (origin != SEEK_SET || offset < 0)
     return CURL_SEEKFUNC_CANTSEEK;
+  if (t->flags & CR_FLAG_STREAMED_BODY)
+    return offset == t->sent ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK;
   if (t->body_fd >= 0) {
     if (offset > t->body_fd_length)
       return CURL_SEEKFUNC_FAIL;
@@ -884,7 +946,8 @@ int cr__transfer_offers_http2(const cr_transfer_t* t) {
 
 cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   struct cr_engine_s* engine = t->loop->engine;
-  int has_body = t->body_fd >= 0 || t->body_length > 0;
+  int has_body = t->body_fd >= 0 || t->body_length > 0 || (t->flags & CR_FLAG_STREAMED_BODY);
+  int upgrade = (t->flags & CR_FLAG_UPGRADE) != 0;
 
   t->easy = easy;
   if (t->run == NULL) {
@@ -928,7 +991,12 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   SET(CURLOPT_OPENSOCKETFUNCTION, cr__open_socket);
   SET(CURLOPT_CLOSESOCKETFUNCTION, cr__close_socket);
   SET(CURLOPT_CLOSESOCKETDATA, t->loop);
-  if (cr__transfer_offers_http2(t)) {
+  if (upgrade) {
+    /* Its own connection, which nothing reuses after. */
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    SET(CURLOPT_FRESH_CONNECT, 1L);
+    SET(CURLOPT_FORBID_REUSE, 1L);
+  } else if (cr__transfer_offers_http2(t)) {
     /* Only over TLS: a plain-http transfer waiting to multiplex would wait
      * for a connection that never can (and h2c is broken in 7.88.1). */
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -968,6 +1036,9 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
   }
   if (has_body) {
     int64_t body_size = t->body_fd >= 0 ? t->body_fd_length : (int64_t)t->body_length;
+    if (t->flags & CR_FLAG_STREAMED_BODY)
+      /* An upgrade's body never ends for curl (and no length goes out). */
+      body_size = upgrade ? INT64_MAX : t->streamed_body_length;
     SET(CURLOPT_UPLOAD, 1L);
     SET(CURLOPT_READFUNCTION, on_read);
     SET(CURLOPT_READDATA, t);
@@ -976,10 +1047,10 @@ cr_error_t cr__transfer_setup_easy(cr_transfer_t* t, CURL* easy) {
     SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_size);
     /* curl reads an upload body 64 KiB at a time by default, one send() and one loop turn each; large bodies
      * go out in fewer, larger writes (measured in Benchmarks/, W5). */
-    if (body_size > CR_UPLOAD_BUFFER_DEFAULT)
+    if (body_size > CR_UPLOAD_BUFFER_DEFAULT && !(t->flags & CR_FLAG_STREAMED_BODY))
       SET(CURLOPT_UPLOAD_BUFFERSIZE, (long)(body_size < CR_UPLOAD_BUFFER_SIZE ? body_size : CR_UPLOAD_BUFFER_SIZE));
   }
-  if (strcmp(t->method, "GET") != 0 && strcmp(t->method, "HEAD") != 0 &&
+  if ((strcmp(t->method, "GET") != 0 || has_body) && strcmp(t->method, "HEAD") != 0 &&
       !(has_body && strcmp(t->method, "PUT") == 0))
     SET(CURLOPT_CUSTOMREQUEST, t->method);
   if (t->range_length > 0) {

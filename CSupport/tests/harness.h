@@ -302,6 +302,9 @@ static inline void recorder_on_events(void* context, const cr_event_t* events,
         break;
       case CR_EVENT_PROGRESS:
         break;
+      case CR_EVENT_INFORMATIONAL:
+        free(e->headers);
+        break;
       case CR_EVENT_COMPLETE:
         record->completes++;
         record->error = e->error;

@@ -293,6 +293,57 @@ int main(int argc, char** argv) {
   printf("uploads: 3000000 and 2000000 bytes arrived; the borrowed body released once each, "
          "also when cancelled\n");
 
+  /* Streamed bodies (cr_transfer_supply): chunked when the length is
+   * unknown, with a length when it is known; supplied in pieces, an empty
+   * one among them. */
+  for (int known = 0; known <= 1; known++) {
+    uint64_t id;
+    snprintf(url, sizeof(url), "%s/upload", base);
+    r = request(url);
+    r.method = "PUT";
+    r.flags |= CR_FLAG_STREAMED_BODY;
+    r.streamed_body_length = known ? 1500000 : -1;
+    tag = recorder_add(&recorder, ANSWER_ALLOW, -1);
+    r.tag = tag;
+    id = cr_engine_submit(engine, &r, NULL);
+    CHECK(id != 0, "streamed submit refused");
+    submitted++;
+    for (size_t offset = 0; offset < 1500000; offset += 300000) {
+      CHECK(cr_transfer_supply(engine, id, upload + offset, 300000, 0) == 0, "supply refused");
+      if (offset == 600000)
+        CHECK(cr_transfer_supply(engine, id, NULL, 0, 0) == 0, "empty supply refused");
+    }
+    CHECK(cr_transfer_supply(engine, id, NULL, 0, 1) == 0, "end refused");
+    record = ended(tag, CR_OK);
+    body_is_text(record, "1500000");
+    CHECK(cr_transfer_supply(engine, id, upload, 10, 1) == 0, "supply after the end refused");
+  }
+  printf("streamed: 1500000 bytes supplied in pieces arrived, chunked and with a length\n");
+
+  /* An upgrade: the 101 is final, the supplied bytes go out raw after the
+   * head and the server's bytes come back as the body, until the server
+   * closes the connection. */
+  {
+    const char* fields[] = {"Upgrade: echo", "Connection: Upgrade"};
+    uint64_t id;
+    snprintf(url, sizeof(url), "%s/upgrade", base);
+    r = request(url);
+    r.headers = fields;
+    r.header_count = 2;
+    r.flags |= CR_FLAG_UPGRADE;
+    tag = recorder_add(&recorder, ANSWER_ALLOW, -1);
+    r.tag = tag;
+    id = cr_engine_submit(engine, &r, NULL);
+    CHECK(id != 0, "upgrade submit refused");
+    submitted++;
+    CHECK(cr_transfer_supply(engine, id, "hello ", 6, 0) == 0, "supply refused");
+    CHECK(cr_transfer_supply(engine, id, "close", 5, 0) == 0, "supply refused");
+    record = ended(tag, CR_ERR_CONNECTION_LOST);
+    CHECK(record->status == 101, "upgrade: status %d", record->status);
+    body_is_text(record, "hello close");
+  }
+  printf("upgrade: 101 final, raw bytes both ways, the server's close ends it\n");
+
   /* Held redirects with no body (decided out of curl), and gzip decoded. */
   snprintf(url, sizeof(url), "%s/redirect-empty", base);
   r = request(url);

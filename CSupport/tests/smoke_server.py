@@ -12,7 +12,9 @@ once it listens. Ends on SIGTERM.
   GET  /digest              401 with a Digest challenge and the body "unauthorized" until a request carries a
                             Digest Authorization (not verified), then 200 with the body "ok"
   GET  /stall               200 with Content-Length 10, then nothing for 3 s
-  PUT  /upload (any path)   answers with the decimal number of body bytes received
+  PUT  /upload (any path)   answers with the decimal number of body bytes received (Content-Length or chunked)
+  GET  /upgrade             with "Upgrade: echo": 101, then echoes the bytes it receives until they contain
+                            b"close", then closes the connection
 """
 import argparse
 import gzip
@@ -89,6 +91,21 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send_header('Content-Length', str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+        elif parts[1] == 'upgrade' and self.headers.get('Upgrade') == 'echo':
+            self.send_response(101)
+            self.send_header('Upgrade', 'echo')
+            self.send_header('Connection', 'Upgrade')
+            self.end_headers()
+            self.wfile.flush()
+            seen = b''
+            while b'close' not in seen:
+                chunk = self.rfile.read1(65536)
+                if not chunk:
+                    break
+                seen += chunk
+                self.wfile.write(chunk)
+                self.wfile.flush()
+            self.close_connection = True
         elif parts[1] == 'stall':
             self.send_response(200)
             self.send_header('Content-Length', '10')
@@ -101,8 +118,17 @@ class H(http.server.BaseHTTPRequestHandler):
             self.end_headers()
 
     def do_PUT(self):
-        n = int(self.headers.get('Content-Length'))
-        d = self.rfile.read(n)
+        if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
+            d = b''
+            while True:
+                size = int(self.rfile.readline().split(b';')[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                d += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            d = self.rfile.read(int(self.headers.get('Content-Length')))
         b = str(len(d)).encode()
         self.send_response(200)
         self.send_header('Content-Length', str(len(b)))
