@@ -8,8 +8,10 @@ public import OpenAPIRuntime
 ///
 /// Each operation is one task of the session, on Courier's swift-http-types path: redirects, cookies,
 /// authentication challenges, proxies, the URL cache, bandwidth limits, metrics and spans all apply as to any task. A
-/// request body is collected before it is sent (an upload task); the response body streams as it arrives, and
-/// cancelling the calling Swift task cancels the transfer. Failures throw ``CourierError``.
+/// request body streams as it is sent (at most 1 MiB of it read ahead of the network; with its `Content-Length` when
+/// `HTTPBody` knows it, else chunked on HTTP/1.1), and so does the response body as it arrives; cancelling the
+/// calling Swift task cancels the transfer. A request body is read once: a redirect that would resend it (307, 308)
+/// fails. Failures throw ``CourierError``.
 public struct CourierTransport: ClientTransport {
     /// The session the operations run in.
     public let session: Session
@@ -26,12 +28,17 @@ public struct CourierTransport: ClientTransport {
         operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let absolute = try Self.resolve(request, against: baseURL)
+        let (bytes, response): (AsyncBytes, HTTPResponse)
         if let body {
-            let bytes = try await [UInt8](collecting: body, upTo: .max)
-            let (data, response) = try await session.upload(for: absolute, from: Data(bytes))
-            return (response, HTTPBody(data))
+            let length: Int64? =
+                switch body.length {
+                case .known(let count): count
+                case .unknown: nil
+                }
+            (bytes, response) = try await session.bytes(for: absolute, body: body, length: length)
+        } else {
+            (bytes, response) = try await session.bytes(for: absolute)
         }
-        let (bytes, response) = try await session.bytes(for: absolute)
         let length: HTTPBody.Length =
             if response.headerFields[.contentEncoding] == nil,
                 let value = response.headerFields[.contentLength], let count = Int64(value)

@@ -17,7 +17,12 @@ extension Session {
         delegate: (any SessionTaskDelegate)? = nil
     ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
-            self.makeDataTask(TaskRequest(request), sink: sink, delegate: delegate)
+            self.makeDataTask(
+                TaskRequest(request),
+                sink: sink,
+                body: Session.streamedBody(of: request),
+                delegate: delegate
+            )
         })
     }
 
@@ -89,7 +94,9 @@ extension Session {
         for request: URLRequest,
         delegate: (any SessionTaskDelegate)? = nil
     ) async throws -> (AsyncBytes, URLResponse) {
-        try withURLResponse(await runBytesTask(TaskRequest(request), delegate: delegate))
+        try withURLResponse(
+            await runBytesTask(TaskRequest(request), body: Session.streamedBody(of: request), delegate: delegate)
+        )
     }
 
     public func bytes(
@@ -167,10 +174,11 @@ extension Session {
 
     func runBytesTask(
         _ request: TaskRequest,
+        body: UploadBody? = nil,
         delegate: (any SessionTaskDelegate)? = nil
     ) async throws -> (AsyncBytes, TaskResponse) {
         let stream = ByteStream()
-        let task = makeDataTask(request, sink: .stream(stream), delegate: delegate)
+        let task = makeDataTask(request, sink: .stream(stream), body: body, delegate: delegate)
         stream.setDrainedHandler { [weak task] in
             task?.setBackpressure(paused: false)
         }

@@ -355,6 +355,11 @@ final class DaemonBackend: TransferBackend {
         command(.resume, transfer)
     }
 
+    /// courierd reads every body from a file: a background task never has a streamed one (the task refuses it).
+    func supply(_ transfer: UInt64, _ bytes: Data, end: Bool) -> Bool {
+        false
+    }
+
     /// Background transfers never hold a response; the one thing courierd waits for is the answer to a delayed
     /// task's `delayedStart`.
     func decide(_ transfer: UInt64, _ decision: TransferDecision) -> CourierError? {

@@ -113,6 +113,11 @@ final class SegmentingBackend: TransferBackend, @unchecked Sendable {
         inner.decide(transfer, decision)
     }
 
+    /// Only downloads are segmented: a streamed body's transfer is the engine's own.
+    func supply(_ transfer: UInt64, _ bytes: Data, end: Bool) -> Bool {
+        inner.supply(transfer, bytes, end: end)
+    }
+
     /// The engine transfers of logical handle `transfer` (itself, for a transfer that is not segmented).
     private func transfers(of transfer: UInt64) -> [UInt64] {
         state.withLock { state in

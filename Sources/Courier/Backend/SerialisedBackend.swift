@@ -37,6 +37,10 @@ final class SerialisedBackend: TransferBackend {
         inner.resume(transfer)
     }
 
+    func supply(_ transfer: UInt64, _ bytes: Data, end: Bool) -> Bool {
+        inner.supply(transfer, bytes, end: end)
+    }
+
     @discardableResult
     func decide(_ transfer: UInt64, _ decision: TransferDecision) -> CourierError? {
         do throws(CourierError) {

@@ -35,6 +35,10 @@ protocol TransferBackend: AnyObject, Sendable {
     /// `.toFile` cannot be opened); the transfer is then cancelled.
     @discardableResult
     func decide(_ transfer: UInt64, _ decision: TransferDecision) -> CourierError?
+    /// More of a `.streamed` body (``TransferSpec/Body/streamed(length:)``), in order, then its end: false when the
+    /// backend cannot take it (a backend without streamed bodies, or out of memory). The transfer's `sent` counts
+    /// what went out of it.
+    func supply(_ transfer: UInt64, _ bytes: Data, end: Bool) -> Bool
 }
 
 /// Receives a backend's event batches.

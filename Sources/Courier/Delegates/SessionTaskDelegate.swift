@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -58,6 +58,28 @@ public protocol SessionTaskDelegate: SessionDelegate {
     /// The task found no network and waits for one (the session's `waitsForConnectivity`): called at most once per
     /// task, before it begins again when a route returns. Default: nothing.
     func urlSession(_ session: Session, taskIsWaitingForConnectivity task: SessionTask)
+
+    /// The task's streamed body is needed: for the first exchange of a task made with
+    /// `uploadTask(withStreamedRequest:)`, and for every later exchange that sends the body again (a 307 or 308
+    /// redirect, an authentication retry) of such a task or of one whose request had an `httpBodyStream` (a stream is
+    /// read once). Call `completionHandler` once, from any thread, with a new stream of the whole body (Courier opens
+    /// and closes it, and reads it on a thread of its own), or nil to fail the task with `requestBodyStreamExhausted`.
+    /// Default: nil.
+    func urlSession(
+        _ session: Session,
+        task: SessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+    )
+
+    /// As ``urlSession(_:task:needNewBodyStream:)``, for a resumable upload that goes on from `offset` after a cut
+    /// (iOS 17): the stream must start at that byte of the body. Default: nil (the task fails with
+    /// `requestBodyStreamExhausted`).
+    func urlSession(
+        _ session: Session,
+        task: SessionTask,
+        needNewBodyStreamFrom offset: Int64,
+        completionHandler: @escaping @Sendable (InputStream?) -> Void
+    )
 
     /// Upload progress, coalesced: zero or more times, `totalBytesSent` never decreasing within one request.
     func urlSession(
@@ -166,6 +188,31 @@ extension SessionTaskDelegate {
     public func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
         passedOn(task, in: session, as: (any SessionTaskDelegate).self)?
             .urlSession(session, task: task, didCompleteWithError: error)
+    }
+
+    public func urlSession(
+        _ session: Session,
+        task: SessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+    ) {
+        guard let next = passedOn(task, in: session, as: (any SessionTaskDelegate).self) else {
+            completionHandler(nil)
+            return
+        }
+        next.urlSession(session, task: task, needNewBodyStream: completionHandler)
+    }
+
+    public func urlSession(
+        _ session: Session,
+        task: SessionTask,
+        needNewBodyStreamFrom offset: Int64,
+        completionHandler: @escaping @Sendable (InputStream?) -> Void
+    ) {
+        guard let next = passedOn(task, in: session, as: (any SessionTaskDelegate).self) else {
+            completionHandler(nil)
+            return
+        }
+        next.urlSession(session, task: task, needNewBodyStreamFrom: offset, completionHandler: completionHandler)
     }
 
     public func urlSession(_ session: Session, didCreateTask task: SessionTask) {

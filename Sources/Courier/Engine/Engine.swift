@@ -178,6 +178,12 @@ extension Engine: TransferBackend {
         cr_transfer_resume(pointer, transfer)
     }
 
+    func supply(_ transfer: UInt64, _ bytes: Data, end: Bool) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            cr_transfer_supply(pointer, transfer, buffer.baseAddress, buffer.count, end ? 1 : 0) == 0
+        }
+    }
+
     @discardableResult
     func decide(_ transfer: UInt64, _ decision: TransferDecision) -> CourierError? {
         switch decision {
@@ -238,6 +244,9 @@ extension Engine {
         request.body_fd = bodyDescriptor
         request.body_fd_length = bodyLength
         request.body_fd_offset = spec.bodyOffset
+        if case .streamed(let length) = spec.body {
+            request.streamed_body_length = length ?? -1
+        }
         switch spec.sink {
         case .memory:
             request.sink = CR_SINK_MEMORY
@@ -390,6 +399,8 @@ extension Engine {
         if spec.noBody { flags |= UInt32(CR_FLAG_NO_BODY) }
         if spec.decodesContent { flags |= UInt32(CR_FLAG_DECODE) }
         if spec.http2 { flags |= UInt32(CR_FLAG_HTTP2) }
+        if case .streamed = spec.body { flags |= UInt32(CR_FLAG_STREAMED_BODY) }
+        if spec.upgrade { flags |= UInt32(CR_FLAG_UPGRADE) }
         return flags
     }
 }

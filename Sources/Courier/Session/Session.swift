@@ -72,7 +72,7 @@ public final class Session: Sendable, CustomStringConvertible {
 
     /// A data task for `request`; its events go to the session delegate.
     public func dataTask(with request: URLRequest) -> DataTask {
-        makeDataTask(TaskRequest(request), sink: .delegate)
+        makeDataTask(TaskRequest(request), sink: .delegate, body: Session.streamedBody(of: request))
     }
 
     public func dataTask(with url: URL) -> DataTask {
@@ -84,7 +84,11 @@ public final class Session: Sendable, CustomStringConvertible {
         with request: URLRequest,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> DataTask {
-        makeDataTask(TaskRequest(request), sink: .dataHandler(completionHandler))
+        makeDataTask(
+            TaskRequest(request),
+            sink: .dataHandler(completionHandler),
+            body: Session.streamedBody(of: request)
+        )
     }
 
     public func dataTask(
@@ -94,11 +98,31 @@ public final class Session: Sendable, CustomStringConvertible {
         makeDataTask(TaskRequest(url: url), sink: .dataHandler(completionHandler))
     }
 
-    func makeDataTask(_ request: TaskRequest, sink: TaskSink, delegate: (any SessionTaskDelegate)? = nil) -> DataTask {
-        created(
-            DataTask(core: core, kind: .data, identifier: core.makeIdentifier(), request: request, sink: sink),
-            delegate: delegate
+    func makeDataTask(
+        _ request: TaskRequest,
+        sink: TaskSink,
+        body: UploadBody? = nil,
+        delegate: (any SessionTaskDelegate)? = nil
+    ) -> DataTask {
+        let task = DataTask(
+            core: core,
+            kind: .data,
+            identifier: core.makeIdentifier(),
+            request: request,
+            sink: sink,
+            uploadBody: body
         )
+        return created(task, delegate: delegate)
+    }
+
+    /// The body of a request with an `httpBodyStream`: read as it is sent (chunked unless the request has a
+    /// `Content-Length`), and asked of the task delegate again (`needNewBodyStream`) for an exchange that resends it.
+    static func streamedBody(of request: URLRequest) -> UploadBody? {
+        guard let stream = request.httpBodyStream else {
+            return nil
+        }
+        let length = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+        return .stream(.inputStream(OneTimeBody(InputStreamReader(stream))), length: length)
     }
 
     /// A task just made, with its own delegate, once its delegates heard of it (`didCreateTask`).
@@ -116,6 +140,17 @@ public final class Session: Sendable, CustomStringConvertible {
     /// when it says GET.
     public func uploadTask(with request: URLRequest, from bodyData: Data) -> UploadTask {
         makeUploadTask(TaskRequest(request), body: .data(bodyData), sink: .delegate)
+    }
+
+    /// An upload task whose body the task delegate streams: its
+    /// ``SessionTaskDelegate/urlSession(_:task:needNewBodyStream:)`` is asked for an `InputStream` when the task
+    /// starts (and again for an exchange that resends the body). The request's `httpBody` and `httpBodyStream` are
+    /// ignored; its `Content-Length`, when it has one, is the body's length (else HTTP/1.1 sends it chunked). The
+    /// stream is read on a thread of Courier's, at most 1 MiB ahead of what the network took. Method: the request's,
+    /// or POST when it says GET. Not in background sessions (courierd sends bodies from files).
+    public func uploadTask(withStreamedRequest request: URLRequest) -> UploadTask {
+        let length = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+        return makeUploadTask(TaskRequest(request), body: .stream(.delegate, length: length), sink: .delegate)
     }
 
     /// An upload task that streams the file at `fileURL` (checked when the task starts: a missing file fails it

@@ -75,16 +75,28 @@ extension SessionTask {
         return core.makeStagingFile().map { (0, $0) }
     }
 
+    /// Whether a request of `method` (upper case) carries the task's body: GET and HEAD never do (a 303 made the
+    /// hop a GET).
+    static func sendsBody(method: String) -> Bool {
+        method != "GET" && method != "HEAD"
+    }
+
     /// ``TaskAction/submit(_:)``: hands the hop to the session's backend and tells the machine how it went.
     func submit(_ plan: HopPlan, work: inout DelegateWork) {
         let submitted = core.backend().flatMap { backend in
             transferSpec(for: plan, at: Date()).flatMap { spec in
-                backend.submit(spec, as: TransferID(task: registryKey, hop: plan.hop))
+                backend.submit(spec, as: TransferID(task: registryKey, hop: plan.hop)).map { ($0, spec) }
             }
         }
         switch submitted {
-        case .success(let transfer):
+        case .success(let (transfer, spec)):
             send(.submitted(hop: plan.hop, transfer: transfer), work: &work)
+            // A hop that stops for a server-trust judgement before its request needs no body: the stream is read by
+            // the same hop submitted again.
+            let judged = spec.connection?.trust == .ask || spec.connection?.trust == .probe
+            if case .streamed = spec.body, !judged {
+                startBodyStream(hop: plan.hop, transfer: transfer, bodyOffset: plan.bodyOffset, work: &work)
+            }
             core.logger?.trace(
                 "submitted",
                 metadata: ["task": "\(taskIdentifier)", "hop": "\(plan.hop)", "transfer": "\(transfer)"]
@@ -138,7 +150,7 @@ extension SessionTask {
         // an entity without a content coding): decode nothing.
         spec.decodesContent = plan.resumeOffset == 0 && plan.resume?.segments == nil
 
-        let sendsBody = spec.method != "GET" && spec.method != "HEAD"
+        let sendsBody = SessionTask.sendsBody(method: spec.method)
         if let uploadBody, sendsBody {
             switch uploadBody {
             case .data(let data):
@@ -146,6 +158,8 @@ extension SessionTask {
             case .file(let fileURL):
                 spec.body = .file(path: fileURL.path)
                 spec.bodyOffset = plan.bodyOffset
+            case .stream(_, let length):
+                spec.body = .streamed(length: length.map { $0 - plan.bodyOffset })
             }
         } else if let body = request.body, !body.isEmpty, sendsBody {
             spec.body = .data(body)

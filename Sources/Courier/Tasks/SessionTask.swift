@@ -241,12 +241,15 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     func send(_ input: TaskInput, work: inout DelegateWork) {
         var actions = TaskActions()
         let now = Date()
-        let figures = storage.withLock { machine in
+        let (figures, pumping) = storage.withLock { machine in
             machine.apply(input, at: now, into: &actions)
-            return machine.progressFigures
+            return (machine.progressFigures, machine.bodyPumpProgress)
         }
         if let figures {
             SessionTask.show(figures)
+        }
+        if let pumping {
+            pumping.pump.taken(pumping.taken)
         }
         if !actions.isEmpty {
             perform(actions, work: &work)
@@ -259,21 +262,6 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         send(input, work: &work)
         if !work.isEmpty {
             core.dispatcher.enqueue(work)
-        }
-    }
-}
-
-/// The body of an upload task.
-enum UploadBody: Sendable {
-    case data(Data)
-    case file(URL)
-
-    var length: Int64 {
-        switch self {
-        case .data(let data):
-            return Int64(data.count)
-        case .file(let url):
-            return FileManager.default.fileLength(atPath: url.path) ?? -1
         }
     }
 }

@@ -12,6 +12,9 @@ package struct TransferSpec: Codable, Sendable, Equatable {
         case data(Data)
         /// Sent from the file at `path`, whose length at submit time is the body's length.
         case file(path: String)
+        /// Supplied by the task as it reads its body stream (``TransferBackend``'s `supply`); `length` nil: unknown
+        /// (HTTP/1.1 sends it chunked). In-process only: courierd refuses it.
+        case streamed(length: Int64?)
     }
 
     /// Where the response body goes.
@@ -120,6 +123,9 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     /// Hold every final response until ``TransferBackend/decide(_:_:)`` (`CR_FLAG_ASK_RESPONSE`).
     package var askResponse = false
     package var noBody = false
+    /// An HTTP/1.1 Upgrade (a WebSocket handshake): a 101 is the final response, the body goes out raw after the head
+    /// and the server's bytes come back as the body (the engine's `CR_FLAG_UPGRADE`).
+    package var upgrade = false
     /// Offer the content codings libcurl decodes and hand over decoded bytes (`CR_FLAG_DECODE`).
     package var decodesContent = true
     package var http2 = true
@@ -163,7 +169,7 @@ extension TransferSpec {
         case url, method, headers, body, bodyOffset, sink, resumeOffset, rangeLength, segments, segmentMap
         case holdRedirectAndAuth, askResponse, noBody, decodesContent, http2, authentication, proxy, noProxy
         case proxyAuthentication, maximumBytesPerSecond, idleTimeoutMilliseconds, totalTimeoutMilliseconds, priority
-        case digest, announcedDigest, task, maximumBodyLength, connection
+        case digest, announcedDigest, task, maximumBodyLength, connection, upgrade
     }
 
     /// Encodes the URL and every field that differs from its default (``init(from:)`` gives a missing field its
@@ -190,6 +196,7 @@ extension TransferSpec {
         try value(holdRedirectAndAuth, defaults.holdRedirectAndAuth, .holdRedirectAndAuth)
         try value(askResponse, defaults.askResponse, .askResponse)
         try value(noBody, defaults.noBody, .noBody)
+        try value(upgrade, defaults.upgrade, .upgrade)
         try value(decodesContent, defaults.decodesContent, .decodesContent)
         try value(http2, defaults.http2, .http2)
         try value(authentication, defaults.authentication, .authentication)
@@ -229,6 +236,7 @@ extension TransferSpec {
         holdRedirectAndAuth = try value(.holdRedirectAndAuth, defaults.holdRedirectAndAuth)
         askResponse = try value(.askResponse, defaults.askResponse)
         noBody = try value(.noBody, defaults.noBody)
+        upgrade = try value(.upgrade, defaults.upgrade)
         decodesContent = try value(.decodesContent, defaults.decodesContent)
         http2 = try value(.http2, defaults.http2)
         authentication = try value(.authentication, defaults.authentication)

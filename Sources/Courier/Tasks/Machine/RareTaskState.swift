@@ -52,6 +52,8 @@ struct RareTaskState: Sendable {
     /// ``SessionTask/delegate``, and ``SessionTask/progress`` once asked for (carried for the shell).
     var ownDelegate: (any SessionTaskDelegate)?
     var progress: Progress?
+    /// The pump of the current hop's streamed body (``BodyPump``; carried for the shell).
+    var bodyPump: BodyPump?
     /// ``SessionTask/prefersIncrementalDelivery`` set to false.
     var deliversWholeBody: Bool?
 }

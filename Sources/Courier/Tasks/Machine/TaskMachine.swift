@@ -241,6 +241,11 @@ struct TaskMachine: Sendable {
         get { rare[\.progress] }
         set { rare[\.progress] = newValue }
     }
+    /// The pump of the current hop's streamed body (kept here for the shell).
+    var bodyPump: BodyPump? {
+        get { rare[\.bodyPump] }
+        set { rare[\.bodyPump] = newValue }
+    }
     /// ``SessionTask/prefersIncrementalDelivery`` is false: a data delegate gets the body in one `didReceive`.
     var deliversWholeBody: Bool {
         get { rare[\.deliversWholeBody] ?? false }
