@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTP2
 import NIOSSL
+import NIOWebSocket
 
 /// Builds the pipeline of each accepted connection:
 /// `ConnectionTap` → [`NIOSSLServerHandler` → ALPN] → HTTP/1 codec or HTTP/2 → `HTTPRequestHandler`.
@@ -45,11 +46,23 @@ enum ServerPipeline {
         }
     }
 
-    /// HTTP/1.1 with NIO's pipelining assistance and 400 answers to unparsable requests.
+    /// HTTP/1.1 with NIO's pipelining assistance, 400 answers to unparsable requests, and WebSocket upgrades under
+    /// `/ws` (``WebSocketRoute``).
     static func configureHTTP1(_ channel: any Channel, state: ServerState) throws {
         let pipeline = channel.pipeline.syncOperations
-        try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
-        try pipeline.addHandler(HTTPRequestHandler(state: state))
+        let requests = "courier-test-requests"
+        try pipeline.configureHTTPServerPipeline(
+            withPipeliningAssistance: true,
+            withServerUpgrade: (
+                upgraders: [WebSocketRoute.upgrader(state: state)],
+                // Upgraded: the frames go to the WebSocket handler, not to the HTTP one.
+                completionHandler: { context in
+                    context.pipeline.syncOperations.removeHandler(name: requests, promise: nil)
+                }
+            ),
+            withErrorHandling: true
+        )
+        try pipeline.addHandler(HTTPRequestHandler(state: state), name: requests)
     }
 
     /// HTTP/2: one child channel per stream, each translated to HTTP/1-style parts for the same handler.

@@ -58,6 +58,8 @@ extension SessionTask {
         case .response(let response):
             if case .stream(let stream) = sink {
                 stream.receive(response)
+            } else if case .webSocket(let connection) = sink, let task = self as? WebSocketTask {
+                connection.responded(response, task: task, work: &work)
             }
         case .data(let data):
             switch sink {
@@ -77,6 +79,10 @@ extension SessionTask {
             case .stream(let stream):
                 if stream.append(data) {
                     send(.backpressure(true), work: &work)
+                }
+            case .webSocket(let connection):
+                if let task = self as? WebSocketTask {
+                    connection.received(data, task: task, work: &work)
                 }
             case .dataHandler, .inlineData, .downloadHandler, .inlineDownload, .observer:
                 break

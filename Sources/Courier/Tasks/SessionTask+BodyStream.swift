@@ -94,12 +94,12 @@ extension SessionTask {
             return
         }
         let pump = BodyPump(hop: hop, bodyOffset: bodyOffset)
-        let replaced = storage.withLock { machine -> (current: Bool, earlier: BodyPump?) in
+        let replaced = storage.withLock { machine -> (current: Bool, earlier: (any BodySupplier)?) in
             guard machine.hop == hop, machine.phase == .running else {
                 return (false, nil)
             }
-            defer { machine.bodyPump = pump }
-            return (true, machine.bodyPump)
+            defer { machine.bodySupplier = pump }
+            return (true, machine.bodySupplier)
         }
         replaced.earlier?.stop()
         guard replaced.current else {
@@ -113,11 +113,11 @@ extension SessionTask {
 }
 
 extension TaskMachine {
-    /// The current hop's body pump and what the engine took of that hop's body, to tell it after an input.
-    var bodyPumpProgress: (pump: BodyPump, taken: Int64)? {
-        guard let pump = bodyPump, pump.hop == hop else {
+    /// The current hop's body supplier and what the engine took of that hop's body, to tell it after an input.
+    var bodySupplierProgress: (supplier: any BodySupplier, taken: Int64)? {
+        guard let supplier = bodySupplier, supplier.hop == hop else {
             return nil
         }
-        return (pump, sent - pump.bodyOffset)
+        return (supplier, sent - supplier.bodyOffset)
     }
 }

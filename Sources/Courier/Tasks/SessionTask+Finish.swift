@@ -59,6 +59,10 @@ extension SessionTask {
         if let progress = final.progress {
             SessionTask.finish(progress, error: error)
         }
+        storage.withLock { machine in
+            defer { machine.bodySupplier = nil }
+            return machine.bodySupplier
+        }?.stop()
         let downloaded = downloadedFile
         let hasTaskDelegate = self.hasTaskDelegate
         let metrics = hasTaskDelegate ? makeMetrics(final) : nil
@@ -134,6 +138,24 @@ extension SessionTask {
         case .stream(let stream):
             appendMetrics(&work)
             stream.finish(error: error)
+        case .webSocket(let connection):
+            let closed = connection.ended(error: error)
+            if closed, let task = self as? WebSocketTask {
+                let (code, reason) = (connection.closeCode, connection.closeReason)
+                work.append { session in
+                    guard let session, let delegate = task.delegate(as: (any SessionWebSocketDelegate).self) else {
+                        return
+                    }
+                    delegate.urlSession(session, webSocketTask: task, didCloseWith: code, reason: reason)
+                }
+            }
+            appendMetrics(&work)
+            work.append { session in
+                guard let session, let delegate = self.taskDelegate else {
+                    return
+                }
+                delegate.urlSession(session, task: self, didCompleteWithError: reportedError)
+            }
         case .observer(let observer, _):
             let end = TaskEnd(
                 response: storage.withLock { $0.observedResponse },

@@ -55,6 +55,15 @@ extension SessionTask {
         if let error = SessionTask.validate(request) {
             return .failure(error)
         }
+        if case .webSocket = sink, core.configuration.identifier != nil {
+            return .failure(
+                CourierError(
+                    .unsupportedInBackgroundSession,
+                    "background sessions run download and upload tasks, not WebSocket tasks",
+                    failingURL: request?.url
+                )
+            )
+        }
         if case .file(let url) = uploadBody {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue
@@ -190,6 +199,14 @@ extension SessionTask {
         }
         if configuration.identifier != nil {
             spec.task = backgroundDetails()
+        }
+        if case .webSocket = sink {
+            // The handshake's exchange carries the connection: HTTP/1.1, the frames as its body, no total timeout.
+            spec.upgrade = true
+            spec.body = .streamed(length: nil)
+            spec.http2 = false
+            spec.decodesContent = false
+            spec.totalTimeoutMilliseconds = 0
         }
         if case .observer(_, let template) = sink {
             SessionTask.follow(template, in: &spec)

@@ -88,8 +88,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             asksDisposition: kind != .download && sink.usesDelegateForBody && core.isDataDelegate,
             waitsForConnectivity: configuration.waitsForConnectivity && configuration.identifier == nil
         )
-        // Data and upload tasks of a session with a cache (an upload's success invalidates its URL).
-        if kind != .download, configuration.identifier == nil, configuration.urlCache != nil {
+        // Data and upload tasks of a session with a cache (an upload's success invalidates its URL); never a WebSocket.
+        if kind != .download, configuration.identifier == nil, configuration.urlCache != nil, !sink.isWebSocket {
             let policy = request?.cachePolicy ?? .useProtocolCachePolicy
             role.cacheMode = HTTPCacheRules.Mode(
                 policy == .useProtocolCachePolicy ? configuration.requestCachePolicy : policy
@@ -243,13 +243,13 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         let now = Date()
         let (figures, pumping) = storage.withLock { machine in
             machine.apply(input, at: now, into: &actions)
-            return (machine.progressFigures, machine.bodyPumpProgress)
+            return (machine.progressFigures, machine.bodySupplierProgress)
         }
         if let figures {
             SessionTask.show(figures)
         }
         if let pumping {
-            pumping.pump.taken(pumping.taken)
+            pumping.supplier.taken(pumping.taken)
         }
         if !actions.isEmpty {
             perform(actions, work: &work)

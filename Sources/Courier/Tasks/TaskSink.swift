@@ -24,10 +24,19 @@ enum TaskSink: Sendable {
     case inlineDownload(InlineDownloadHandler)
     /// `bytes(for:)`: body chunks go to a bounded buffer.
     case stream(ByteStream)
+    /// A WebSocket task: the 101 opens the connection, the body is the server's frames.
+    case webSocket(WebSocketConnection)
     /// courierd's attempts: counters and the end go to a ``TaskObserver`` (the body is collected for it). `template`:
     /// the spec the app's own task machine built (journaled by courierd); the hops to its URL go with its header lines,
     /// in its order, and its proxy and HTTP/2 settings (``SessionTask/transferSpec(for:at:)``).
     case observer(any TaskObserver, template: TransferSpec)
+
+    var isWebSocket: Bool {
+        if case .webSocket = self {
+            return true
+        }
+        return false
+    }
 
     var usesDelegateForBody: Bool {
         if case .delegate = self {

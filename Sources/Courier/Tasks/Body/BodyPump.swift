@@ -9,7 +9,7 @@ import Foundation
 /// Started once per exchange (``SessionTask/startBodyStream(hop:transfer:bodyOffset:)``), told what the engine took
 /// from the task's `sent` count after every input (``taken(_:)``), stopped when the task ends or another exchange
 /// replaces it.
-final class BodyPump: Sendable {
+final class BodyPump: BodySupplier {
     /// Bytes supplied and not yet sent, at most.
     static let window: Int64 = 1 << 20
     /// Bytes read from the source at a time.

@@ -52,8 +52,8 @@ struct RareTaskState: Sendable {
     /// ``SessionTask/delegate``, and ``SessionTask/progress`` once asked for (carried for the shell).
     var ownDelegate: (any SessionTaskDelegate)?
     var progress: Progress?
-    /// The pump of the current hop's streamed body (``BodyPump``; carried for the shell).
-    var bodyPump: BodyPump?
+    /// What supplies the current hop's streamed body (``BodySupplier``; carried for the shell).
+    var bodySupplier: (any BodySupplier)?
     /// ``SessionTask/prefersIncrementalDelivery`` set to false.
     var deliversWholeBody: Bool?
 }

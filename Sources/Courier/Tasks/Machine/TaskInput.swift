@@ -45,6 +45,10 @@ enum TaskInput: Codable, Sendable, Equatable {
     case connectivity(hop: Int, ConnectivityFinding)
     /// Something the task needed to answer a held response failed (the staging file of `.becomeDownload`).
     case heldFailed(hop: Int, CourierError)
+    /// The protocol that hop `hop` upgraded to (a WebSocket) decided how the task ends; its transfer is cancelled now
+    /// (`cancelTransfer`) or left to end (the server closes the connection, or a later input cancels it). The first
+    /// outcome decided stays.
+    case upgradeEnded(hop: Int, TaskOutcome, cancelTransfer: Bool)
     /// The session was released without being invalidated: end as cancelled, asking no one.
     case abandon
 }

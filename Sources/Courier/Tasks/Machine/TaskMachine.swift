@@ -241,10 +241,10 @@ struct TaskMachine: Sendable {
         get { rare[\.progress] }
         set { rare[\.progress] = newValue }
     }
-    /// The pump of the current hop's streamed body (kept here for the shell).
-    var bodyPump: BodyPump? {
-        get { rare[\.bodyPump] }
-        set { rare[\.bodyPump] = newValue }
+    /// What supplies the current hop's streamed body (kept here for the shell).
+    var bodySupplier: (any BodySupplier)? {
+        get { rare[\.bodySupplier] }
+        set { rare[\.bodySupplier] = newValue }
     }
     /// ``SessionTask/prefersIncrementalDelivery`` is false: a data delegate gets the body in one `didReceive`.
     var deliversWholeBody: Bool {
@@ -366,6 +366,16 @@ struct TaskMachine: Sendable {
                 return
             }
             failHeld(error, into: &actions)
+        case .upgradeEnded(let hop, let outcome, let cancelTransfer):
+            guard hop == self.hop, phase == .running else {
+                return
+            }
+            if forcedOutcome == nil {
+                forcedOutcome = outcome
+            }
+            if cancelTransfer, transfer != 0 {
+                actions.append(.cancelTransfer(transfer))
+            }
         case .abandon:
             cancelRequested = true
             retiredHops = []
