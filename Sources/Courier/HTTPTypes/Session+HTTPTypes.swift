@@ -54,7 +54,7 @@ extension Session {
     /// Uploads a body read from `body` as it is sent (an async sequence of byte chunks: `Data`, `[UInt8]`,
     /// `ArraySlice<UInt8>`…) and returns the response body. The sequence is read at most 1 MiB ahead of what the
     /// network took, so a body of any length is sent with bounded memory, and it is read once: a redirect or an
-    /// authentication retry that would send it again fails with ``CourierError/Code/requestBodyStreamExhausted``.
+    /// authentication retry that would send it again fails with `CourierError.Code.requestBodyStreamExhausted`.
     /// `length`, when known, is sent as the `Content-Length` and checked against what the sequence gives; else
     /// HTTP/1.1 sends the body chunked. A sequence that throws fails the task with the same code. Method: the
     /// request's, or POST when it says GET.
@@ -70,7 +70,7 @@ extension Session {
             await runDataTask { sink in makeUploadTask(taskRequest, body: upload, sink: sink, delegate: delegate) })
     }
 
-    /// ``bytes(for:delegate:)`` with a request body streamed from `body`, as in ``upload(for:body:length:delegate:)``:
+    /// ``bytes(for:delegate:)-(HTTPRequest,_)`` with a request body streamed from `body`, as in ``upload(for:body:length:delegate:)``:
     /// both directions stream. The request's method must carry a body (not GET or HEAD).
     public func bytes<Body: AsyncSequence & Sendable>(
         for request: HTTPRequest,
