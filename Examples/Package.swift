@@ -24,5 +24,10 @@ let package = Package(
             dependencies: [.product(name: "Courier", package: "Courier")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // Courier's WebSocket client under the Autobahn|Testsuite fuzzing server (scripts/autobahn.sh).
+        .executableTarget(
+            name: "AutobahnClient",
+            dependencies: [.product(name: "Courier", package: "Courier")]
+        ),
     ]
 )

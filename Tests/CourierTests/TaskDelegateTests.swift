@@ -168,7 +168,7 @@ struct TaskDelegateTests {
             let session = Session(configuration: testConfiguration(), delegate: delegate)
             defer { session.finishTasksAndInvalidate() }
             // Made on a thread of its own, outside the async context.
-            let (task, maker) = made { session.downloadTask(with: server.url("/bytes/16")) }
+            let (task, maker) = await made { session.downloadTask(with: server.url("/bytes/16")) }
             let created = delegate.created.withLock { $0 }
             #expect(created.count == 1)
             #expect(created.first.map { pthread_equal($0.1, maker) != 0 } == true)
@@ -249,12 +249,8 @@ struct TaskDelegateTests {
 }
 
 /// Runs `make` on a new thread and returns what it made with that thread.
-private func made<Made: Sendable>(_ make: @escaping @Sendable () -> Made) -> (Made, pthread_t) {
-    let result = LockedValue<(Made, pthread_t)?>(nil)
-    let thread = Thread { result.withLock { $0 = (make(), pthread_self()) } }
-    thread.start()
-    while result.withLock({ $0 == nil }) {
-        usleep(1000)
+private func made<Made: Sendable>(_ make: @escaping @Sendable () -> Made) async -> (Made, pthread_t) {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: (make(), pthread_self())) }.start()
     }
-    return result.withLock { $0! }
 }

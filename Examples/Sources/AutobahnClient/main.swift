@@ -9,6 +9,7 @@
 // after the timeout (60 s by default) is cancelled, and the run goes on with the next.
 import Courier
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -52,6 +53,39 @@ let maximumMessageSize = 32 << 20
 let options = Options(Array(CommandLine.arguments.dropFirst()))
 let session = Session(configuration: .ephemeral)
 
+/// The first of several results to arrive, handed to one waiter.
+final class FirstResult<Value: Sendable>: Sendable {
+    private let state = Mutex<(value: Value?, waiter: CheckedContinuation<Value, Never>?)>((nil, nil))
+
+    func offer(_ value: Value) {
+        let waiter = state.withLock { state -> CheckedContinuation<Value, Never>? in
+            guard state.value == nil else {
+                return nil
+            }
+            state.value = value
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: value)
+    }
+
+    var value: Value {
+        get async {
+            await withCheckedContinuation { continuation in
+                let value = state.withLock { state -> Value? in
+                    if state.value == nil {
+                        state.waiter = continuation
+                    }
+                    return state.value
+                }
+                if let value {
+                    continuation.resume(returning: value)
+                }
+            }
+        }
+    }
+}
+
 /// Connects to `path`, echoes every message back (when `echo`) or keeps the first one (when not), until the server
 /// ends the connection or `timeout` passes (then the task is cancelled).
 func run(_ path: String, echo: Bool, timeout: Double) async -> (Outcome, WebSocketTask.Message?) {
@@ -61,56 +95,69 @@ func run(_ path: String, echo: Bool, timeout: Double) async -> (Outcome, WebSock
     let task = session.webSocketTask(with: url)
     task.maximumMessageSize = maximumMessageSize
     task.resume()
-    let result = await withTaskGroup(of: (Outcome, WebSocketTask.Message?)?.self) { group in
-        group.addTask {
-            var outcome = Outcome()
-            var first: WebSocketTask.Message?
-            while true {
-                let message: WebSocketTask.Message
-                do {
-                    message = try await task.receive()
-                } catch {
-                    outcome.ending = "\(error)"
-                    return (outcome, first)
-                }
-                if first == nil {
-                    first = message
-                }
-                guard echo else {
-                    continue
-                }
-                do {
-                    try await task.send(message)
-                    outcome.echoed += 1
-                } catch {
-                    // The server may close while an echo is going out: the next receive says how it ended.
-                }
+    let result = FirstResult<Result<(Outcome, WebSocketTask.Message?), TimeoutError>>()
+    Task {
+        var outcome = Outcome()
+        var first: WebSocketTask.Message?
+        while true {
+            let message: WebSocketTask.Message
+            do {
+                message = try await task.receive()
+            } catch {
+                outcome.ending = "\(error)"
+                result.offer(.success((outcome, first)))
+                return
+            }
+            if first == nil {
+                first = message
+            }
+            guard echo else {
+                continue
+            }
+            do {
+                try await task.send(message)
+                outcome.echoed += 1
+            } catch {
+                // The server may close while an echo is going out: the next receive says how it ended.
             }
         }
-        group.addTask {
-            try? await Task.sleep(nanoseconds: UInt64(timeout * 1_000_000_000))
-            return nil
-        }
-        let first = await group.next()!
-        if let first {
-            group.cancelAll()
-            return first
-        }
-        // The timeout came first: cancelling the task fails the waiting receive, which ends the other child.
+    }
+    Task {
+        try? await Task.sleep(nanoseconds: UInt64(timeout * 1_000_000_000))
+        result.offer(.failure(TimeoutError()))
+    }
+    var ended: (Outcome, WebSocketTask.Message?)
+    switch await result.value {
+    case .success(let value):
+        ended = value
+    case .failure:
+        // Cancelling the task fails the waiting receive; give it 10 s to.
         task.cancel()
-        var late = await group.next()!!
-        late.0.timedOut = true
-        return late
+        let late = FirstResult<(Outcome, WebSocketTask.Message?)>()
+        Task {
+            while task.state != .completed {
+                try? await Task.sleep(nanoseconds: 10_000_000)
+            }
+            late.offer((Outcome(ending: "cancelled: \(task.error.map { "\($0)" } ?? "no error")"), nil))
+        }
+        Task {
+            try? await Task.sleep(nanoseconds: 10_000_000_000)
+            late.offer((Outcome(ending: "still not completed 10 s after cancel()"), nil))
+        }
+        ended = await late.value
+        ended.0.timedOut = true
     }
     // Let the task finish (the close handshake's last bytes) before the next connection.
     let deadline = Date().addingTimeInterval(5)
     while task.state != .completed, Date() < deadline {
         try? await Task.sleep(nanoseconds: 10_000_000)
     }
-    var outcome = result.0
-    outcome.ending += " (close code \(task.closeCode.rawValue))"
-    return result.0.timedOut ? (outcome, result.1) : (outcome, result.1)
+    let completed = task.state == .completed ? "completed" : "not completed"
+    ended.0.ending += " [close code \(task.closeCode.rawValue), task \(completed)]"
+    return ended
 }
+
+struct TimeoutError: Error {}
 
 let started = Date()
 let (countOutcome, countMessage) = await run("/getCaseCount", echo: false, timeout: 30)

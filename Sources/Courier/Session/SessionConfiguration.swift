@@ -203,6 +203,12 @@ public struct SessionConfiguration: Sendable {
     /// Whether to offer HTTP/2 over TLS (ALPN). Plain `http` always speaks HTTP/1.1. Default true.
     public var allowsHTTP2 = true
 
+    /// Loaders asked, in order, for every exchange of the session's tasks before the network (``SessionURLProtocol``,
+    /// Foundation's `protocolClasses`): the first whose `canInit(with:)` accepts the request loads it. Empty (the
+    /// default): every exchange goes to the network, and the check costs nothing. In-process sessions only: a
+    /// background session ignores it, as on Apple's platforms.
+    public var protocolClasses: [SessionURLProtocol.Type] = []
+
     /// The URL cache of the session's data tasks, or nil (the default) for none. With a cache, a GET is answered
     /// from it as RFC 9111 allows (fresh by `Cache-Control: max-age`, `Expires`, or 10 % of the time since
     /// `Last-Modified`), a stale entry with an `ETag` or `Last-Modified` is revalidated (`If-None-Match`,

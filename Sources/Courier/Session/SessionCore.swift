@@ -139,9 +139,19 @@ final class SessionCore: Sendable {
                         self?.handle(serialised ? SerialisedBackend.carry(events) : events)
                     }
                     segmenting.backend = backend
-                    slot = .running(backend)
+                    // A session with protocol classes asks them before the network (Interception/).
+                    let running: any TransferBackend =
+                        configuration.protocolClasses.isEmpty
+                        ? backend
+                        : InterceptingBackend(
+                            backend,
+                            protocolClasses: configuration.protocolClasses,
+                            task: { [weak self] key in self?.task(forKey: key) },
+                            emit: { [weak self] events in self?.handle(events) }
+                        )
+                    slot = .running(running)
                     logger?.debug("engine started", metadata: ["loops": "\(configuration.engineLoopCount)"])
-                    return .success(backend)
+                    return .success(running)
                 } catch {
                     slot = .failed(error)
                     return .failure(error)

@@ -6,9 +6,10 @@ import Foundation
 /// with bounded memory and a slow network slows the reading (backpressure towards the source), while a slow source
 /// slows the sending (the engine's read waits for bytes).
 ///
-/// Started once per exchange (``SessionTask/startBodyStream(hop:transfer:bodyOffset:)``), told what the engine took
-/// from the task's `sent` count after every input (``taken(_:)``), stopped when the task ends or another exchange
-/// replaces it.
+/// Driven by callbacks, not a Swift task of its own: a read is asked when the window has room and none is under way
+/// (``pumpMore()``), after the start, after each read, and when the engine took bytes (``taken(_:)``, from the task's
+/// `sent` count after every input). An `InputStream` is read on its reader's queue, so the body goes out even when
+/// Swift's cooperative threads are all busy. Stopped when the task ends or another exchange replaces it.
 final class BodyPump: BodySupplier {
     /// Bytes supplied and not yet sent, at most.
     static let window: Int64 = 1 << 20
@@ -20,12 +21,21 @@ final class BodyPump: BodySupplier {
     /// Where the exchange's body starts in the whole body (a resumed upload's rest).
     let bodyOffset: Int64
 
+    private struct Feed {
+        var reader: any BodyReader
+        var backend: any TransferBackend
+        var transfer: UInt64
+        var length: Int64?
+        var failed: @Sendable (CourierError) -> Void
+    }
+
     private struct State {
+        var feed: Feed?
         var supplied: Int64 = 0
         var taken: Int64 = 0
-        var stopped = false
-        var waiter: CheckedContinuation<Void, Never>?
-        var reading: Task<Void, Never>?
+        var reading = false
+        /// The end went out, the body failed, or the pump was stopped.
+        var done = false
     }
 
     private let state = LockedValue(State())
@@ -44,105 +54,113 @@ final class BodyPump: BodySupplier {
         length: Int64?,
         failed: @escaping @Sendable (CourierError) -> Void
     ) {
-        let reading = Task { [self] in
-            defer { reader.close() }
-            do {
-                try await pump(reader, into: backend, transfer: transfer, length: length)
-            } catch let error as CourierError {
-                if !isStopped {
-                    failed(error)
-                }
-            } catch {
-                if !isStopped {
-                    failed(CourierError(.requestBodyStreamExhausted, "the body stream failed: \(error)"))
-                }
-            }
-        }
         let stopped = state.withLock { state -> Bool in
-            state.reading = reading
-            return state.stopped
+            guard !state.done else {
+                return true
+            }
+            state.feed = Feed(reader: reader, backend: backend, transfer: transfer, length: length, failed: failed)
+            return false
         }
         if stopped {
-            reading.cancel()
+            reader.close()
+            return
         }
+        pumpMore()
     }
 
     /// The engine has taken `sent` bytes of this exchange's body.
     func taken(_ sent: Int64) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.taken = max(state.taken, sent)
-            guard state.supplied - state.taken < Self.window else {
-                return nil
-            }
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+        state.withLock { $0.taken = max($0.taken, sent) }
+        pumpMore()
     }
 
     /// Reads no more (the task ended, or another exchange took over).
     func stop() {
-        let (waiter, reading) = state.withLock { state in
-            state.stopped = true
-            defer { state.waiter = nil }
-            return (state.waiter, state.reading)
-        }
-        waiter?.resume()
-        reading?.cancel()
-    }
-
-    private var isStopped: Bool {
-        state.withLock { $0.stopped }
-    }
-
-    private func pump(_ reader: any BodyReader, into backend: any TransferBackend, transfer: UInt64, length: Int64?)
-        async throws
-    {
-        var total: Int64 = 0
-        while true {
-            await roomInWindow()
-            if isStopped {
-                return
+        let reader = state.withLock { state -> (any BodyReader)? in
+            guard !state.done else {
+                return nil
             }
-            let want = length.map { Int(min(Int64(Self.chunk), max($0 - total, 0) + 1)) } ?? Self.chunk
-            guard let chunk = try await reader.next(maximum: want) else {
-                if let length, total != length {
-                    throw CourierError(
-                        .requestBodyStreamExhausted,
-                        "the body stream ended after \(total) of the \(length) bytes its Content-Length announced"
+            state.done = true
+            return state.feed?.reader
+        }
+        reader?.close()
+    }
+
+    /// Asks the reader for the next chunk when the window has room and no read is under way.
+    private func pumpMore() {
+        let feed = state.withLock { state -> Feed? in
+            guard let feed = state.feed, !state.done, !state.reading, state.supplied - state.taken < Self.window else {
+                return nil
+            }
+            state.reading = true
+            return feed
+        }
+        guard let feed else {
+            return
+        }
+        let want = feed.length.map { Int(min(Int64(Self.chunk), max($0 - state.withLock { $0.supplied }, 0) + 1)) }
+        feed.reader.next(maximum: want ?? Self.chunk) { [self] result in
+            read(result, feed: feed)
+        }
+    }
+
+    /// A read came back: supply it (or the end), or fail.
+    private func read(_ result: Result<Data?, any Error>, feed: Feed) {
+        let outcome = state.withLock { state -> Result<(Data, end: Bool)?, CourierError> in
+            state.reading = false
+            guard !state.done else {
+                return .success(nil)
+            }
+            switch result {
+            case .failure(let error as CourierError):
+                state.done = true
+                return .failure(error)
+            case .failure(let error):
+                state.done = true
+                return .failure(CourierError(.requestBodyStreamExhausted, "the body stream failed: \(error)"))
+            case .success(nil):
+                state.done = true
+                if let length = feed.length, state.supplied != length {
+                    return .failure(
+                        CourierError(
+                            .requestBodyStreamExhausted,
+                            "the body stream ended after \(state.supplied) of the \(length) bytes its Content-Length "
+                                + "announced"
+                        )
                     )
                 }
-                guard backend.supply(transfer, Data(), end: true) else {
-                    throw CourierError(.requestBodyStreamExhausted, "the body could not be handed to the transfer")
+                return .success((Data(), end: true))
+            case .success(let chunk?):
+                state.supplied += Int64(chunk.count)
+                if let length = feed.length, state.supplied > length {
+                    state.done = true
+                    return .failure(
+                        CourierError(
+                            .requestBodyStreamExhausted,
+                            "the body stream gave more than the \(length) bytes its Content-Length announced"
+                        )
+                    )
                 }
-                return
-            }
-            total += Int64(chunk.count)
-            if let length, total > length {
-                throw CourierError(
-                    .requestBodyStreamExhausted,
-                    "the body stream gave more than the \(length) bytes its Content-Length announced"
-                )
-            }
-            state.withLock { $0.supplied += Int64(chunk.count) }
-            guard backend.supply(transfer, chunk, end: false) else {
-                throw CourierError(.requestBodyStreamExhausted, "the body could not be handed to the transfer")
+                return .success((chunk, end: false))
             }
         }
-    }
-
-    /// Returns once fewer than ``window`` supplied bytes wait to be sent (or the pump stopped).
-    private func roomInWindow() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state -> Bool in
-                if state.stopped || state.supplied - state.taken < Self.window {
-                    return true
-                }
-                state.waiter = continuation
-                return false
+        switch outcome {
+        case .success(nil):
+            return
+        case .failure(let error):
+            feed.reader.close()
+            feed.failed(error)
+        case .success(let (bytes, end)?):
+            guard feed.backend.supply(feed.transfer, bytes, end: end) else {
+                state.withLock { $0.done = true }
+                feed.reader.close()
+                feed.failed(CourierError(.requestBodyStreamExhausted, "the body could not be handed to the transfer"))
+                return
             }
-            if ready {
-                continuation.resume()
+            if end {
+                feed.reader.close()
+            } else {
+                pumpMore()
             }
         }
     }

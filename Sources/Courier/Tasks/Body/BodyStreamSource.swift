@@ -31,16 +31,18 @@ final class OneTimeBody<Reader: BodyReader>: Sendable {
     }
 }
 
-/// Reads a streamed body a chunk at a time. One caller at a time (the body's ``BodyPump``).
+/// Reads a streamed body a chunk at a time. One read at a time (the body's ``BodyPump`` asks for the next chunk once
+/// the last one came).
 protocol BodyReader: Sendable {
-    /// The next bytes, at most `maximum` of them, or nil at the end.
-    func next(maximum: Int) async throws -> Data?
+    /// Reads the next bytes, at most `maximum` of them, and passes them to `completion` (nil at the end), once, on any
+    /// thread.
+    func next(maximum: Int, _ completion: @escaping @Sendable (Result<Data?, any Error>) -> Void)
     /// Gives the source up (its end, or the exchange's).
     func close()
 }
 
-/// An `InputStream`, read on a queue of its own: a stream's `read` blocks (a bound pair, a pipe) and must not hold a
-/// thread of Swift's cooperative pool.
+/// An `InputStream`, read on a queue of its own: a stream's `read` blocks (a bound pair, a pipe) and must hold neither
+/// an engine thread nor one of Swift's cooperative pool.
 ///
 /// `@unchecked Sendable`: the stream is touched only on `queue`, serially (opened by the first read there, closed
 /// there), never from two threads at once.
@@ -53,11 +55,9 @@ final class InputStreamReader: BodyReader, @unchecked Sendable {
         self.stream = stream
     }
 
-    func next(maximum: Int) async throws -> Data? {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { [self] in
-                continuation.resume(with: Result { try read(maximum: maximum) })
-            }
+    func next(maximum: Int, _ completion: @escaping @Sendable (Result<Data?, any Error>) -> Void) {
+        queue.async { [self] in
+            completion(Result { try read(maximum: maximum) })
         }
     }
 
@@ -91,10 +91,10 @@ final class InputStreamReader: BodyReader, @unchecked Sendable {
     }
 }
 
-/// An async sequence of byte chunks, type-erased.
+/// An async sequence of byte chunks, type-erased; each read is a Swift task of its own that takes the next element.
 ///
-/// `@unchecked Sendable`: the iterator is advanced by one caller at a time (the body's pump awaits each `next`
-/// before asking again), so it is never touched from two threads at once.
+/// `@unchecked Sendable`: the iterator and `rest` are touched by one read at a time (the pump asks again only once a
+/// read completed), so never from two threads at once.
 final class AsyncSequenceReader: BodyReader, @unchecked Sendable {
     private let advance: () async throws -> Data?
     /// Bytes of the last element not handed out yet (an element larger than a read).
@@ -110,13 +110,26 @@ final class AsyncSequenceReader: BodyReader, @unchecked Sendable {
         }
     }
 
-    func next(maximum: Int) async throws -> Data? {
-        while rest.isEmpty {
-            guard let element = try await advance() else {
-                return nil
-            }
-            rest = element
+    func next(maximum: Int, _ completion: @escaping @Sendable (Result<Data?, any Error>) -> Void) {
+        guard rest.isEmpty else {
+            completion(.success(take(maximum)))
+            return
         }
+        Task {
+            do {
+                guard let element = try await self.advance() else {
+                    completion(.success(nil))
+                    return
+                }
+                self.rest = element
+                completion(.success(self.take(maximum)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+
+    private func take(_ maximum: Int) -> Data {
         guard rest.count > maximum else {
             defer { rest = Data() }
             return rest
