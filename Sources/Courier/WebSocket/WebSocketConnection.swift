@@ -348,21 +348,37 @@ final class WebSocketConnection: BodySupplier {
 
     /// The server's Close: the handshake is done when ours went out already; else ours answers it with its code.
     private func closeArrived(code: Int?, reason: Data, task: WebSocketTask, work: inout DelegateWork) {
-        let (answer, hop) = state.withLock { state -> (Data?, Int) in
+        /// What the Close means: nothing (a second one: the first decided everything), the end of our close
+        /// handshake, or the server's beginning, which our Close answers.
+        enum Meaning {
+            case repeated
+            case answer(hop: Int)
+            case begin(hop: Int, reply: Data)
+        }
+        let meaning = state.withLock { state -> Meaning in
+            guard !state.closeReceived else {
+                return .repeated
+            }
             state.closeReceived = true
-            state.closeCode = code.flatMap(WebSocketTask.CloseCode.init(rawValue:)) ?? (code == nil ? .noStatusReceived : .invalid)
+            state.closeCode =
+                code.flatMap(WebSocketTask.CloseCode.init(rawValue:)) ?? (code == nil ? .noStatusReceived : .invalid)
             state.closeReason = reason.isEmpty ? nil : reason
             defer { state.phase = .closed }
             guard state.phase == .open else {
-                return (nil, state.hop)
+                return .answer(hop: state.hop)
             }
-            return (WebSocketFrame.closePayload(code: code, reason: nil), state.hop)
+            return .begin(hop: state.hop, reply: WebSocketFrame.closePayload(code: code, reason: nil))
         }
-        // The outcome is decided now: the server may close the connection before our answer went out.
-        task.send(.upgradeEnded(hop: hop, .success, cancelTransfer: answer == nil), work: &work)
-        if let answer {
+        switch meaning {
+        case .repeated:
+            return
+        case .answer(let hop):
+            task.send(.upgradeEnded(hop: hop, .success, cancelTransfer: true), work: &work)
+        case .begin(let hop, let reply):
+            // The outcome is decided now: the server may close the connection before our answer went out.
+            task.send(.upgradeEnded(hop: hop, .success, cancelTransfer: false), work: &work)
             endingTask.withLock { $0 = task }
-            write(Self.frame(.close, answer), completion: nil, last: true)
+            write(Self.frame(.close, reply), completion: nil, last: true)
         }
     }
 
@@ -371,6 +387,9 @@ final class WebSocketConnection: BodySupplier {
         let (write, hop) = state.withLock { state -> (Bool, Int) in
             let open = state.phase == .open
             state.phase = .closed
+            if open {
+                state.closeCode = WebSocketTask.CloseCode(rawValue: violation.closeCode) ?? .protocolError
+            }
             return (open, state.hop)
         }
         let code: CourierError.Code = violation.closeCode == 1009 ? .dataLengthExceedsMaximum : .badServerResponse

@@ -8,8 +8,9 @@ struct WebSocketHandshake: Sendable {
     /// The subprotocols offered, in order of preference.
     let protocols: [String]
 
-    init(protocols: [String]) {
-        self.key = Data((0 ..< 16).map { _ in UInt8.random(in: .min ... .max) }).base64EncodedString()
+    /// A handshake with a new random key (or `key`, for tests).
+    init(protocols: [String], key: String? = nil) {
+        self.key = key ?? Data((0 ..< 16).map { _ in UInt8.random(in: .min ... .max) }).base64EncodedString()
         self.protocols = protocols
     }
 
