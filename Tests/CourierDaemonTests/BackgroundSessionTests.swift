@@ -392,6 +392,76 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
+    /// Keeps the bodies data tasks receive, and their ends.
+    final class BodyRecorder: SessionDataDelegate, @unchecked Sendable {
+        private let lock = NSLock()
+        private var _bodies: [Int: Data] = [:]
+        private var _errors: [Int: CourierError?] = [:]
+        private let finished = DispatchSemaphore(value: 0)
+        var bodies: [Int: Data] { lock.withLock { _bodies } }
+        var errors: [Int: CourierError?] { lock.withLock { _errors } }
+
+        func urlSession(_ session: Session, dataTask: DataTask, didReceive data: Data) {
+            lock.withLock { _bodies[dataTask.taskIdentifier, default: Data()].append(data) }
+        }
+
+        func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
+            lock.withLock { _errors[task.taskIdentifier] = error as? CourierError }
+            finished.signal()
+        }
+
+        func waitForCompletions(_ count: Int, timeout: TimeInterval = 60) -> Bool {
+            (0 ..< count).allSatisfy { _ in finished.wait(timeout: .now() + timeout) == .success }
+        }
+    }
+
+    @Test("beyond Apple: a background data task's body and a background upload from Data, through courierd")
+    func dataTaskAndDataUpload() async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let recorder = BodyRecorder()
+        let session = Session(configuration: place.configuration("com.example.data"), delegate: recorder)
+        let fetch = session.dataTask(with: server.url("/bytes/3000000?seed=5"))
+        fetch.resume()
+        let body = Data((0 ..< 700_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        var request = URLRequest(url: server.url("/upload"))
+        request.httpMethod = "PUT"
+        let upload = session.uploadTask(with: request, from: body)
+        upload.resume()
+        #expect(recorder.waitForCompletions(2))
+        #expect(recorder.errors[fetch.taskIdentifier] == .some(nil))
+        #expect(recorder.bodies[fetch.taskIdentifier] == TestServer.bytes(count: 3_000_000, seed: 5))
+        #expect(recorder.errors[upload.taskIdentifier] == .some(nil))
+        let answer = try JSONSerialization.jsonObject(with: recorder.bodies[upload.taskIdentifier] ?? Data()) as? [String: Any]
+        #expect(answer?["length"] as? Int == body.count)
+        #expect(upload.countOfBytesSent == Int64(body.count))
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test("beyond Apple: a background data task outlives its app; the relaunched app receives its body")
+    func dataTaskRelaunch() async throws {
+        let server = try await TestServer.start()
+        let place = Place()
+        defer { place.cleanup() }
+        let count = 1_000_000
+        let url = server.url("/bytes/\(count)?seed=8&trickle=100000&interval=50")
+        do {
+            let first = Session(configuration: place.configuration("com.example.data-relaunch"), delegate: BodyRecorder())
+            first.dataTask(with: url).resume()
+            first.abandonBackgroundConnection()
+        }
+        let recorder = BodyRecorder()
+        let second = Session(configuration: place.configuration("com.example.data-relaunch"), delegate: recorder)
+        #expect(second.allTasks.map { $0 is DataTask } == [true])
+        #expect(recorder.waitForCompletions(1))
+        #expect(recorder.errors[1] == .some(nil))
+        #expect(recorder.bodies[1] == TestServer.bytes(count: count, seed: 8))
+        second.invalidateAndCancel()
+        try await server.shutdown()
+    }
+
     @Test("cancel(byProducingResumeData:) in a background session: resume data that a new background task resumes from")
     func resumeData() async throws {
         let server = try await TestServer.start()
@@ -429,7 +499,7 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
-    @Test("background rules: a second live session, a data task, a completion handler, no delegate: typed errors")
+    @Test("background rules: a second live session, a streamed body, a completion handler, no delegate: typed errors")
     func rules() async throws {
         let place = Place()
         defer { place.cleanup() }
@@ -437,10 +507,10 @@ struct BackgroundSessionTests {
         let recorder = Recorder()
         let session = Session(configuration: place.configuration("com.example.rules"), delegate: recorder)
 
-        let data = session.dataTask(with: url)
-        data.resume()
+        let streamed = session.uploadTask(withStreamedRequest: URLRequest(url: url))
+        streamed.resume()
         #expect(recorder.waitForCompletions(1))
-        #expect(recorder.errors[data.taskIdentifier]??.code == .unsupportedInBackgroundSession)
+        #expect(recorder.errors[streamed.taskIdentifier]??.code == .unsupportedInBackgroundSession)
 
         let handled = await withCheckedContinuation { continuation in
             session.downloadTask(with: url) { _, _, error in continuation.resume(returning: error as? CourierError) }

@@ -7,14 +7,20 @@ public import FoundationNetworking
 extension Session {
     /// Fetches `request` into memory. Throws ``CourierIPC/CourierError``; any HTTP status is a success. Cancelling the
     /// calling Swift task cancels the transfer.
+    public func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        try await data(for: request, delegate: nil)
+    }
+
+    /// ``data(for:)-(URLRequest)`` with a delegate of the task's own.
     ///
-    /// `delegate`, when given, is the task's own (``SessionTask/delegate``): it hears `didCreateTask` before the task
+    /// `delegate`, when not nil, is the task's own (``SessionTask/delegate``): it hears `didCreateTask` before the task
     /// starts, and the task's redirects, challenges, informational responses, upload progress and metrics (the body
     /// and the end come back here, as with every async convenience); what it leaves to its defaults goes on to the
-    /// session's delegate. The same holds for `delegate` in the other async conveniences.
+    /// session's delegate. The same holds for `delegate` in the other async conveniences, each of which also has a form
+    /// without it (so that a protocol written for URLSession's methods without `delegate:` is met by a ``Session``).
     public func data(
         for request: URLRequest,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
             self.makeDataTask(
@@ -26,9 +32,13 @@ extension Session {
         })
     }
 
+    public func data(from url: URL) async throws -> (Data, URLResponse) {
+        try await data(from: url, delegate: nil)
+    }
+
     public func data(
         from url: URL,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
             self.makeDataTask(TaskRequest(url: url), sink: sink, delegate: delegate)
@@ -36,10 +46,14 @@ extension Session {
     }
 
     /// Uploads `bodyData` and returns the response body.
+    public func upload(for request: URLRequest, from bodyData: Data) async throws -> (Data, URLResponse) {
+        try await upload(for: request, from: bodyData, delegate: nil)
+    }
+
     public func upload(
         for request: URLRequest,
         from bodyData: Data,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
             self.makeUploadTask(TaskRequest(request), body: .data(bodyData), sink: sink, delegate: delegate)
@@ -47,10 +61,14 @@ extension Session {
     }
 
     /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
+    public func upload(for request: URLRequest, fromFile fileURL: URL) async throws -> (Data, URLResponse) {
+        try await upload(for: request, fromFile: fileURL, delegate: nil)
+    }
+
     public func upload(
         for request: URLRequest,
         fromFile fileURL: URL,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, URLResponse) {
         try withURLResponse(await runDataTask { sink in
             self.makeUploadTask(TaskRequest(request), body: .file(fileURL), sink: sink, delegate: delegate)
@@ -60,18 +78,26 @@ extension Session {
     /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's
     /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it. `delegate` also hears `didWriteData` when
     /// it is a ``SessionDownloadDelegate``.
+    public func download(for request: URLRequest) async throws -> (URL, URLResponse) {
+        try await download(for: request, delegate: nil)
+    }
+
     public func download(
         for request: URLRequest,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (URL, URLResponse) {
         try withURLResponse(await runDownloadTask { sink in
             self.makeDownloadTask(TaskRequest(request), sink: sink, delegate: delegate)
         })
     }
 
+    public func download(from url: URL) async throws -> (URL, URLResponse) {
+        try await download(from: url, delegate: nil)
+    }
+
     public func download(
         from url: URL,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (URL, URLResponse) {
         try withURLResponse(await runDownloadTask { sink in
             self.makeDownloadTask(TaskRequest(url: url), sink: sink, delegate: delegate)
@@ -79,9 +105,13 @@ extension Session {
     }
 
     /// Continues a download from resume data; see ``downloadTask(withResumeData:)``.
+    public func download(resumeFrom resumeData: Data) async throws -> (URL, URLResponse) {
+        try await download(resumeFrom: resumeData, delegate: nil)
+    }
+
     public func download(
         resumeFrom resumeData: Data,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (URL, URLResponse) {
         try withURLResponse(await runDownloadTask { sink in
             self.makeResumedTask(resumeData, sink: sink, delegate: delegate)
@@ -90,18 +120,26 @@ extension Session {
 
     /// Starts `request` and returns once the response head arrived, with the body as ``AsyncBytes``.
     /// A slow consumer pauses the transfer; memory stays bounded.
+    public func bytes(for request: URLRequest) async throws -> (AsyncBytes, URLResponse) {
+        try await bytes(for: request, delegate: nil)
+    }
+
     public func bytes(
         for request: URLRequest,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (AsyncBytes, URLResponse) {
         try withURLResponse(
             await runBytesTask(TaskRequest(request), body: Session.streamedBody(of: request), delegate: delegate)
         )
     }
 
+    public func bytes(from url: URL) async throws -> (AsyncBytes, URLResponse) {
+        try await bytes(from: url, delegate: nil)
+    }
+
     public func bytes(
         from url: URL,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (AsyncBytes, URLResponse) {
         try withURLResponse(await runBytesTask(TaskRequest(url: url), delegate: delegate))
     }

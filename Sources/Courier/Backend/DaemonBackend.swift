@@ -400,7 +400,12 @@ final class DaemonBackend: TransferBackend {
         switch (spec.body, spec.sink) {
         case (.none, .file), (.file, _):
             break
-        case (.data, _):
+        case (.none, .memory) where details.kind == .data:
+            // Beyond Apple: courierd runs a data task to a file of its own, and the body comes back as data
+            // (``bodyEvents(of:for:)``).
+            break
+        case (.data, _), (.streamed, _):
+            // An upload from `Data` sends a file its task wrote (`SessionTask.prepare`); a stream cannot be kept.
             return .failure(BackgroundTaskRules.uploadNotFromFile(url))
         default:
             return .failure(BackgroundTaskRules.dataTaskRefused(url))
@@ -668,6 +673,9 @@ final class DaemonBackend: TransferBackend {
             payload: sequenced.event.payload
         )
         switch event.payload {
+        case .downloaded(let path) where binding.sinkPath == nil:
+            // A data task's body, from courierd's file (the file stays courierd's until the acknowledgement).
+            return bodyEvents(of: path, for: event)
         case .downloaded(let path):
             if let failure = place(path, at: binding.sinkPath) {
                 state.withLock { $0.bindings[task]?.placementFailure = failure }
@@ -687,6 +695,22 @@ final class DaemonBackend: TransferBackend {
         }
         state.withLock { $0.bindings[task]?.progress = event.progress }
         return [event]
+    }
+
+    /// A background data task's body as DATA events of at most 1 MiB, read from courierd's finished file; a file that
+    /// cannot be read makes the task fail at its COMPLETE.
+    private func bodyEvents(of path: String, for event: TransferEvent) -> [TransferEvent] {
+        guard let body = FileManager.default.contents(atPath: path) else {
+            let failure = CourierError(.fileDoesNotExist, "courierd's finished file \(path) is gone before the app read it")
+            state.withLock { $0.bindings[Int(event.transfer)]?.placementFailure = failure }
+            return []
+        }
+        let piece = 1 << 20
+        return stride(from: 0, to: body.count, by: piece).map { start in
+            var data = event
+            data.payload = .data(body.subdata(in: start ..< min(start + piece, body.count)))
+            return data
+        }
     }
 
     /// Puts the daemon's finished file where the task expects its download: a hard link when both are on one file

@@ -12,13 +12,18 @@ import FoundationNetworking
 /// these calls (FoundationNetworking's initialiser costs more than the rest of receiving a small response).
 /// Everything else is the URLSession-shaped API's: the same tasks, redirects, cookies, authentication, delegates
 /// (with their `URLResponse` signatures) and errors (``CourierError``). Cancelling the calling Swift task cancels
-/// the transfer. A request without a scheme or authority throws ``CourierError/Code/badURL``. `delegate` is the task's
-/// own, as in the URLSession-shaped conveniences (``Session/data(for:delegate:)-(URLRequest,_)``).
+/// the transfer. A request without a scheme or authority throws ``CourierError/Code/badURL``. Each call has a form with
+/// `delegate:`, the task's own, as in the URLSession-shaped conveniences
+/// (``Session/data(for:delegate:)-(URLRequest,_)``).
 extension Session {
     /// Fetches `request` into memory. Any HTTP status is a success.
+    public func data(for request: HTTPRequest) async throws -> (Data, HTTPResponse) {
+        try await data(for: request, delegate: nil)
+    }
+
     public func data(
         for request: HTTPRequest,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, HTTPResponse) {
         let taskRequest = try TaskRequest(courierHTTPRequest: request)
         return try withHTTPResponse(
@@ -26,10 +31,14 @@ extension Session {
     }
 
     /// Uploads `bodyData` (borrowed by the engine, not copied, from 16 KiB) and returns the response body.
+    public func upload(for request: HTTPRequest, from bodyData: Data) async throws -> (Data, HTTPResponse) {
+        try await upload(for: request, from: bodyData, delegate: nil)
+    }
+
     public func upload(
         for request: HTTPRequest,
         from bodyData: Data,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, HTTPResponse) {
         let taskRequest = try TaskRequest(courierHTTPRequest: request)
         return try withHTTPResponse(
@@ -39,10 +48,14 @@ extension Session {
     }
 
     /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
+    public func upload(for request: HTTPRequest, fromFile fileURL: URL) async throws -> (Data, HTTPResponse) {
+        try await upload(for: request, fromFile: fileURL, delegate: nil)
+    }
+
     public func upload(
         for request: HTTPRequest,
         fromFile fileURL: URL,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, HTTPResponse) {
         let taskRequest = try TaskRequest(courierHTTPRequest: request)
         return try withHTTPResponse(
@@ -85,9 +98,13 @@ extension Session {
 
     /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's
     /// ``SessionConfiguration/temporaryDirectory`` and nothing deletes it.
+    public func download(for request: HTTPRequest) async throws -> (URL, HTTPResponse) {
+        try await download(for: request, delegate: nil)
+    }
+
     public func download(
         for request: HTTPRequest,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (URL, HTTPResponse) {
         let taskRequest = try TaskRequest(courierHTTPRequest: request)
         return try withHTTPResponse(
@@ -96,9 +113,13 @@ extension Session {
 
     /// Starts `request` and returns once the response head arrived, with the body as ``AsyncBytes``.
     /// A slow consumer pauses the transfer; memory stays bounded.
+    public func bytes(for request: HTTPRequest) async throws -> (AsyncBytes, HTTPResponse) {
+        try await bytes(for: request, delegate: nil)
+    }
+
     public func bytes(
         for request: HTTPRequest,
-        delegate: (any SessionTaskDelegate)? = nil
+        delegate: (any SessionTaskDelegate)?
     ) async throws -> (AsyncBytes, HTTPResponse) {
         try withHTTPResponse(await runBytesTask(TaskRequest(courierHTTPRequest: request), delegate: delegate))
     }

@@ -52,7 +52,9 @@ public struct SessionConfiguration: Sendable {
     /// process exits, is suspended, crashes or is killed (docs/daemon.md).
     ///
     /// Create the session with a delegate (a ``SessionDownloadDelegate`` for downloads): background sessions report
-    /// through it only. They run download tasks, and upload tasks from a file; redirects are followed without asking
+    /// through it only. They run download tasks, and upload tasks from a file; beyond Apple's, also upload tasks from
+    /// `Data` (the body is written to a file at `resume()`) and data tasks (courierd writes the body to a file, and the
+    /// data delegate gets it whole when the task ends, after a relaunch too); redirects are followed without asking
     /// and network failures are retried until ``timeoutIntervalForResource``. After a relaunch, create the session
     /// again with the same identifier: the events it missed are delivered, then
     /// ``SessionDelegate/urlSessionDidFinishEvents(forBackgroundURLSession:)``.

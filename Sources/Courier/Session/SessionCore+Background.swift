@@ -128,11 +128,17 @@ extension SessionCore {
                         request: spec.request,
                         sink: .delegate,
                         // The body is courierd's to send (its copy may be gone already): nothing to read here.
-                        uploadBody: .data(Data())
+                        uploadBody: .heldByDaemon
                     )
                 case .data:
-                    // courierd refuses data tasks: none is journaled.
-                    continue
+                    // Beyond Apple: courierd ran it to a file of its own; the body comes back as data.
+                    task = DataTask(
+                        core: self,
+                        kind: .data,
+                        identifier: spec.identifier,
+                        request: spec.request,
+                        sink: .delegate
+                    )
                 }
                 task.taskDescription = spec.taskDescription
                 task.priority = spec.priority

@@ -33,6 +33,10 @@ extension SessionTask {
                 error?.resumeData = resumeData
             }
         }
+        if kind != .download, let spool = final.staging {
+            // A background upload's body written to a file (courierd has its own copy).
+            try? FileManager.default.removeItem(at: spool)
+        }
         if let error {
             storage.withLock { $0.error = error }
             core.logger?.debug(

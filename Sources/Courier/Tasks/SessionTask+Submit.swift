@@ -64,6 +64,21 @@ extension SessionTask {
                 )
             )
         }
+        if case .data(let body) = uploadBody, core.configuration.identifier != nil {
+            // Beyond Apple: a background upload from `Data` sends a file the app writes once (courierd copies it at
+            // admission, as any upload's file); it is the task's staging file, removed at its end.
+            return core.makeStagingFile().flatMap { spool in
+                do {
+                    try body.write(to: spool)
+                    return .success((0, spool))
+                } catch {
+                    try? FileManager.default.removeItem(at: spool)
+                    return .failure(
+                        CourierError(.cannotCreateFile, "cannot write the upload's body to \(spool.path): \(error)")
+                    )
+                }
+            }
+        }
         if case .file(let url) = uploadBody {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue
@@ -163,12 +178,18 @@ extension SessionTask {
         if let uploadBody, sendsBody {
             switch uploadBody {
             case .data(let data):
-                spec.body = .data(plan.bodyOffset > 0 ? Data(data.dropFirst(Int(plan.bodyOffset))) : data)
+                if let spool = plan.staging {
+                    spec.body = .file(path: spool.path)  // a background upload's body, written to a file (prepare)
+                } else {
+                    spec.body = .data(plan.bodyOffset > 0 ? Data(data.dropFirst(Int(plan.bodyOffset))) : data)
+                }
             case .file(let fileURL):
                 spec.body = .file(path: fileURL.path)
                 spec.bodyOffset = plan.bodyOffset
             case .stream(_, let length):
                 spec.body = .streamed(length: length.map { $0 - plan.bodyOffset })
+            case .heldByDaemon:
+                break
             }
         } else if let body = request.body, !body.isEmpty, sendsBody {
             spec.body = .data(body)

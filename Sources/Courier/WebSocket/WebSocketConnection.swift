@@ -276,8 +276,14 @@ final class WebSocketConnection: BodySupplier {
 
     /// Supplies `frame` to the exchange; `completion` runs once the engine took it. `last`: the exchange ends once
     /// the engine took it (our Close after the server's, or after a violation).
+    ///
+    /// Supplied under the lock (a supply only queues a command for the engine's loop and calls nothing back), so that
+    /// frames written from two threads (a send, a Pong) go out in the order their offsets were counted.
     private func write(_ frame: Data, completion: Completion?, last: Bool = false) {
-        let (backend, transfer) = state.withLock { state -> ((any TransferBackend)?, UInt64) in
+        let supplied = state.withLock { state -> Bool in
+            guard let backend = state.backend, backend.supply(state.transfer, frame, end: false) else {
+                return false
+            }
             state.supplied += Int64(frame.count)
             if let completion {
                 state.sends.append((state.supplied, completion))
@@ -285,11 +291,10 @@ final class WebSocketConnection: BodySupplier {
             if last {
                 state.endWhenTaken = state.supplied
             }
-            return (state.backend, state.transfer)
+            return true
         }
-        guard let backend, backend.supply(transfer, frame, end: false) else {
+        if !supplied {
             completion?(CourierError(.networkConnectionLost, "the WebSocket's connection is gone"))
-            return
         }
     }
 

@@ -18,9 +18,8 @@ package enum BackgroundTaskAdmission {
         let url = request.url
         var admitted = task
         switch task.kind {
-        case .data:
-            return .failure(BackgroundTaskRules.dataTaskRefused(url))
-        case .download:
+        case .download, .data:
+            // A data task (beyond Apple) runs as a download to courierd's file; the app reads the body from it.
             admitted.uploadFile = nil
         case .upload:
             guard let source = task.uploadFile, source.hasPrefix("/") else {

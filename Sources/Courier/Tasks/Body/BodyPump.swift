@@ -104,10 +104,10 @@ final class BodyPump: BodySupplier {
         }
     }
 
-    /// A read came back: supply it (or the end), or fail.
+    /// A read came back: supply it (or the end), or fail. The read counts as under way until its bytes were supplied,
+    /// so that no other read's bytes can be supplied before them.
     private func read(_ result: Result<Data?, any Error>, feed: Feed) {
         let outcome = state.withLock { state -> Result<(Data, end: Bool)?, CourierError> in
-            state.reading = false
             guard !state.done else {
                 return .success(nil)
             }
@@ -160,6 +160,7 @@ final class BodyPump: BodySupplier {
             if end {
                 feed.reader.close()
             } else {
+                state.withLock { $0.reading = false }
                 pumpMore()
             }
         }

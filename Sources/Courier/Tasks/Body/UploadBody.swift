@@ -8,6 +8,8 @@ enum UploadBody: Sendable {
     /// Read as it is sent (``BodyStreamSource``); `length`: the request's `Content-Length`, nil when it has none
     /// (HTTP/1.1 then sends the body chunked).
     case stream(BodyStreamSource, length: Int64?)
+    /// A background upload adopted after a relaunch: courierd holds its body (the app has nothing to read).
+    case heldByDaemon
 
     /// The bytes to send, or -1 when unknown.
     var length: Int64 {
@@ -18,6 +20,8 @@ enum UploadBody: Sendable {
             return FileManager.default.fileLength(atPath: url.path) ?? -1
         case .stream(_, let length):
             return length ?? -1
+        case .heldByDaemon:
+            return -1
         }
     }
 }
