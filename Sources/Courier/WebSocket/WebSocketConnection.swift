@@ -101,7 +101,9 @@ final class WebSocketConnection: BodySupplier {
         guard let backend = task.core.runningBackend else {
             return
         }
-        let queued = state.withLock { state -> [(Data, Completion?)] in
+        task.storage.withLock { $0.bodySupplier = self }
+        // The frames written meanwhile go first, under the same lock that opens: a send racing the open comes after.
+        let refused = state.withLock { state -> [(Completion?, any Error)] in
             guard state.phase == .connecting else {
                 return []
             }
@@ -110,11 +112,12 @@ final class WebSocketConnection: BodySupplier {
             state.transfer = transfer
             state.backend = backend
             defer { state.queued = [] }
-            return state.queued
+            return state.queued.compactMap { frame, completion in
+                Self.supply(frame, completion: completion, in: &state).map { (completion, $0) }
+            }
         }
-        task.storage.withLock { $0.bodySupplier = self }
-        for (frame, completion) in queued {
-            write(frame, completion: completion)
+        for (completion, error) in refused {
+            completion?(error)
         }
         work.append { session in
             guard let session, let delegate = task.delegate(as: (any SessionWebSocketDelegate).self) else {
@@ -248,54 +251,56 @@ final class WebSocketConnection: BodySupplier {
         enqueueOrWrite(Self.frame(.ping, payload), completion: nil)
     }
 
-    /// Writes `frame` now when open, keeps it for the open when connecting, refuses it once closing.
+    /// Writes `frame` now when open, keeps it for the open when connecting, refuses it once closing; decided and
+    /// done under one lock, so that nothing is written after our Close.
     private func enqueueOrWrite(_ frame: Data, completion: Completion?) {
-        let refusal = state.withLock { state -> (any Error)?? in
+        let refusal = state.withLock { state -> (any Error)? in
             if let failure = state.failure {
-                return .some(failure)
+                return failure
             }
             switch state.phase {
             case .connecting:
                 state.queued.append((frame, completion))
-                return .none
+                return nil
             case .open:
-                return .some(nil)
+                return Self.supply(frame, completion: completion, in: &state)
             case .closing, .closed:
-                return .some(Self.closedError(state))
+                return Self.closedError(state)
             }
         }
-        switch refusal {
-        case .none:
-            return
-        case .some(nil):
-            write(frame, completion: completion)
-        case .some(let error?):
-            completion?(error)
+        if let refusal {
+            completion?(refusal)
         }
     }
 
     /// Supplies `frame` to the exchange; `completion` runs once the engine took it. `last`: the exchange ends once
     /// the engine took it (our Close after the server's, or after a violation).
-    ///
-    /// Supplied under the lock (a supply only queues a command for the engine's loop and calls nothing back), so that
-    /// frames written from two threads (a send, a Pong) go out in the order their offsets were counted.
     private func write(_ frame: Data, completion: Completion?, last: Bool = false) {
-        let supplied = state.withLock { state -> Bool in
-            guard let backend = state.backend, backend.supply(state.transfer, frame, end: false) else {
-                return false
-            }
-            state.supplied += Int64(frame.count)
-            if let completion {
-                state.sends.append((state.supplied, completion))
-            }
-            if last {
-                state.endWhenTaken = state.supplied
-            }
-            return true
+        if let refusal = state.withLock({ Self.supply(frame, completion: completion, last: last, in: &$0) }) {
+            completion?(refusal)
         }
-        if !supplied {
-            completion?(CourierError(.networkConnectionLost, "the WebSocket's connection is gone"))
+    }
+
+    /// ``write(_:completion:last:)`` under the lock: a supply only queues a command for the engine's loop and calls
+    /// nothing back, and frames written from two threads (a send, a Pong) go out in the order their offsets were
+    /// counted. Returns why the frame could not go.
+    private static func supply(
+        _ frame: Data,
+        completion: Completion?,
+        last: Bool = false,
+        in state: inout State
+    ) -> (any Error)? {
+        guard let backend = state.backend, backend.supply(state.transfer, frame, end: false) else {
+            return CourierError(.networkConnectionLost, "the WebSocket's connection is gone")
         }
+        state.supplied += Int64(frame.count)
+        if let completion {
+            state.sends.append((state.supplied, completion))
+        }
+        if last {
+            state.endWhenTaken = state.supplied
+        }
+        return nil
     }
 
     func taken(_ sent: Int64) {
@@ -321,6 +326,7 @@ final class WebSocketConnection: BodySupplier {
     /// The task to end once our last frame was taken (kept only meanwhile).
     private let endingTask = LockedValue<WebSocketTask?>(nil)
 
+    /// Nothing to stop: the connection ends with its task (``ended(error:)``, from `finalize`).
     func stop() {}
 
     // MARK: Closing
