@@ -392,12 +392,13 @@ struct BackgroundSessionTests {
         try await server.shutdown()
     }
 
-    /// Keeps the bodies data tasks receive, and their ends.
+    /// Keeps the bodies data tasks receive, and their ends; waits for them without holding a thread of Swift's
+    /// cooperative pool (a blocked pool starves the tests running beside it).
     final class BodyRecorder: SessionDataDelegate, @unchecked Sendable {
         private let lock = NSLock()
         private var _bodies: [Int: Data] = [:]
         private var _errors: [Int: CourierError?] = [:]
-        private let finished = DispatchSemaphore(value: 0)
+        private let (ends, endsContinuation) = AsyncStream.makeStream(of: Int.self)
         var bodies: [Int: Data] { lock.withLock { _bodies } }
         var errors: [Int: CourierError?] { lock.withLock { _errors } }
 
@@ -407,11 +408,31 @@ struct BackgroundSessionTests {
 
         func urlSession(_ session: Session, task: SessionTask, didCompleteWithError error: (any Error)?) {
             lock.withLock { _errors[task.taskIdentifier] = error as? CourierError }
-            finished.signal()
+            endsContinuation.yield(task.taskIdentifier)
         }
 
-        func waitForCompletions(_ count: Int, timeout: TimeInterval = 60) -> Bool {
-            (0 ..< count).allSatisfy { _ in finished.wait(timeout: .now() + timeout) == .success }
+        /// Whether `count` tasks ended within `timeout`.
+        func waitForCompletions(_ count: Int, timeout: Duration = .seconds(60)) async -> Bool {
+            let ends = self.ends
+            return await withTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    var seen = 0
+                    for await _ in ends {
+                        seen += 1
+                        if seen == count {
+                            return true
+                        }
+                    }
+                    return false
+                }
+                group.addTask {
+                    try? await Task.sleep(for: timeout)
+                    return false
+                }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
         }
     }
 
@@ -429,7 +450,7 @@ struct BackgroundSessionTests {
         request.httpMethod = "PUT"
         let upload = session.uploadTask(with: request, from: body)
         upload.resume()
-        #expect(recorder.waitForCompletions(2))
+        #expect(await recorder.waitForCompletions(2))
         #expect(recorder.errors[fetch.taskIdentifier] == .some(nil))
         #expect(recorder.bodies[fetch.taskIdentifier] == TestServer.bytes(count: 3_000_000, seed: 5))
         #expect(recorder.errors[upload.taskIdentifier] == .some(nil))
@@ -455,7 +476,7 @@ struct BackgroundSessionTests {
         let recorder = BodyRecorder()
         let second = Session(configuration: place.configuration("com.example.data-relaunch"), delegate: recorder)
         #expect(second.allTasks.map { $0 is DataTask } == [true])
-        #expect(recorder.waitForCompletions(1))
+        #expect(await recorder.waitForCompletions(1))
         #expect(recorder.errors[1] == .some(nil))
         #expect(recorder.bodies[1] == TestServer.bytes(count: count, seed: 8))
         second.invalidateAndCancel()

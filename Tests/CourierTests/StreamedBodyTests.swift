@@ -204,12 +204,12 @@ struct StreamedBodyTests {
         }
     }
 
-    @Test("64 MiB from a sequence faster than the network: never read more than the window ahead of what was sent")
+    @Test("32 MiB from a sequence faster than the network: never read more than the window ahead of what was sent")
     func readAheadIsBounded() async throws {
         try await withServer { server in
             let session = Session(configuration: testConfiguration())
             defer { session.finishTasksAndInvalidate() }
-            let count = 64 << 20
+            let count = 32 << 20
             let chunk = 256 << 10
             let delegate = CreationDelegate()
             let made = LockedValue(0)
