@@ -454,7 +454,8 @@ struct BackgroundSessionTests {
         #expect(recorder.errors[fetch.taskIdentifier] == .some(nil))
         #expect(recorder.bodies[fetch.taskIdentifier] == TestServer.bytes(count: 3_000_000, seed: 5))
         #expect(recorder.errors[upload.taskIdentifier] == .some(nil))
-        let answer = try JSONSerialization.jsonObject(with: recorder.bodies[upload.taskIdentifier] ?? Data()) as? [String: Any]
+        let answerBody = recorder.bodies[upload.taskIdentifier] ?? Data()
+        let answer = try JSONSerialization.jsonObject(with: answerBody) as? [String: Any]
         #expect(answer?["length"] as? Int == body.count)
         #expect(upload.countOfBytesSent == Int64(body.count))
         session.finishTasksAndInvalidate()
@@ -469,7 +470,10 @@ struct BackgroundSessionTests {
         let count = 1_000_000
         let url = server.url("/bytes/\(count)?seed=8&trickle=100000&interval=50")
         do {
-            let first = Session(configuration: place.configuration("com.example.data-relaunch"), delegate: BodyRecorder())
+            let first = Session(
+                configuration: place.configuration("com.example.data-relaunch"),
+                delegate: BodyRecorder()
+            )
             first.dataTask(with: url).resume()
             first.abandonBackgroundConnection()
         }

@@ -148,7 +148,8 @@ final class WebSocketServerHandler: ChannelInboundHandler, Sendable {
         case .pong:
             var payload = frame.unmaskedData
             let text = payload.readString(length: payload.readableBytes) ?? ""
-            write(context, WebSocketFrame(fin: true, opcode: .text, data: context.channel.allocator.buffer(string: "pong:\(text)")))
+            let answer = context.channel.allocator.buffer(string: "pong:\(text)")
+            write(context, WebSocketFrame(fin: true, opcode: .text, data: answer))
         case .text, .binary, .continuation:
             let fragments = query.value("fragments").flatMap(Int.init) ?? 1
             guard fragments > 1, frame.fin, frame.opcode != .continuation else {

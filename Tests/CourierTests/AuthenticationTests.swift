@@ -118,7 +118,9 @@ struct AuthenticationTests {
             let (session, delegate) = makeRecordingSession(configuration)
             defer { session.invalidateAndCancel() }
             delegate.script {
-                $0.challenge = { _ in (.useCredential, URLCredential(user: "kim", password: "k 1", persistence: .permanent)) }
+                $0.challenge = { _ in
+                    (.useCredential, URLCredential(user: "kim", password: "k 1", persistence: .permanent))
+                }
             }
             let first = session.dataTask(with: server.url("/basic-auth/kim/k%201"))
             first.resume()
@@ -135,7 +137,8 @@ struct AuthenticationTests {
             let curl = Process()
             curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             curl.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--netrc-file", file.path]
-                + (server.baseURL.scheme == "https" ? ["-k"] : []) + [server.url("/basic-auth/kim/k%201").absoluteString]
+                + (server.baseURL.scheme == "https" ? ["-k"] : [])
+                + [server.url("/basic-auth/kim/k%201").absoluteString]
             let output = Pipe()
             curl.standardOutput = output
             try curl.run()

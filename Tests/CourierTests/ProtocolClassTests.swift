@@ -131,8 +131,8 @@ struct ProtocolClassTests {
             case "/new":
                 respond(200, ["Content-Length": "3"], "new")
             case "/private":
-                guard request.value(forHTTPHeaderField: "Authorization") == "Basic " + Data("ann:pw".utf8).base64EncodedString()
-                else {
+                let expected = "Basic " + Data("ann:pw".utf8).base64EncodedString()
+                guard request.value(forHTTPHeaderField: "Authorization") == expected else {
                     respond(401, ["WWW-Authenticate": "Basic realm=\"stub\""], "who?")
                     return
                 }
@@ -165,7 +165,8 @@ struct ProtocolClassTests {
         moved.resume()
         #expect(try await delegate.completion(of: moved) == nil)
         #expect(String(decoding: delegate.body(of: moved), as: UTF8.self) == "new")
-        #expect(delegate.events(of: moved).contains { "\($0)" == "redirect(\(moved.taskIdentifier), 301, http://127.0.0.1:9/new)" })
+        let redirect = "redirect(\(moved.taskIdentifier), 301, http://127.0.0.1:9/new)"
+        #expect(delegate.events(of: moved).contains { "\($0)" == redirect })
         #expect(delegate.metrics(of: moved).first?.transactionMetrics.count == 2)
 
         let guarded = session.dataTask(with: URL(string: "http://127.0.0.1:9/private")!)

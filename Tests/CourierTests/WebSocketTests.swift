@@ -108,7 +108,7 @@ struct WebSocketTests {
         }
     }
 
-    @Test("the server's Close: answered with its code, closeCode and closeReason are the server's, waiting receives fail")
+    @Test("the server's Close: answered with its code; closeCode and closeReason are the server's; receives fail")
     func serverCloses() async throws {
         try await withServer { server in
             let (session, delegate) = Self.session()
@@ -160,8 +160,8 @@ struct WebSocketTests {
         )
         let wrong = try await RawServer.start(
             response: Data(
-                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAA\r\n\r\n"
-                    .utf8
+                ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Accept: AAAA\r\n\r\n").utf8
             ),
             closeAfter: false
         )
@@ -174,7 +174,8 @@ struct WebSocketTests {
             let accepted = session.webSocketTask(with: wrong.baseURL.appendingPathComponent("socket"))
             accepted.resume()
             await #expect(throws: CourierError.self) { try await accepted.receive() }
-            let bogus = session.webSocketTask(with: Self.socketURL(server, "/ws/echo?protocol=bogus"), protocols: ["chat"])
+            let bogusURL = Self.socketURL(server, "/ws/echo?protocol=bogus")
+            let bogus = session.webSocketTask(with: bogusURL, protocols: ["chat"])
             bogus.resume()
             await #expect(throws: CourierError.self) { try await bogus.send(.string("never")) }
             let calls = try await delegate.log.wait { $0.filter { $0.hasPrefix("complete") }.count == 3 }
@@ -216,7 +217,8 @@ struct WebSocketTests {
             #expect(task.countOfBytesReceived < 12 << 20, "\(task.countOfBytesReceived >> 20) MiB read")
             for message in 0 ..< count {
                 guard case .data(let data) = try await task.receive(), data.count == size,
-                    data.first == UInt8(truncatingIfNeeded: message), data.last == UInt8(truncatingIfNeeded: message + size - 1)
+                    data.first == UInt8(truncatingIfNeeded: message),
+                    data.last == UInt8(truncatingIfNeeded: message + size - 1)
                 else {
                     Issue.record("message \(message) is not as sent")
                     break

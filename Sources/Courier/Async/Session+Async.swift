@@ -55,9 +55,7 @@ extension Session {
         from bodyData: Data,
         delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, URLResponse) {
-        try withURLResponse(await runDataTask { sink in
-            self.makeUploadTask(TaskRequest(request), body: .data(bodyData), sink: sink, delegate: delegate)
-        })
+        try withURLResponse(await runUploadTask(TaskRequest(request), body: .data(bodyData), delegate: delegate))
     }
 
     /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
@@ -70,9 +68,7 @@ extension Session {
         fromFile fileURL: URL,
         delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, URLResponse) {
-        try withURLResponse(await runDataTask { sink in
-            self.makeUploadTask(TaskRequest(request), body: .file(fileURL), sink: sink, delegate: delegate)
-        })
+        try withURLResponse(await runUploadTask(TaskRequest(request), body: .file(fileURL), delegate: delegate))
     }
 
     /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's
@@ -145,6 +141,15 @@ extension Session {
     }
 
     // MARK: Plumbing (shared with the swift-http-types overloads)
+
+    /// Sends `body` with `request` in an upload task and waits for the response body.
+    func runUploadTask(
+        _ request: TaskRequest,
+        body: UploadBody,
+        delegate: (any SessionTaskDelegate)?
+    ) async throws -> (Data, TaskResponse) {
+        try await runDataTask { sink in makeUploadTask(request, body: body, sink: sink, delegate: delegate) }
+    }
 
     /// Starts the data task `make` builds and waits for its end. The response is the task's own, from which each
     /// API makes the type it returns.

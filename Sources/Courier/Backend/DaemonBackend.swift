@@ -700,17 +700,25 @@ final class DaemonBackend: TransferBackend {
     /// A background data task's body as DATA events of at most 1 MiB, read from courierd's finished file; a file that
     /// cannot be read makes the task fail at its COMPLETE.
     private func bodyEvents(of path: String, for event: TransferEvent) -> [TransferEvent] {
-        guard let body = FileManager.default.contents(atPath: path) else {
-            let failure = CourierError(.fileDoesNotExist, "courierd's finished file \(path) is gone before the app read it")
+        var events: [TransferEvent] = []
+        do {
+            // Read a piece at a time: the body is held once, as the events that carry it.
+            let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? file.close() }
+            while let piece = try file.read(upToCount: 1 << 20), !piece.isEmpty {
+                var data = event
+                data.payload = .data(piece)
+                events.append(data)
+            }
+        } catch {
+            let failure = CourierError(
+                .fileDoesNotExist,
+                "courierd's finished file \(path) could not be read by the app: \(error)"
+            )
             state.withLock { $0.bindings[Int(event.transfer)]?.placementFailure = failure }
             return []
         }
-        let piece = 1 << 20
-        return stride(from: 0, to: body.count, by: piece).map { start in
-            var data = event
-            data.payload = .data(body.subdata(in: start ..< min(start + piece, body.count)))
-            return data
-        }
+        return events
     }
 
     /// Puts the daemon's finished file where the task expects its download: a hard link when both are on one file

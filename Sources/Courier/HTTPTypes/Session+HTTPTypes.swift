@@ -41,10 +41,7 @@ extension Session {
         delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, HTTPResponse) {
         let taskRequest = try TaskRequest(courierHTTPRequest: request)
-        return try withHTTPResponse(
-            await runDataTask { sink in
-                makeUploadTask(taskRequest, body: .data(bodyData), sink: sink, delegate: delegate)
-            })
+        return try withHTTPResponse(await runUploadTask(taskRequest, body: .data(bodyData), delegate: delegate))
     }
 
     /// Uploads the file at `fileURL` (streamed from disk) and returns the response body.
@@ -58,10 +55,7 @@ extension Session {
         delegate: (any SessionTaskDelegate)?
     ) async throws -> (Data, HTTPResponse) {
         let taskRequest = try TaskRequest(courierHTTPRequest: request)
-        return try withHTTPResponse(
-            await runDataTask { sink in
-                makeUploadTask(taskRequest, body: .file(fileURL), sink: sink, delegate: delegate)
-            })
+        return try withHTTPResponse(await runUploadTask(taskRequest, body: .file(fileURL), delegate: delegate))
     }
 
     /// Uploads a body read from `body` as it is sent (an async sequence of byte chunks: `Data`, `[UInt8]`,
@@ -78,13 +72,14 @@ extension Session {
         delegate: (any SessionTaskDelegate)? = nil
     ) async throws -> (Data, HTTPResponse) where Body.Element: DataProtocol {
         let taskRequest = try TaskRequest(courierHTTPRequest: request)
-        let upload = UploadBody.stream(.sequence(OneTimeBody(AsyncSequenceReader(body))), length: length)
         return try withHTTPResponse(
-            await runDataTask { sink in makeUploadTask(taskRequest, body: upload, sink: sink, delegate: delegate) })
+            await runUploadTask(taskRequest, body: .sequence(body, length: length), delegate: delegate)
+        )
     }
 
-    /// ``bytes(for:delegate:)-(HTTPRequest,_)`` with a request body streamed from `body`, as in ``upload(for:body:length:delegate:)``:
-    /// both directions stream. The request's method must carry a body (not GET or HEAD).
+    /// ``bytes(for:delegate:)-(HTTPRequest,_)`` with a request body streamed from `body`, as in
+    /// ``upload(for:body:length:delegate:)``: both directions stream. The request's method must carry a body (not GET
+    /// or HEAD).
     public func bytes<Body: AsyncSequence & Sendable>(
         for request: HTTPRequest,
         body: Body,
@@ -92,8 +87,9 @@ extension Session {
         delegate: (any SessionTaskDelegate)? = nil
     ) async throws -> (AsyncBytes, HTTPResponse) where Body.Element: DataProtocol {
         let taskRequest = try TaskRequest(courierHTTPRequest: request)
-        let upload = UploadBody.stream(.sequence(OneTimeBody(AsyncSequenceReader(body))), length: length)
-        return try withHTTPResponse(await runBytesTask(taskRequest, body: upload, delegate: delegate))
+        return try withHTTPResponse(
+            await runBytesTask(taskRequest, body: .sequence(body, length: length), delegate: delegate)
+        )
     }
 
     /// Downloads `request` to a file. The returned file is the caller's: it is in the configuration's

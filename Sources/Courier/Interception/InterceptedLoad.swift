@@ -60,13 +60,8 @@ final class InterceptedLoad: SessionURLProtocolClient, @unchecked Sendable {
         var request = URLRequest(url: URL(string: spec.url) ?? URL(fileURLWithPath: "/"))
         request.httpMethod = spec.method
         for line in spec.headers {
-            guard let colon = line.firstIndex(of: ":") else {
-                continue
-            }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            if !value.isEmpty {
-                request.addValue(value, forHTTPHeaderField: name)
+            if let (name, value) = TransferSpec.field(of: line), !value.isEmpty {
+                request.addValue(value, forHTTPHeaderField: name.trimmingCharacters(in: .whitespaces))
             }
         }
         // The credential the task chose goes as the engine would send it (Basic; Digest and NTLM are handshakes of
@@ -235,7 +230,8 @@ final class InterceptedLoad: SessionURLProtocolClient, @unchecked Sendable {
         state.progress.sent = state.progress.expectedToSend
         state.progress.expectedToReceive = head.value("Content-Length").flatMap { Int64($0) } ?? -1
         let redirects = (300 ... 399).contains(head.status) && head.value("Location") != nil
-        let held = spec.askResponse || spec.holdRedirectAndAuth && (redirects || head.status == 401 || head.status == 407)
+        let challenge = head.status == 401 || head.status == 407
+        let held = spec.askResponse || spec.holdRedirectAndAuth && (redirects || challenge)
         if held {
             state.hold = .waiting(data: [], end: nil)
         }

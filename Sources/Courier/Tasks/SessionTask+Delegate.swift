@@ -14,8 +14,11 @@ extension SessionTask {
             guard core.configuration.identifier == nil else {
                 return
             }
-            let asks = kind != .download && sink.usesDelegateForBody
-                && (core.isDataDelegate || newValue is any SessionDataDelegate)
+            let asks = SessionTask.asksDisposition(
+                kind: kind,
+                sink: sink,
+                dataDelegate: core.isDataDelegate || newValue is any SessionDataDelegate
+            )
             storage.withLock { machine in
                 machine.ownDelegate = newValue
                 if machine.phase == .created {
@@ -28,16 +31,16 @@ extension SessionTask {
     /// Whether a data delegate gets the body as it arrives (true, the default) or in one
     /// ``SessionDataDelegate/urlSession(_:dataTask:didReceive:)-(_,_,Data)`` once all of it is here (false), as
     /// iOS 14.5's property; the body is then held in memory, within the configuration's
-    /// ``SessionConfiguration/maximumCollectedBodyLength``. Read at `resume()`. Affects data and upload tasks reporting to a
-    /// delegate only.
+    /// ``SessionConfiguration/maximumCollectedBodyLength``. Read at `resume()`. Affects data and upload tasks
+    /// reporting to a delegate only.
     public var prefersIncrementalDelivery: Bool {
-        get { storage.withLock { !$0.deliversWholeBody } }
+        // A delegate's body is collected only when this is false (other sinks collect theirs for their own reasons).
+        get { !sink.usesDelegateForBody || storage.withLock { !$0.role.collectsBody } }
         set {
             storage.withLock { machine in
                 guard machine.phase == .created, kind != .download, sink.usesDelegateForBody else {
                     return
                 }
-                machine.deliversWholeBody = !newValue
                 machine.role.collectsBody = !newValue
             }
         }

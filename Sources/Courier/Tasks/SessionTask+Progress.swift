@@ -2,8 +2,8 @@ public import Foundation
 
 extension SessionTask {
     /// The task's progress as a Foundation `Progress` (iOS 11's `URLSessionTask.progress`): made the first time it is
-    /// read, and from then kept up to date as the task's counts move, from the engine's threads: `completedUnitCount` is
-    /// ``countOfBytesReceived`` (an upload task: ``countOfBytesSent``) and `totalUnitCount` its expected total (-1,
+    /// read, and from then kept up to date as the task's counts move, from the engine's threads:
+    /// `completedUnitCount` is ``countOfBytesReceived`` (an upload task: ``countOfBytesSent``) and `totalUnitCount` its expected total (-1,
     /// indeterminate, while not known). At a success both become the final count (1 of 1 for an empty body), so
     /// `fractionCompleted` ends at 1. Add it to a parent with `addChild(_:withPendingUnitCount:)` to follow several
     /// tasks as one. Cancelling it cancels the task; pausing it suspends the task and resuming it resumes the task.

@@ -79,13 +79,20 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.storage = LockedValue(machine)
     }
 
+    /// Whether a task of `kind` reporting to `sink` holds its final response for a data delegate's disposition:
+    /// a data or upload task whose body goes to the delegate, when a data delegate hears it (the session's, or the
+    /// task's own: ``delegate``).
+    static func asksDisposition(kind: Kind, sink: TaskSink, dataDelegate: Bool) -> Bool {
+        kind != .download && sink.usesDelegateForBody && dataDelegate
+    }
+
     /// What a task of `kind` reporting to `sink` is, for its machine.
     static func role(kind: Kind, sink: TaskSink, core: SessionCore, request: TaskRequest? = nil) -> TaskMachine.Role {
         let configuration = core.configuration
         var role = TaskMachine.Role(
             kind: kind,
             collectsBody: sink.collectsBody,
-            asksDisposition: kind != .download && sink.usesDelegateForBody && core.isDataDelegate,
+            asksDisposition: asksDisposition(kind: kind, sink: sink, dataDelegate: core.isDataDelegate),
             waitsForConnectivity: configuration.waitsForConnectivity && configuration.identifier == nil
         )
         // Data and upload tasks of a session with a cache (an upload's success invalidates its URL); never a WebSocket.

@@ -4,7 +4,8 @@ import Foundation
 /// not a digest of integrity, and never used as one.
 enum SHA1 {
     static func hash(_ message: Data) -> Data {
-        var state: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
+        var state: (UInt32, UInt32, UInt32, UInt32, UInt32) =
+            (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
         var padded = message
         padded.append(0x80)
         while padded.count % 64 != 56 {

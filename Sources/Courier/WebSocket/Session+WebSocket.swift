@@ -36,7 +36,8 @@ extension Session {
         for (name, value) in handshake.requestFields {
             taskRequest.setHeaderField(name, value)
         }
-        let task = WebSocketTask(core: core, request: taskRequest, connection: WebSocketConnection(handshake: handshake))
+        let connection = WebSocketConnection(handshake: handshake)
+        let task = WebSocketTask(core: core, request: taskRequest, connection: connection)
         task.announceCreation(to: self)
         return task
     }

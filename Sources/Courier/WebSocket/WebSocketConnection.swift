@@ -429,7 +429,8 @@ final class WebSocketConnection: BodySupplier {
                 state.pings = []
                 state.queued = []
             }
-            return (state.receivers, state.sends.map(\.completion) + state.queued.compactMap(\.1), state.pings, state.failure!, clean)
+            let sends = state.sends.map(\.completion) + state.queued.compactMap(\.1)
+            return (state.receivers, sends, state.pings, state.failure!, clean)
         }
         endingTask.withLock { $0 = nil }
         receivers.forEach { $0(.failure(failure)) }

@@ -106,6 +106,10 @@ struct WebSocketFrameParser {
         return frames
     }
 
+    private static func oversized(_ length: UInt64) -> WebSocketViolation {
+        WebSocketViolation(closeCode: 1009, reason: "a frame of \(length) bytes, over the maximum message size")
+    }
+
     /// The frame that starts `offset` bytes into the buffer and its size, or nil when it has not all arrived.
     private func frame(at offset: Int) throws(WebSocketViolation) -> (WebSocketFrame, Int)? {
         let start = buffer.startIndex + offset
@@ -116,7 +120,10 @@ struct WebSocketFrameParser {
         let first = buffer[start]
         let second = buffer[start + 1]
         guard first & 0x70 == 0 else {
-            throw WebSocketViolation(closeCode: 1002, reason: "a frame with reserved bits set (no extension was agreed)")
+            throw WebSocketViolation(
+                closeCode: 1002,
+                reason: "a frame with reserved bits set (no extension was agreed)"
+            )
         }
         guard let opcode = WebSocketFrame.Opcode(rawValue: first & 0x0F) else {
             throw WebSocketViolation(closeCode: 1002, reason: "a frame with the unknown opcode \(first & 0x0F)")
@@ -151,7 +158,7 @@ struct WebSocketFrameParser {
                 throw WebSocketViolation(closeCode: 1002, reason: "a length not in its shortest form")
             }
             guard value <= UInt64(maximumPayload) else {
-                throw WebSocketViolation(closeCode: 1009, reason: "a frame of \(value) bytes, over the maximum message size")
+                throw Self.oversized(value)
             }
             length = Int(value)
             headerLength = 10
@@ -164,7 +171,7 @@ struct WebSocketFrameParser {
                 throw WebSocketViolation(closeCode: 1002, reason: "a control frame of more than 125 bytes")
             }
         } else if length > maximumPayload {
-            throw WebSocketViolation(closeCode: 1009, reason: "a frame of \(length) bytes, over the maximum message size")
+            throw Self.oversized(UInt64(length))
         }
         guard available >= headerLength + length else {
             return nil

@@ -86,9 +86,12 @@ struct WebSocketMessageAssembler {
         }
         let start = payload.startIndex
         let code = Int(payload[start]) << 8 | Int(payload[start + 1])
-        let sendable = (1000 ... 1003).contains(code) || (1007 ... 1014).contains(code) || (3000 ... 4999).contains(code)
+        let sendable = [1000 ... 1003, 1007 ... 1014, 3000 ... 4999].contains { $0.contains(code) }
         guard sendable else {
-            throw WebSocketViolation(closeCode: 1002, reason: "a Close frame with the code \(code), which no peer sends")
+            throw WebSocketViolation(
+                closeCode: 1002,
+                reason: "a Close frame with the code \(code), which no peer sends"
+            )
         }
         let reason = Data(payload.dropFirst(2))
         guard String(validating: reason, as: UTF8.self) != nil else {

@@ -46,7 +46,13 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
 
     init(core: SessionCore, request: TaskRequest, connection: WebSocketConnection) {
         self.connection = connection
-        super.init(core: core, kind: .data, identifier: core.makeIdentifier(), request: request, sink: .webSocket(connection))
+        super.init(
+            core: core,
+            kind: .data,
+            identifier: core.makeIdentifier(),
+            request: request,
+            sink: .webSocket(connection)
+        )
     }
 
     /// The largest message `receive` accepts (default 1 MiB, as Apple's): a larger one closes the connection with

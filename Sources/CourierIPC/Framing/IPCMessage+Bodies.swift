@@ -144,11 +144,9 @@ extension IPCMessage {
         package var request: TaskRequest {
             var fields: [String: String] = [:]
             for line in spec.headers {
-                guard let colon = line.firstIndex(of: ":") else {
+                guard let (name, value) = TransferSpec.field(of: line) else {
                     continue
                 }
-                let name = String(line[..<colon])
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
                 if let key = fields.keys.first(where: { $0.caseInsensitiveEquals(name) }) {
                     fields[key] = "\(fields[key] ?? ""),\(value)"
                 } else {

@@ -165,6 +165,14 @@ extension TransferSpec {
         String(line.prefix { $0 != ":" }).trimmingCharacters(in: .whitespaces).lowercased()
     }
 
+    /// A header line (`Name: value`) as its name (as written) and its value (trimmed); nil for a line with no colon.
+    package static func field(of line: String) -> (name: String, value: String)? {
+        guard let colon = line.firstIndex(of: ":") else {
+            return nil
+        }
+        return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+    }
+
     private enum CodingKeys: String, CodingKey {
         case url, method, headers, body, bodyOffset, sink, resumeOffset, rangeLength, segments, segmentMap
         case holdRedirectAndAuth, askResponse, noBody, decodesContent, http2, authentication, proxy, noProxy

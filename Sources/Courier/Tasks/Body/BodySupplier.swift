@@ -1,6 +1,6 @@
 /// What feeds a hop's streamed body and wants to know how much of it the engine took: a ``BodyPump``, or a WebSocket's
-/// connection (``WebSocketConnection``), whose frames are the body of its upgraded exchange. ``SessionTask/send(_:work:)``
-/// tells the current hop's supplier the task's `sent` count after every input.
+/// connection (``WebSocketConnection``), whose frames are the body of its upgraded exchange.
+/// ``SessionTask/send(_:work:)`` tells the current hop's supplier the task's `sent` count after every input.
 protocol BodySupplier: AnyObject, Sendable {
     /// The hop whose body it supplies.
     var hop: Int { get }

@@ -11,6 +11,12 @@ enum UploadBody: Sendable {
     /// A background upload adopted after a relaunch: courierd holds its body (the app has nothing to read).
     case heldByDaemon
 
+    /// A body read once from `chunks` (``AsyncSequenceReader``) as it is sent.
+    static func sequence<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, length: Int64?) -> UploadBody
+    where Chunks.Element: DataProtocol {
+        .stream(.sequence(OneTimeBody(AsyncSequenceReader(chunks))), length: length)
+    }
+
     /// The bytes to send, or -1 when unknown.
     var length: Int64 {
         switch self {

@@ -54,8 +54,6 @@ struct RareTaskState: Sendable {
     var progress: Progress?
     /// What supplies the current hop's streamed body (``BodySupplier``; carried for the shell).
     var bodySupplier: (any BodySupplier)?
-    /// ``SessionTask/prefersIncrementalDelivery`` set to false.
-    var deliversWholeBody: Bool?
 }
 
 /// ``RareTaskState`` on the heap, allocated the first time a field is set, with value semantics.
@@ -70,10 +68,15 @@ struct OutOfLineRareState: Sendable {
     }
 
     private var box: Box?
+    private static let unset = RareTaskState()
 
     subscript<Field>(_ field: WritableKeyPath<RareTaskState, Field>) -> Field {
         get {
-            (box?.value ?? RareTaskState())[keyPath: field]
+            // A task that never set a field reads the one empty state, rather than a new one per read.
+            guard let box else {
+                return Self.unset[keyPath: field]
+            }
+            return box.value[keyPath: field]
         }
         set {
             if box == nil {

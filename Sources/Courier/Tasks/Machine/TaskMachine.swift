@@ -246,11 +246,6 @@ struct TaskMachine: Sendable {
         get { rare[\.bodySupplier] }
         set { rare[\.bodySupplier] = newValue }
     }
-    /// ``SessionTask/prefersIncrementalDelivery`` is false: a data delegate gets the body in one `didReceive`.
-    var deliversWholeBody: Bool {
-        get { rare[\.deliversWholeBody] ?? false }
-        set { rare[\.deliversWholeBody] = newValue ? true : nil }
-    }
     /// ``DownloadTask/maximumSegments``.
     var maximumSegments: Int? {
         get { rare[\.maximumSegments] }
