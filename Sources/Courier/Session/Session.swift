@@ -46,7 +46,6 @@ public final class Session: Sendable, CustomStringConvertible {
         self.delegateQueue = queue
         self.core = SessionCore(configuration: configuration, delegate: delegate, queue: queue)
         core.attach(self)
-        core.adoptBackgroundTasks()
     }
 
     deinit {
@@ -307,17 +306,25 @@ public final class Session: Sendable, CustomStringConvertible {
         core.invalidateAndCancel()
     }
 
-    /// The tasks that were resumed and have not completed.
+    /// The tasks that were resumed and have not completed. A background session recreates the tasks courierd kept
+    /// running for the app (after a relaunch) once its opening with courierd settled, which `Session.init` only
+    /// starts: the first read waits for it as the first task factory does (a round trip on a local socket, or as long
+    /// as courierd takes to start); ``getAllTasks(completionHandler:)`` waits without blocking.
     public var allTasks: [SessionTask] {
-        core.liveTasks.sorted { $0.taskIdentifier < $1.taskIdentifier }
+        if configuration.identifier != nil, let backend = core.runningBackend as? DaemonBackend {
+            backend.waitUntilOpened()
+        }
+        return core.liveTasks.sorted { $0.taskIdentifier < $1.taskIdentifier }
     }
 
-    /// Calls `completionHandler` once, on the delegate queue, with ``allTasks``. For a background session after a
-    /// relaunch, these include the tasks courierd kept running for the app.
+    /// Calls `completionHandler` once, on the delegate queue, with ``allTasks``. For a background session, after its
+    /// opening with courierd settled: after a relaunch, these include the tasks courierd kept running for the app.
     public func getAllTasks(completionHandler: @escaping @Sendable ([SessionTask]) -> Void) {
-        let tasks = allTasks
-        delegateQueue.addOperation {
-            completionHandler(tasks)
+        whenBackgroundOpened { [self] _ in
+            let tasks = allTasks
+            delegateQueue.addOperation {
+                completionHandler(tasks)
+            }
         }
     }
 
@@ -325,8 +332,7 @@ public final class Session: Sendable, CustomStringConvertible {
     public func getTasksWithCompletionHandler(
         _ completionHandler: @escaping @Sendable ([DataTask], [UploadTask], [DownloadTask]) -> Void
     ) {
-        let tasks = allTasks
-        delegateQueue.addOperation {
+        getAllTasks { tasks in
             completionHandler(
                 tasks.compactMap { $0 is UploadTask ? nil : $0 as? DataTask },
                 tasks.compactMap { $0 as? UploadTask },

@@ -1,15 +1,18 @@
+import CourierConcurrency
 import Foundation
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// A background session's core: its backend is courierd (``DaemonBackend``), opened when the session is made.
+/// A background session's core: its backend is courierd (``DaemonBackend``), whose opening starts when the session is
+/// made and goes on without the caller.
 extension SessionCore {
-    /// Connects to courierd (starting it if needed) and opens the session there. When that fails, or the identifier
-    /// is held by another live session, the backend is failed: every task of the session then fails at `resume()`
-    /// with that error (`backgroundSessionInUse`, `backgroundSessionWasDisconnected`, …), and the failure is said at
-    /// once: to the session's logger, or on standard error when it has none.
+    /// Starts opening the session with courierd (connecting, starting it if needed, adopting an earlier run's tasks)
+    /// on the backend's own queue: no I/O on the caller's thread. When the opening fails, or the identifier is held by
+    /// another live session of this process, every task of the session fails at `resume()` with that error
+    /// (`backgroundSessionInUse`, `backgroundSessionWasDisconnected`, …), and the failure is said as it happens: to the
+    /// session's logger, or on standard error when it has none.
     func openBackground(_ identifier: String, hasDelegate: Bool) {
         guard hasDelegate else {
             let error = CourierError(
@@ -51,20 +54,6 @@ extension SessionCore {
                 trustedCertificatesPEM: configuration.trustedCertificateAuthorities.pem
             )
         )
-        let opened: DaemonSessionOpener.Opened
-        switch opener.open(startingDaemon: true) {
-        case .success(let made):
-            opened = made
-        case .failure(let error):
-            backendSlot.withLock { $0 = .failed(error) }
-            report(notOpened: identifier, error)
-            return
-        }
-        // Task identifiers go on from courierd's: at this opening and at each reopening after a lost connection.
-        let continueIdentifiers: @Sendable (Int) -> Void = { [weak self] next in
-            self?.nextIdentifier.withLock { $0 = max($0, next) }
-        }
-        continueIdentifiers(opened.nextTaskIdentifier)
         let hooks = DaemonBackend.Hooks(
             deliver: { [weak self] events in self?.handle(events) },
             afterDelivery: { [weak self] item in
@@ -72,17 +61,22 @@ extension SessionCore {
                 work.append(item)
                 self?.dispatcher.enqueue(work)
             },
-            reopened: continueIdentifiers
+            // Task identifiers go on from courierd's: at the opening and at each reopening after a lost connection.
+            continueIdentifiers: { [weak self] next in
+                self?.nextIdentifier.withLock { $0 = max($0, next) }
+            },
+            adopt: { [weak self] snapshots in self?.adoptBackgroundTasks(snapshots) },
+            notOpened: { [weak self] error in self?.report(notOpened: identifier, error) }
         )
         let backend = DaemonBackend(
             opener: opener,
-            opened: opened,
             claim: claim,
             relaunched: Application.launchedForBackgroundSession == identifier,
             requestTimeout: configuration.timeoutIntervalForRequest,
             hooks: hooks
         )
         backendSlot.withLock { $0 = .running(backend) }
+        backend.start()
     }
 
     /// Says that the background session `identifier` was not opened, and why: to the session's logger, or on standard
@@ -99,54 +93,47 @@ extension SessionCore {
     }
 
     /// After a relaunch: recreates a task object for each of the daemon's tasks of this session (same identifier,
-    /// description and request), so that `getAllTasks` lists them and their pending events reach the delegate;
-    /// then starts delivering events. Called once by the session's initialiser.
-    func adoptBackgroundTasks() {
-        guard let backend = runningBackend as? DaemonBackend else {
-            return
-        }
-        if case .success(let snapshots) = backend.taskSnapshots() {
-            for snapshot in snapshots {
-                guard let spec = snapshot.task else {
-                    continue
-                }
-                let task: SessionTask
-                switch spec.kind {
-                case .download:
-                    task = DownloadTask(
-                        core: self,
-                        kind: .download,
-                        identifier: spec.identifier,
-                        request: spec.request,
-                        sink: .delegate
-                    )
-                case .upload:
-                    task = UploadTask(
-                        core: self,
-                        kind: .upload,
-                        identifier: spec.identifier,
-                        request: spec.request,
-                        sink: .delegate,
-                        // The body is courierd's to send (its copy may be gone already): nothing to read here.
-                        uploadBody: .heldByDaemon
-                    )
-                case .data:
-                    // Beyond Apple: courierd ran it to a file of its own; the body comes back as data.
-                    task = DataTask(
-                        core: self,
-                        kind: .data,
-                        identifier: spec.identifier,
-                        request: spec.request,
-                        sink: .delegate
-                    )
-                }
-                task.taskDescription = spec.taskDescription
-                task.priority = spec.priority
-                backend.adopt(spec.identifier)
-                task.resume()
+    /// description and request), so that `getAllTasks` lists them and their pending events reach the delegate. Called
+    /// once by the backend, on its link's queue, after the first opening and before any event is handed over.
+    private func adoptBackgroundTasks(_ snapshots: [IPCMessage.TaskSnapshot]) {
+        for snapshot in snapshots {
+            guard let spec = snapshot.task else {
+                continue
             }
+            let task: SessionTask
+            switch spec.kind {
+            case .download:
+                task = DownloadTask(
+                    core: self,
+                    kind: .download,
+                    identifier: spec.identifier,
+                    request: spec.request,
+                    sink: .delegate
+                )
+            case .upload:
+                task = UploadTask(
+                    core: self,
+                    kind: .upload,
+                    identifier: spec.identifier,
+                    request: spec.request,
+                    sink: .delegate,
+                    // The body is courierd's to send (its copy may be gone already): nothing to read here.
+                    uploadBody: .heldByDaemon
+                )
+            case .data:
+                // Beyond Apple: courierd ran it to a file of its own; the body comes back as data.
+                task = DataTask(
+                    core: self,
+                    kind: .data,
+                    identifier: spec.identifier,
+                    request: spec.request,
+                    sink: .delegate
+                )
+            }
+            task.taskDescription = spec.taskDescription
+            task.priority = spec.priority
+            task.resume()
         }
-        backend.startDelivering()
     }
 }
 
@@ -190,17 +177,38 @@ extension Session {
 
     /// Why this session could not be opened with courierd (`backgroundSessionInUse`,
     /// `backgroundSessionWasDisconnected`, …), as its tasks would fail at `resume()`; nil when it was opened, and
-    /// for a session that is not a background one. For the `courier` tool, which waits while another instance of itself
-    /// holds its session.
+    /// for a session that is not a background one. Waits for the opening, which `Session.init` only starts. For the
+    /// `courier` tool, which waits while another instance of itself holds its session.
     package var backgroundOpeningFailure: CourierError? {
-        guard configuration.identifier != nil else {
-            return nil
-        }
-        return core.backendSlot.withLock { slot in
-            if case .failed(let error) = slot {
-                return error
+        get async {
+            await withCheckedContinuation { continuation in
+                whenBackgroundOpened { continuation.resume(returning: $0) }
             }
-            return nil
+        }
+    }
+
+    /// ``backgroundOpeningFailure``, blocking the calling thread until the opening settled.
+    @available(*, noasync, message: "use backgroundOpeningFailure")
+    package func waitForBackgroundOpening() -> CourierError? {
+        let failure = WaitableValue<CourierError??>(nil)
+        whenBackgroundOpened { opened in failure.withLock { $0 = .some(opened) } }
+        failure.wait(until: { $0 != nil })
+        return failure.withLock { $0 ?? nil }
+    }
+
+    /// Calls `body` once the background session's opening settled, with its failure if any.
+    func whenBackgroundOpened(_ body: @escaping @Sendable (CourierError?) -> Void) {
+        guard configuration.identifier != nil else {
+            body(nil)
+            return
+        }
+        switch core.backendSlot.withLock({ $0 }) {
+        case .failed(let error):
+            body(error)
+        case .running(let backend as DaemonBackend):
+            backend.whenOpened(body)
+        default:
+            body(nil)
         }
     }
 }

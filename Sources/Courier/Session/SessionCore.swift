@@ -95,8 +95,14 @@ final class SessionCore: Sendable {
         delegate as? any SessionTaskDelegate
     }
 
+    /// The next task identifier. A background session's go on from courierd's journal: the first call waits until
+    /// the session's opening (which `Session.init` starts) settled — a round trip on a local socket, or as long as
+    /// courierd takes to start when none ran (`getAllTasks` waits for it without blocking).
     func makeIdentifier() -> Int {
-        nextIdentifier.withLock { next in
+        if configuration.identifier != nil, let backend = runningBackend as? DaemonBackend {
+            backend.waitUntilOpened()
+        }
+        return nextIdentifier.withLock { next in
             defer { next += 1 }
             return next
         }

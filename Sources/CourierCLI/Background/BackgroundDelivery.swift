@@ -41,7 +41,7 @@ private final class DeliveryApplication: ApplicationDelegate {
     ) {
         saver.awaitReplay(completion: completionHandler)
         session = Session(configuration: BackgroundTransfers.configuration(), delegate: saver)
-        if let failure = session?.backgroundOpeningFailure {
+        if let failure = session?.waitForBackgroundOpening() {
             BackgroundSaver.say("courier: cannot open \(identifier): \(failure.message); exiting")
             application.terminate()
             completionHandler()

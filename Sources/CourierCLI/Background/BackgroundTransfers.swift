@@ -43,7 +43,7 @@ enum BackgroundTransfers {
         var said = false
         while true {
             let session = Session(configuration: adjusted, delegate: delegate)
-            guard let failure = session.backgroundOpeningFailure else {
+            guard let failure = await session.backgroundOpeningFailure else {
                 return session
             }
             session.invalidateAndCancel()

@@ -35,11 +35,14 @@ package enum DaemonLauncher {
     /// `READY=1`, in a pipe): one byte, then the pipe is closed.
     package static let readinessVariable = "COURIERD_READY_FD"
 
+    /// How long ``start(_:timeout:environment:)`` waits by default for a started courierd to say it listens.
+    package static let startTimeout: TimeInterval = 10
+
     /// Starts courierd for `paths` and waits (up to `timeout`) until it says it listens; returns a descriptor
     /// connected to its socket. `environment` is where `$COURIERD` is looked up, and courierd's.
     package static func start(
         _ paths: DaemonPaths,
-        timeout: TimeInterval = 10,
+        timeout: TimeInterval = startTimeout,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> Result<Int32, CourierError> {
         guard let executable = executable(environment: environment) else {
