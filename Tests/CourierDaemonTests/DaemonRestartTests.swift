@@ -2,6 +2,10 @@ import Courier
 import CourierDaemon
 import CourierTestSupport
 import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -190,6 +194,41 @@ struct DaemonRestartTests {
         let offset = try #require(patch.header("Upload-Offset").flatMap(Int.init))
         #expect(offset > 500_000 && offset < count, "offset \(offset)")
         #expect(patch.bodyLength == count - offset)
+        session.finishTasksAndInvalidate()
+        try await server.shutdown()
+    }
+
+    @Test("Session.init does no I/O: it returns while courierd does not answer; getAllTasks and the tasks wait for it")
+    func initDoesNotWaitForCourierd() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        let pid = try #require(daemon.pid)
+        // Stopped: its socket still accepts (the kernel's backlog), nothing answers the hello.
+        Glibc.kill(pid, SIGSTOP)
+        let continued = DispatchSemaphore(value: 0)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3) {
+            Glibc.kill(pid, SIGCONT)
+            continued.signal()
+        }
+        let recorder = Recorder()
+        let started = Date()
+        let session = Session(configuration: Self.configuration("com.example.init", on: daemon), delegate: recorder)
+        let made = Date().timeIntervalSince(started)
+        // Before this, the initialiser connected and waited for courierd's answer: here until the SIGCONT, 3 s on.
+        #expect(made < 1.5, "Session.init took \(made) s")
+        let listed = DispatchSemaphore(value: 0)
+        session.getAllTasks { _ in listed.signal() }
+        #expect(listed.wait(timeout: .now() + 0.5) == .timedOut, "getAllTasks answered before the session was open")
+        #expect(continued.wait(timeout: .now() + 10) == .success)
+        #expect(listed.wait(timeout: .now() + 10) == .success)
+        let task = session.downloadTask(with: server.url("/bytes/100000?seed=9"))
+        task.resume()
+        #expect(task.taskIdentifier == 1)
+        #expect(recorder.waitForCompletions(1, timeout: 30))
+        #expect(recorder.errors[task.taskIdentifier] == .some(nil))
+        #expect(recorder.files[task.taskIdentifier] == TestServer.bytes(count: 100_000, seed: 9))
         session.finishTasksAndInvalidate()
         try await server.shutdown()
     }
