@@ -166,6 +166,10 @@ struct Client {
     let descriptor: Int32
     var decoder = IPCFrameDecoder()
     private var queued: [IPCMessage] = []
+    /// The protocol versions of the frames received (courierd writes the newest both sides read).
+    private(set) var versionsReceived: Set<UInt16> = []
+    /// The version this client writes in.
+    var writeVersion = IPCFrame.jsonVersion
     private var nextRequest: UInt64 = 100
 
     init(_ path: String) throws {
@@ -204,7 +208,7 @@ struct Client {
     }
 
     func send(_ message: IPCMessage) throws {
-        #expect(UnixSocket.write(try message.frame().encoded, to: descriptor))
+        #expect(UnixSocket.write(try message.frame(version: writeVersion).encoded, to: descriptor))
     }
 
     func sendRaw(_ bytes: [UInt8]) {
@@ -219,6 +223,7 @@ struct Client {
                 return nil
             }
             for frame in try decoder.feed(bytes) {
+                versionsReceived.insert(frame.version)
                 queued.append(try IPCMessage(frame: frame))
             }
         }

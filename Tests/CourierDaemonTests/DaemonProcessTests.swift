@@ -116,6 +116,32 @@ struct DaemonProcessTests {
         client.close()
     }
 
+    @Test(
+        "protocol versions: an app of an earlier Courier is written JSON, a current one the record format; each frame is read by the version it says",
+        arguments: [nil, IPCFrame.jsonVersion, IPCFrame.recordVersion]
+    )
+    func protocolVersions(appReads newest: UInt16?) throws {
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var client = try Client(daemon.socket)
+        try client.send(.hello(.init(app: "com.example.podcasts", pid: getpid(), protocolVersion: newest)))
+        guard case .welcome(let welcome)? = try client.receive() else {
+            Issue.record("no welcome")
+            return
+        }
+        #expect(welcome.protocolVersion == IPCFrame.recordVersion)
+        // The client writes the newest both read from now on, as DaemonConnection does after the welcome.
+        client.writeVersion = IPCFrame.version(toWriteFor: min(welcome.protocolVersion, newest ?? 1))
+        try client.send(Self.open)
+        #expect(try client.receive() == .reply(.init(request: 1, result: .sessionOpened(nextTaskIdentifier: 1))))
+        try client.send(.listTasks(.init(request: 2, session: "com.example.podcasts.bg")))
+        #expect(try client.receive() == .reply(.init(request: 2, result: .tasks(snapshots: []))))
+        let expected: UInt16 = newest == IPCFrame.recordVersion ? 2 : 1
+        #expect(client.versionsReceived == [expected])
+        client.close()
+    }
+
     @Test("a second courierd of the same user exits with status 3 and leaves the first running")
     func oneDaemon() throws {
         let daemon = Daemon()

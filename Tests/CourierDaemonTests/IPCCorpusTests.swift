@@ -69,7 +69,7 @@ struct IPCCorpusTests {
     @Test("20,000 mutated streams: messages or a typed error, never a crash")
     func mutations() {
         var generator = SplitMix64(seed: 0xC0_0121_E4)
-        let seed = [UInt8](SampleMessages.stream)
+        let seed = [UInt8](SampleMessages.stream() + SampleMessages.stream(version: IPCFrame.recordVersion))
         var outcomes: [String: Int] = [:]
         for _ in 0..<20_000 {
             var bytes = seed

@@ -125,10 +125,11 @@ enum SampleMessages {
         ]
     }
 
-    static var stream: Data {
+    /// Every sample, framed in `version`.
+    static func stream(version: UInt16 = IPCFrame.jsonVersion) -> Data {
         var bytes = Data()
         for message in all {
-            bytes.append(try! message.frame().encoded)
+            bytes.append(try! message.frame(version: version).encoded)
         }
         return bytes
     }
@@ -152,17 +153,38 @@ struct IPCFramingTests {
         return messages
     }
 
-    @Test("every message kind survives its frame, whole or cut in pieces of any size", arguments: [1, 3, 50, 10_000])
-    func roundTrip(pieces: Int) throws {
-        let messages = try decodeAll(SampleMessages.stream, pieces: pieces)
+    @Test(
+        "every message kind survives its frame in both versions, whole or cut in pieces of any size",
+        arguments: [IPCFrame.jsonVersion, IPCFrame.recordVersion], [1, 3, 50, 10_000]
+    )
+    func roundTrip(version: UInt16, pieces: Int) throws {
+        let messages = try decodeAll(SampleMessages.stream(version: version), pieces: pieces)
         #expect(messages == SampleMessages.all)
         #expect(Set(messages.map(\.kind)) == Set(IPCMessage.Kind.allCases))
     }
 
-    @Test("one byte at a time")
+    @Test("one byte at a time, both versions interleaved (each frame is read by the version it says)")
     func byteByByte() throws {
-        let stream = SampleMessages.stream
+        var stream = Data()
+        for (index, message) in SampleMessages.all.enumerated() {
+            stream.append(try message.frame(version: index.isMultiple(of: 2) ? 1 : 2).encoded)
+        }
         #expect(try decodeAll(stream, pieces: stream.count) == SampleMessages.all)
+    }
+
+    @Test("version 2 carries the record format: smaller than JSON, and JSON in a version 2 frame is malformed")
+    func recordVersion() throws {
+        #expect(SampleMessages.stream(version: 2).count < SampleMessages.stream(version: 1).count)
+        let json = try IPCMessage.acknowledge(.init(session: "s", through: 1)).frame(version: 1)
+        let mislabelled = IPCFrame(version: 2, type: json.type, payload: json.payload)
+        #expect {
+            _ = try IPCMessage(frame: mislabelled)
+        } throws: { error in
+            guard case IPCError.malformedPayload(type: 7, let reason) = error else {
+                return false
+            }
+            return reason.contains("not a record")
+        }
     }
 
     @Test("the header is big-endian length, version, type")
@@ -187,7 +209,7 @@ struct IPCFramingTests {
     @Test("another version and an unknown type are refused from the header")
     func versionAndType() {
         var decoder = IPCFrameDecoder()
-        #expect(throws: IPCError.unsupportedVersion(2)) { try decoder.feed(Data([0, 0, 0, 2, 0, 2, 0, 1])) }
+        #expect(throws: IPCError.unsupportedVersion(3)) { try decoder.feed(Data([0, 0, 0, 2, 0, 3, 0, 1])) }
         var second = IPCFrameDecoder()
         #expect(throws: IPCError.unknownType(99)) { try second.feed(Data([0, 0, 0, 2, 0, 1, 0, 99])) }
     }

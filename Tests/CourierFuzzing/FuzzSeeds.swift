@@ -117,7 +117,10 @@ extension FuzzTarget {
                 .init(request: 3, session: "com.example.seed.background", task: 7, verb: .cancelProducingResumeData)
             ),
         ]
-        return messages.compactMap { try? $0.frame().encoded }
+        // Each in both versions: JSON payloads and record-format ones.
+        return [IPCFrame.jsonVersion, IPCFrame.recordVersion].flatMap { version in
+            messages.compactMap { try? $0.frame(version: version).encoded }
+        }
     }
 
     private static var journalSeeds: [Data] {

@@ -18,6 +18,8 @@ final class ClientConnection: Sendable {
         var app: String?
         var inForeground = true
         var heardState = false
+        /// The version frames are written in: the newest both read (the hello says the app's).
+        var writeVersion = IPCFrame.jsonVersion
     }
 
     let descriptor: Int32
@@ -33,6 +35,12 @@ final class ClientConnection: Sendable {
     var inForeground: Bool {
         get { said.withLock { $0.inForeground } }
         set { said.withLock { $0.inForeground = newValue } }
+    }
+
+    /// The newest protocol version the app said it reads (its hello's): frames to it are written in the newest version
+    /// both read.
+    func appReads(_ version: UInt16?) {
+        said.withLock { $0.writeVersion = IPCFrame.version(toWriteFor: version) }
     }
 
     /// The hello's word on the foreground was heard (later ones are changes).
@@ -71,7 +79,7 @@ final class ClientConnection: Sendable {
 
     /// Queues `message` (an answer, a wake); false when it cannot be encoded or the connection is closed.
     func send(_ message: IPCMessage) -> Bool {
-        guard let frame = try? message.frame() else {
+        guard let frame = try? message.frame(version: said.withLock { $0.writeVersion }) else {
             return false
         }
         return outbox.send(frame.encoded)
@@ -79,7 +87,7 @@ final class ClientConnection: Sendable {
 
     /// Queues a session's events unless the outbox is full of what the app has not read (``ConnectionOutbox``).
     func offer(_ events: IPCMessage.Events) -> ConnectionOutbox.Offer {
-        guard let frame = try? IPCMessage.events(events).frame() else {
+        guard let frame = try? IPCMessage.events(events).frame(version: said.withLock { $0.writeVersion }) else {
             return .closed
         }
         return outbox.offer(frame.encoded)

@@ -37,6 +37,7 @@ extension DaemonServer {
                 return "the first message was \(message.kind), not hello"
             }
             connection.app = hello.app
+            connection.appReads(hello.protocolVersion)
             appState(.init(inForeground: hello.inForeground ?? true), on: connection)
             do {
                 try journal.registerApp(hello.app, launchCommand: hello.launchCommand)

@@ -50,6 +50,8 @@ package final class DaemonConnection: Sendable {
         /// Why the connection ended, once it did.
         var ended: CourierError?
         var welcome: IPCMessage.Welcome?
+        /// The version frames are written in: JSON until courierd's `welcome` says it reads the record format.
+        var writeVersion = IPCFrame.jsonVersion
     }
 
     private let descriptor: Int32
@@ -189,7 +191,7 @@ package final class DaemonConnection: Sendable {
     /// Sends a message that has no reply (an acknowledgement). False when the connection is gone.
     @discardableResult
     package func send(_ message: IPCMessage) -> Bool {
-        guard let frame = try? message.frame() else {
+        guard let frame = try? message.frame(version: state.withLock { $0.writeVersion }) else {
             return false
         }
         return writeLock.withLock { closed in
@@ -334,7 +336,10 @@ package final class DaemonConnection: Sendable {
             }
             handler?(wake)
         case .welcome(let welcome):
-            state.withLock { $0.welcome = welcome }
+            state.withLock { state in
+                state.welcome = welcome
+                state.writeVersion = IPCFrame.version(toWriteFor: welcome.protocolVersion)
+            }
         case .hello, .openSession, .createTask, .command, .listTasks, .acknowledge, .closeSession,
             .listSessions, .stopDaemon, .forceQuit, .appState, .registerApp, .wakeCompleted, .sendPush, .listApps,
             .triggerFetch:

@@ -1,10 +1,26 @@
 package import Foundation
 
 /// One frame of the courierd protocol (`docs/ipc.md`): an 8-byte header (payload length, protocol version,
-/// message type, all big-endian) and a JSON payload.
+/// message type, all big-endian) and the payload: a JSON object in version 1, a value in the record format
+/// (``RecordEncoder``) in version 2. Each frame says its version and is read by it; a peer writes version 2 once the
+/// other side said it reads it (`hello`'s and `welcome`'s `protocolVersion`).
 package struct IPCFrame: Sendable, Equatable {
-    /// The version this build speaks.
-    package static let currentVersion: UInt16 = 1
+    /// JSON payloads: what every peer reads, and what each writes until the other said it reads more.
+    package static let jsonVersion: UInt16 = 1
+    /// Payloads in the record format.
+    package static let recordVersion: UInt16 = 2
+    /// The newest version this build reads and writes.
+    package static let newestVersion = recordVersion
+
+    /// The version to write to a peer whose newest is `peerNewest` (nil: a peer older than the field, 1).
+    package static func version(toWriteFor peerNewest: UInt16?) -> UInt16 {
+        min(max(peerNewest ?? jsonVersion, jsonVersion), newestVersion)
+    }
+
+    /// Whether this build reads frames of `version`.
+    package static func reads(_ version: UInt16) -> Bool {
+        version == jsonVersion || version == recordVersion
+    }
     package static let headerLength = 8
     /// The largest payload a reader accepts; a frame announcing more is refused before its payload is read.
     package static let maximumPayloadLength = 4 << 20
@@ -13,7 +29,7 @@ package struct IPCFrame: Sendable, Equatable {
     package var type: UInt16
     package var payload: Data
 
-    package init(version: UInt16 = IPCFrame.currentVersion, type: UInt16, payload: Data) {
+    package init(version: UInt16 = IPCFrame.jsonVersion, type: UInt16, payload: Data) {
         self.version = version
         self.type = type
         self.payload = payload
@@ -40,7 +56,7 @@ package enum IPCError: Error, Sendable, Equatable, CustomStringConvertible {
     case oversized(length: Int, limit: Int)
     case unsupportedVersion(UInt16)
     case unknownType(UInt16)
-    /// The payload is not the JSON body of its message type.
+    /// The payload is not the body of its message type.
     case malformedPayload(type: UInt16, reason: String)
     /// The connection ended inside a frame.
     case truncated(bufferedBytes: Int)
@@ -50,7 +66,7 @@ package enum IPCError: Error, Sendable, Equatable, CustomStringConvertible {
         case .oversized(let length, let limit):
             return "a frame announced \(length) payload bytes; the limit is \(limit)"
         case .unsupportedVersion(let version):
-            return "protocol version \(version) is not supported (this build speaks \(IPCFrame.currentVersion))"
+            return "protocol version \(version) is not supported (this build speaks 1 and 2)"
         case .unknownType(let type):
             return "unknown message type \(type)"
         case .malformedPayload(let type, let reason):

@@ -58,7 +58,7 @@ package struct IPCFrameDecoder: Sendable {
         let version = UInt16(byte(4) << 8 | byte(5))
         let type = UInt16(byte(6) << 8 | byte(7))
         // Checked from the header alone, before a byte of the payload is buffered.
-        guard version == IPCFrame.currentVersion else {
+        guard IPCFrame.reads(version) else {
             throw .unsupportedVersion(version)
         }
         guard length <= maximumPayloadLength else {

@@ -1,6 +1,7 @@
 package import Foundation
 
-/// The bodies of the messages of `docs/ipc.md`, each encoded as a JSON object.
+/// The bodies of the messages of `docs/ipc.md`, each a JSON object in version 1 of the protocol and a record in
+/// version 2.
 extension IPCMessage {
     /// The app introduces itself (its first frame on a connection).
     package struct Hello: Codable, Sendable, Equatable {
@@ -10,18 +11,30 @@ extension IPCMessage {
         package var launchCommand: [String]?
         /// Whether the app is in the foreground (``AppState`` tells of later changes); nil counts as the foreground.
         package var inForeground: Bool?
+        /// The newest protocol version the app reads (nil, from an earlier Courier: 1); courierd writes to it in the
+        /// newest version both read.
+        package var protocolVersion: UInt16?
 
-        package init(app: String, pid: Int32, launchCommand: [String]? = nil, inForeground: Bool? = nil) {
+        package init(
+            app: String,
+            pid: Int32,
+            launchCommand: [String]? = nil,
+            inForeground: Bool? = nil,
+            protocolVersion: UInt16? = IPCFrame.newestVersion
+        ) {
             self.app = app
             self.pid = pid
             self.launchCommand = launchCommand
             self.inForeground = inForeground
+            self.protocolVersion = protocolVersion
         }
     }
 
     /// courierd's answer to `hello`: which courierd this is (`courier daemon status` shows it).
     package struct Welcome: Codable, Sendable, Equatable {
         package var daemonVersion: String
+        /// The newest protocol version courierd reads (1 from a courierd older than version 2): the app writes to it
+        /// in the newest version both read.
         package var protocolVersion: UInt16
         /// The rest is absent from a courierd older than these fields.
         package var pid: Int32?
@@ -34,7 +47,7 @@ extension IPCMessage {
 
         package init(
             daemonVersion: String,
-            protocolVersion: UInt16 = IPCFrame.currentVersion,
+            protocolVersion: UInt16 = IPCFrame.newestVersion,
             pid: Int32? = nil,
             executable: String? = nil,
             runtimeDirectory: String? = nil,

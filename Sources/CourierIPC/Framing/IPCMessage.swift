@@ -1,6 +1,6 @@
 import Foundation
 
-/// A message of the courierd protocol (`docs/ipc.md`), as a value; ``frame()`` and ``init(frame:)`` convert.
+/// A message of the courierd protocol (`docs/ipc.md`), as a value; ``frame(version:)`` and ``init(frame:)`` convert.
 package enum IPCMessage: Sendable, Equatable {
     case hello(Hello)
     case welcome(Welcome)
@@ -75,80 +75,115 @@ package enum IPCMessage: Sendable, Equatable {
         }
     }
 
-    /// The message as one frame of the current version.
-    package func frame() throws(IPCError) -> IPCFrame {
+    /// The message as one frame of `version` (``IPCFrame/jsonVersion`` or ``IPCFrame/recordVersion``).
+    package func frame(version: UInt16 = IPCFrame.jsonVersion) throws(IPCError) -> IPCFrame {
         let payload: Data
         do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
-            switch self {
-            case .hello(let body): payload = try encoder.encode(body)
-            case .welcome(let body): payload = try encoder.encode(body)
-            case .openSession(let body): payload = try encoder.encode(body)
-            case .createTask(let body): payload = try encoder.encode(body)
-            case .command(let body): payload = try encoder.encode(body)
-            case .listTasks(let body): payload = try encoder.encode(body)
-            case .acknowledge(let body): payload = try encoder.encode(body)
-            case .closeSession(let body): payload = try encoder.encode(body)
-            case .reply(let body): payload = try encoder.encode(body)
-            case .failure(let body): payload = try encoder.encode(body)
-            case .events(let body): payload = try encoder.encode(body)
-            case .listSessions(let body): payload = try encoder.encode(body)
-            case .stopDaemon(let body): payload = try encoder.encode(body)
-            case .forceQuit(let body): payload = try encoder.encode(body)
-            case .appState(let body): payload = try encoder.encode(body)
-            case .registerApp(let body): payload = try encoder.encode(body)
-            case .wake(let body): payload = try encoder.encode(body)
-            case .wakeCompleted(let body): payload = try encoder.encode(body)
-            case .sendPush(let body): payload = try encoder.encode(body)
-            case .listApps(let body): payload = try encoder.encode(body)
-            case .triggerFetch(let body): payload = try encoder.encode(body)
-            }
+            payload = try encodeBody(PayloadFormat(version))
         } catch {
             throw .malformedPayload(type: kind.rawValue, reason: "cannot encode: \(error)")
         }
         guard payload.count <= IPCFrame.maximumPayloadLength else {
             throw .oversized(length: payload.count, limit: IPCFrame.maximumPayloadLength)
         }
-        return IPCFrame(type: kind.rawValue, payload: payload)
+        return IPCFrame(version: version, type: kind.rawValue, payload: payload)
     }
 
-    /// Decodes a frame's payload as the body its type names.
+    /// Decodes a frame's payload as the body its type names, in the frame's version.
     package init(frame: IPCFrame) throws(IPCError) {
-        guard frame.version == IPCFrame.currentVersion else {
+        guard IPCFrame.reads(frame.version) else {
             throw .unsupportedVersion(frame.version)
         }
         guard let kind = Kind(rawValue: frame.type) else {
             throw .unknownType(frame.type)
         }
-        let decoder = JSONDecoder()
-        let payload = frame.payload
         do {
-            switch kind {
-            case .hello: self = .hello(try decoder.decode(Hello.self, from: payload))
-            case .welcome: self = .welcome(try decoder.decode(Welcome.self, from: payload))
-            case .openSession: self = .openSession(try decoder.decode(OpenSession.self, from: payload))
-            case .createTask: self = .createTask(try decoder.decode(CreateTask.self, from: payload))
-            case .command: self = .command(try decoder.decode(Command.self, from: payload))
-            case .listTasks: self = .listTasks(try decoder.decode(ListTasks.self, from: payload))
-            case .acknowledge: self = .acknowledge(try decoder.decode(Acknowledge.self, from: payload))
-            case .closeSession: self = .closeSession(try decoder.decode(CloseSession.self, from: payload))
-            case .reply: self = .reply(try decoder.decode(Reply.self, from: payload))
-            case .failure: self = .failure(try decoder.decode(Failure.self, from: payload))
-            case .events: self = .events(try decoder.decode(Events.self, from: payload))
-            case .listSessions: self = .listSessions(try decoder.decode(ListSessions.self, from: payload))
-            case .stopDaemon: self = .stopDaemon(try decoder.decode(StopDaemon.self, from: payload))
-            case .forceQuit: self = .forceQuit(try decoder.decode(ForceQuit.self, from: payload))
-            case .appState: self = .appState(try decoder.decode(AppState.self, from: payload))
-            case .registerApp: self = .registerApp(try decoder.decode(RegisterApp.self, from: payload))
-            case .wake: self = .wake(try decoder.decode(Wake.self, from: payload))
-            case .wakeCompleted: self = .wakeCompleted(try decoder.decode(WakeCompleted.self, from: payload))
-            case .sendPush: self = .sendPush(try decoder.decode(SendPush.self, from: payload))
-            case .listApps: self = .listApps(try decoder.decode(ListApps.self, from: payload))
-            case .triggerFetch: self = .triggerFetch(try decoder.decode(TriggerFetch.self, from: payload))
-            }
+            self = try Self.decodeBody(kind, frame.payload, PayloadFormat(frame.version))
         } catch {
             throw .malformedPayload(type: frame.type, reason: IPCMessage.reason(error))
+        }
+    }
+
+    /// How a version writes payloads.
+    private enum PayloadFormat {
+        case json
+        case record
+
+        init(_ version: UInt16) {
+            self = version == IPCFrame.recordVersion ? .record : .json
+        }
+
+        func encode(_ body: some Encodable) throws -> Data {
+            switch self {
+            case .json:
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                return try encoder.encode(body)
+            case .record:
+                return try RecordEncoder.encode(body)
+            }
+        }
+
+        func decode<Body: Decodable>(_ type: Body.Type, from payload: Data) throws -> Body {
+            switch self {
+            case .json: try JSONDecoder().decode(type, from: payload)
+            case .record: try RecordDecoder.decode(type, from: payload)
+            }
+        }
+    }
+
+    private func encodeBody(_ format: PayloadFormat) throws -> Data {
+        switch self {
+        case .hello(let body): try format.encode(body)
+        case .welcome(let body): try format.encode(body)
+        case .openSession(let body): try format.encode(body)
+        case .createTask(let body): try format.encode(body)
+        case .command(let body): try format.encode(body)
+        case .listTasks(let body): try format.encode(body)
+        case .acknowledge(let body): try format.encode(body)
+        case .closeSession(let body): try format.encode(body)
+        case .reply(let body): try format.encode(body)
+        case .failure(let body): try format.encode(body)
+        case .events(let body): try format.encode(body)
+        case .listSessions(let body): try format.encode(body)
+        case .stopDaemon(let body): try format.encode(body)
+        case .forceQuit(let body): try format.encode(body)
+        case .appState(let body): try format.encode(body)
+        case .registerApp(let body): try format.encode(body)
+        case .wake(let body): try format.encode(body)
+        case .wakeCompleted(let body): try format.encode(body)
+        case .sendPush(let body): try format.encode(body)
+        case .listApps(let body): try format.encode(body)
+        case .triggerFetch(let body): try format.encode(body)
+        }
+    }
+
+    private static func decodeBody(_ kind: Kind, _ payload: Data, _ format: PayloadFormat) throws -> IPCMessage {
+        func body<Body: Decodable>(_ type: Body.Type) throws -> Body {
+            try format.decode(type, from: payload)
+        }
+        return switch kind {
+        case .hello: .hello(try body(Hello.self))
+        case .welcome: .welcome(try body(Welcome.self))
+        case .openSession: .openSession(try body(OpenSession.self))
+        case .createTask: .createTask(try body(CreateTask.self))
+        case .command: .command(try body(Command.self))
+        case .listTasks: .listTasks(try body(ListTasks.self))
+        case .acknowledge: .acknowledge(try body(Acknowledge.self))
+        case .closeSession: .closeSession(try body(CloseSession.self))
+        case .reply: .reply(try body(Reply.self))
+        case .failure: .failure(try body(Failure.self))
+        case .events: .events(try body(Events.self))
+        case .listSessions: .listSessions(try body(ListSessions.self))
+        case .stopDaemon: .stopDaemon(try body(StopDaemon.self))
+        case .forceQuit: .forceQuit(try body(ForceQuit.self))
+        case .appState: .appState(try body(AppState.self))
+        case .registerApp: .registerApp(try body(RegisterApp.self))
+        case .wake: .wake(try body(Wake.self))
+        case .wakeCompleted: .wakeCompleted(try body(WakeCompleted.self))
+        case .sendPush: .sendPush(try body(SendPush.self))
+        case .listApps: .listApps(try body(ListApps.self))
+        case .triggerFetch: .triggerFetch(try body(TriggerFetch.self))
         }
     }
 

@@ -1,7 +1,8 @@
-import Foundation
+package import Foundation
 
-/// The journal's record format: any `Codable` value as compact tagged binary, written and read without Foundation's
-/// JSON (which cost courierd a JSON document per event, per task created and per task listed).
+/// The record format: any `Codable` value as compact tagged binary, written and read without Foundation's JSON (which
+/// cost courierd a JSON document per event, per task created and per task listed). courierd's journal keeps its
+/// records in it, and version 2 of the protocol carries its frames' payloads in it (docs/ipc.md).
 ///
 /// A record is ``RecordFormat/marker`` then one value. A value is a tag byte and its body: nil, false, true; a signed
 /// integer (zigzag LEB128), an unsigned one (LEB128), a double or a float (little-endian bits); a string or bytes
@@ -9,12 +10,12 @@ import Foundation
 /// as a length and UTF-8, then its value) or an unkeyed one (a 4-byte count, then the values). `Date` is its
 /// `timeIntervalSinceReferenceDate` as a double, `URL` its absolute string, `Data` bytes. Keys are written in the
 /// order the type encodes them; a reader finds them by name, so fields may be added (read with `decodeIfPresent`)
-/// as they may in JSON. Records written before this format (JSON) are still read (``Journal/decode(_:from:)``).
-enum RecordFormat {
+/// as they may in JSON. Journal records written before this format (JSON) are still read (`Journal.decode(_:from:)`).
+package enum RecordFormat {
     /// The first byte of a record in this format: no JSON text begins with it.
-    static let marker: UInt8 = 0x01
+    package static let marker: UInt8 = 0x01
 
-    enum Tag: UInt8 {
+    package enum Tag: UInt8 {
         case null = 0
         case `false` = 1
         case `true` = 2
@@ -32,8 +33,8 @@ enum RecordFormat {
 /// Writes a value in the ``RecordFormat``. Containers are written in place as a type encodes into them, which is
 /// how synthesized and hand-written `encode(to:)` methods in Courier work: a container is finished before its parent
 /// writes its next entry.
-struct RecordEncoder {
-    static func encode(_ value: some Encodable) throws -> Data {
+package struct RecordEncoder {
+    package static func encode(_ value: some Encodable) throws -> Data {
         let buffer = RecordBuffer()
         buffer.bytes.reserveCapacity(256)
         buffer.bytes.append(RecordFormat.marker)

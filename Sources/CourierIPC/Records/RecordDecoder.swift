@@ -1,9 +1,9 @@
-import Foundation
+package import Foundation
 
 /// Reads a value written by ``RecordEncoder``. Every read is bounds-checked: a damaged record is a `DecodingError`,
 /// never a crash.
-struct RecordDecoder {
-    static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
+package struct RecordDecoder {
+    package static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
         try data.withUnsafeBytes { bytes in
             let reader = RecordReader(bytes: bytes)
             guard bytes.first == RecordFormat.marker else {
@@ -32,7 +32,7 @@ struct RecordReader {
     }
 
     func damaged(_ what: String, at offset: Int, codingPath: [any CodingKey]) -> DecodingError {
-        .dataCorrupted(.init(codingPath: codingPath, debugDescription: "journal record: \(what) at byte \(offset)"))
+        .dataCorrupted(.init(codingPath: codingPath, debugDescription: "record: \(what) at byte \(offset)"))
     }
 
     func tag(at offset: Int, codingPath: [any CodingKey]) throws -> RecordFormat.Tag {
@@ -219,7 +219,7 @@ struct RecordReader {
     private func mismatch(_ type: Any.Type, at offset: Int, codingPath: [any CodingKey]) -> DecodingError {
         .typeMismatch(
             type,
-            .init(codingPath: codingPath, debugDescription: "journal record: another type at byte \(offset)")
+            .init(codingPath: codingPath, debugDescription: "record: another type at byte \(offset)")
         )
     }
 }
@@ -254,7 +254,7 @@ private struct RecordKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtoco
         guard try reader.tag(at: offset, codingPath: codingPath) == .keyed else {
             throw DecodingError.typeMismatch(
                 [String: Any].self,
-                .init(codingPath: codingPath, debugDescription: "journal record: no keyed container at byte \(offset)")
+                .init(codingPath: codingPath, debugDescription: "record: no keyed container at byte \(offset)")
             )
         }
         self.reader = reader
@@ -286,7 +286,7 @@ private struct RecordKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtoco
         guard let offset = find(key) else {
             throw DecodingError.keyNotFound(
                 key,
-                .init(codingPath: codingPath, debugDescription: "journal record: no \"\(key.stringValue)\"")
+                .init(codingPath: codingPath, debugDescription: "record: no \"\(key.stringValue)\"")
             )
         }
         return offset
@@ -370,7 +370,7 @@ private struct RecordUnkeyedDecoder: UnkeyedDecodingContainer {
                 [Any].self,
                 .init(
                     codingPath: codingPath,
-                    debugDescription: "journal record: no unkeyed container at byte \(offset)"
+                    debugDescription: "record: no unkeyed container at byte \(offset)"
                 )
             )
         }
@@ -387,7 +387,7 @@ private struct RecordUnkeyedDecoder: UnkeyedDecodingContainer {
         guard !isAtEnd else {
             throw DecodingError.valueNotFound(
                 Any.self,
-                .init(codingPath: codingPath, debugDescription: "journal record: past the last element")
+                .init(codingPath: codingPath, debugDescription: "record: past the last element")
             )
         }
         let offset = position
