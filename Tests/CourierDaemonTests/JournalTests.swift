@@ -187,6 +187,33 @@ struct JournalTests {
         #expect(try journal.history(session: session).isEmpty)
     }
 
+    @Test("the history keeps about the latest historyLimit ended tasks, looked after every tenth of it, not at each acknowledgement")
+    func historyCap() throws {
+        let place = Place()
+        defer { place.cleanup() }
+        let session = Self.session.identifier
+        let journal = try Journal(at: place.url)
+        _ = try journal.openSession(Self.session, app: "app")
+        let limit = Journal.historyLimit
+        let total = limit + limit / 2
+        var most = 0
+        for identifier in 1...total {
+            try journal.insertTask(Self.task(identifier), session: session)
+            let sequence = try journal.finish(session: session, task: identifier, events: [.completed(nil)])
+            _ = try journal.acknowledge(session: session, through: sequence.last?.sequence ?? 0)
+            if identifier.isMultiple(of: 25) {
+                most = max(most, try journal.history(session: session).count)
+            }
+        }
+        // Over the limit by at most a tenth, and by what ended since the last look.
+        #expect(most <= limit + limit / 10 + HistoryUpkeep.endedBetween)
+        let kept = try journal.history(session: session).map(\.identifier)
+        #expect(kept.count >= limit && kept.count <= limit + limit / 10 + HistoryUpkeep.endedBetween)
+        // The latest are the ones kept.
+        #expect(kept.last == total)
+        #expect(kept.min() ?? 0 > total - kept.count - 1)
+    }
+
     @Test("history rows of the first form (a snapshot encoded at the acknowledgement) are listed before the new ones")
     func historyOfTheFirstForm() throws {
         let place = Place()

@@ -8,8 +8,8 @@ import GRDB
 extension Journal {
     /// How long an ended task stays in the history.
     package static let historyRetention: TimeInterval = 7 * 24 * 3600
-    /// The most ended tasks a session keeps in the history (the latest): trimmed back to this once it is a tenth over,
-    /// so that an acknowledgement sorts the history once per hundred ended tasks, not every time.
+    /// The most ended tasks a session keeps in the history (the latest): trimmed back to this when it is a tenth over
+    /// at a look (``HistoryUpkeep``: at most a tenth more may end between two looks).
     package static let historyLimit = 1000
 
     /// The ended tasks of `session` still in the history, oldest first: the rows of the first form (a snapshot
@@ -69,9 +69,9 @@ extension Journal {
 
     /// Copies the row of each task of `tasks` (completed, about to leave the task table) to the history with the
     /// body of its last event up to `through` (its completion, whose counts the task's row, written at checkpoints,
-    /// may lag), before those events are deleted; nothing is decoded. Then drops what is past the retention or the
-    /// limit.
-    static func keepHistory(of tasks: [Int], session: String, through: Int64, in db: Database) throws {
+    /// may lag), before those events are deleted; nothing is decoded. Then, with `upkeep`, drops what is past the
+    /// retention or the limit.
+    static func keepHistory(of tasks: [Int], session: String, through: Int64, upkeep: Bool, in db: Database) throws {
         let now = Date().timeIntervalSince1970
         let copy = try db.cachedStatement(
             sql: """
@@ -92,6 +92,9 @@ extension Journal {
             try copy.execute(arguments: [now, through, session, identifier])
         }
         copy.dropArguments()
+        guard upkeep else {
+            return
+        }
         for table in ["history", "endedTask"] {
             try db.executeCached(sql: "DELETE FROM \(table) WHERE endedAt < ?", arguments: [now - historyRetention])
         }

@@ -74,7 +74,8 @@ extension Journal {
         return try write { db in
             // The tasks this acknowledgement ends: completed, and no event of theirs left after it.
             let finished = try Journal.endingTasks(session: session, through: through, in: db)
-            try Journal.keepHistory(of: finished, session: session, through: through, in: db)
+            let upkeep = historyUpkeep.isDue(session, ended: finished.count, now: Date())
+            try Journal.keepHistory(of: finished, session: session, through: through, upkeep: upkeep, in: db)
             let files = try String.fetchAll(
                 db,
                 sql: "SELECT file FROM event WHERE session = ? AND sequence <= ? AND file IS NOT NULL",

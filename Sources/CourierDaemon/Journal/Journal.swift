@@ -16,6 +16,8 @@ package final class Journal: Sendable {
 
     private let database: DatabaseQueue
     private let groupCommit: GroupCommit
+    /// When each session's history is next looked after.
+    let historyUpkeep = HistoryUpkeep()
     package let url: URL
 
     /// Why the previous journal file was set aside at open, if it was.
