@@ -1,5 +1,6 @@
 import CourierConcurrency
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -70,6 +71,8 @@ final class DaemonBackend: TransferBackend {
     private let commands: DispatchQueue
     /// Makes the connections (one attempt at a time, each after the pause the machine sets) and asks for the tasks.
     private let linkQueue: DispatchQueue
+    /// The first opening settled (it never unsettles): what ``waitUntilOpened()`` reads first.
+    private let hasSettled = Atomic<Bool>(false)
 
     /// A backend for `opener`'s session, not yet connected (``start()``); `relaunched`: this process was launched
     /// for the session's events (`COURIER_BACKGROUND_LAUNCH=urlsession:<identifier>`).
@@ -104,13 +107,16 @@ final class DaemonBackend: TransferBackend {
     // MARK: The opening
 
     /// Blocks until the first opening settled (the session opened and an earlier run's tasks were adopted, or it
-    /// failed), at most the request timeout and the time courierd takes to start; the opening's failure, if any.
-    /// A task factory waits here before it numbers the first task (the numbers go on from courierd's journal).
-    @discardableResult
-    func waitUntilOpened() -> CourierError? {
+    /// failed), at most the request timeout and the time courierd takes to start. A task factory waits here before it
+    /// numbers a task (the numbers go on from courierd's journal); once settled, a load of ``hasSettled``.
+    func waitUntilOpened() {
+        guard !hasSettled.load(ordering: .acquiring) else {
+            return
+        }
         let deadline = MonotonicDeadline(after: requestTimeout + DaemonLauncher.startTimeout)
-        state.wait(until: { $0.machine.isSettled }, deadline: deadline)
-        return state.withLock { $0.machine.openingFailure }
+        if state.wait(until: { $0.machine.isSettled }, deadline: deadline) {
+            hasSettled.store(true, ordering: .releasing)
+        }
     }
 
     /// Calls `body` once the first opening settled (at once if it has), with the opening's failure if any: on the
