@@ -223,6 +223,12 @@ struct DaemonLinkTransitionTests {
         #expect(machine.lastSequence == 3)
         let handed = machine.batchHandedOver(finished: false)
         #expect(handed.acknowledge == 3)
+        // Two batches handed over before the delegate ran either: only the later acknowledgement goes.
+        _ = machine.accept(Self.event(4, task: 2))
+        let later = machine.batchHandedOver(finished: false)
+        #expect(later.acknowledge == 4)
+        #expect(!machine.isLatestAcknowledgement(3))
+        #expect(machine.isLatestAcknowledgement(4))
     }
 
     @Test("a creation refused on a live connection completes its task with courierd's error")

@@ -512,8 +512,8 @@ final class DaemonBackend: TransferBackend {
             hooks.deliver(events)
         }
         let (through, finished) = state.withLock { $0.machine.batchHandedOver(finished: batch.finished) }
-        hooks.afterDelivery { [identifier] session in
-            if through > 0 {
+        hooks.afterDelivery { [identifier, state] session in
+            if through > 0, state.withLock({ $0.machine.isLatestAcknowledgement(through) }) {
                 connection.send(.acknowledge(.init(session: identifier, through: through)))
             }
             if finished, let session, let delegate = session.delegate {

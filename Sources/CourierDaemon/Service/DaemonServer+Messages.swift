@@ -9,7 +9,9 @@ import Glibc
 /// The conversation of `docs/ipc.md`, one message at a time, on the connection's reader queue.
 extension DaemonServer {
     /// Answers the messages of one read in order, the `createTask` frames among them that follow each other as one
-    /// (``createTasks(_:on:)``: one journal transaction); returns why the connection must close, or nil to go on.
+    /// (``createTasks(_:on:)``: one journal transaction), and acknowledgements that follow each other as the last of
+    /// each session (one transaction and one flush, not one per batch the app heard); returns why the connection must
+    /// close, or nil to go on.
     func handle(_ messages: [IPCMessage], on connection: ClientConnection) -> String? {
         var index = messages.startIndex
         while index < messages.endIndex {
@@ -20,6 +22,19 @@ extension DaemonServer {
                     index += 1
                 }
                 createTasks(creates, on: connection)
+                continue
+            }
+            if connection.app != nil, case .acknowledge = messages[index] {
+                var latest: [IPCMessage.Acknowledge] = []
+                while index < messages.endIndex, case .acknowledge(let acknowledgement) = messages[index] {
+                    if let same = latest.firstIndex(where: { $0.session == acknowledgement.session }) {
+                        latest[same].through = max(latest[same].through, acknowledgement.through)
+                    } else {
+                        latest.append(acknowledgement)
+                    }
+                    index += 1
+                }
+                latest.forEach(acknowledge)
                 continue
             }
             if let refusal = handle(messages[index], on: connection) {

@@ -97,6 +97,8 @@ struct DaemonLinkMachine<Connection: AnyObject & Sendable>: Sendable {
     /// The tasks courierd had journaled when the last connection ended: those missing from the next listing are lost.
     private var journaledBeforeLoss: Set<Int> = []
     private(set) var lastSequence: UInt64 = 0
+    /// What the last batch handed over is to acknowledge (``batchHandedOver(finished:)``).
+    private var acknowledgementQueued: UInt64 = 0
     /// The delegate is owed `urlSessionDidFinishEvents` once: the session was opened by an app relaunched for its
     /// events, or in the background to hear a replay (courierd's batch marked `finished`). As on iOS, an app the user
     /// started (in the foreground) hears the events it missed without it, and a replay after a reconnection owes
@@ -399,7 +401,15 @@ struct DaemonLinkMachine<Connection: AnyObject & Sendable>: Sendable {
         if finishes {
             finishOwed = false
         }
+        acknowledgementQueued = lastSequence
         return (lastSequence, finishes)
+    }
+
+    /// Whether the acknowledgement `through`, due now that its batch's delegate calls ran, is the latest queued: an
+    /// earlier one is not sent, since the later one, queued behind it on the same delegate queue, covers it (one
+    /// acknowledgement, one journal transaction in courierd, for the batches the delegate took in one go).
+    func isLatestAcknowledgement(_ through: UInt64) -> Bool {
+        through >= acknowledgementQueued
     }
 
     // MARK: Helpers
