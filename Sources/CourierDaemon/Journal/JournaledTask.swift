@@ -23,7 +23,12 @@ package struct JournaledTask: Sendable, Equatable {
     package var validator: String?
     package var checkpointedAt: Date?
     /// The last checkpoint, with the partial file a download resumes from after a crash.
-    package var checkpoint: TransferCheckpoint?
+    package var checkpoint: TransferCheckpoint? {
+        get { checkpointBox?.value }
+        set { checkpointBox = newValue.map(Boxed.init) }
+    }
+    /// ``checkpoint``, boxed: a queued task has none, and would otherwise carry its 440 bytes.
+    private var checkpointBox: Boxed<TransferCheckpoint>?
     package var bytesSent: Int64 = 0
     package var expectedToSend: Int64 = -1
     /// Failed attempts so far.

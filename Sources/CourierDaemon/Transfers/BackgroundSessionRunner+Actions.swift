@@ -25,26 +25,29 @@ extension BackgroundSessionRunner {
         _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
     ) {
         let outcome = state.withLock {
-            state -> (actions: [BackgroundTaskAction], machine: BackgroundTaskMachine, attempt: SessionTask?)? in
-            guard var machine = state.machines[identifier] else {
+            state -> (actions: [BackgroundTaskAction], task: JournaledTask, attempt: SessionTask?)? in
+            guard let cell = state.machines[identifier] else {
                 return nil
             }
             let attempt = state.attempts[identifier]
-            let actions = input(&machine, state.stopping)
+            let actions = input(&cell.machine, state.stopping)
+            let phase = cell.machine.phase
             // Kept while starting too: an input that comes between the attempt's registration and `attemptMade`
             // (a command from another thread) must not drop the attempt about to run.
-            if let attempt, machine.phase != .running, machine.phase != .starting {
+            if let attempt, phase != .running, phase != .starting {
                 state.attempts[identifier] = nil
                 state.journalIdentifiers[attempt.taskIdentifier] = nil
             }
-            state.machines[identifier] = machine.phase == .finished ? nil : machine
-            return (actions, machine, attempt)
+            if phase == .finished {
+                state.machines[identifier] = nil
+            }
+            return (actions, cell.machine.journaled, attempt)
         }
         guard let outcome else {
             return
         }
         for action in outcome.actions {
-            carryOut(action, for: outcome.machine.journaled, attempt: outcome.attempt, ended: end)
+            carryOut(action, for: outcome.task, attempt: outcome.attempt, ended: end)
         }
     }
 
@@ -288,7 +291,7 @@ extension BackgroundSessionRunner {
                         return
                     }
                     // Suspended by its app while it waited: it keeps the slot, and runs when resumed.
-                    let suspended = self.state.withLock { $0.machines[identifier]?.userSuspended ?? false }
+                    let suspended = self.state.withLock { $0.machines[identifier]?.machine.userSuspended ?? false }
                     if !suspended {
                         attempt.resume()
                     }

@@ -24,16 +24,16 @@ extension BackgroundSessionRunner {
 
     private func launch(_ identifier: Int, under conditions: TransferConditions) {
         let looked = state.withLock { state in
-            state.machines[identifier].map { machine in
+            state.machines[identifier].map { cell in
                 (
                     TransferRequirements(
                         isDiscretionary: state.configuration.isDiscretionary,
                         allowsExpensiveNetworkAccess: state.configuration.allowsExpensiveNetworkAccess,
-                        createdInBackground: machine.journaled.spec.createdInBackground == true,
-                        expectedBytes: machine.journaled.spec.spec.task?.clientExpectedBytes
+                        createdInBackground: cell.machine.journaled.spec.createdInBackground == true,
+                        expectedBytes: cell.machine.journaled.spec.spec.task?.clientExpectedBytes
                     ),
                     state.sink != nil,
-                    machine.spaceNeeded
+                    cell.machine.spaceNeeded
                 )
             }
         }

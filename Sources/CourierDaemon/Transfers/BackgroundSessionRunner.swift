@@ -31,7 +31,7 @@ package final class BackgroundSessionRunner: TaskObserver {
     struct State: Sendable {
         var configuration: IPCMessage.OpenSession
         /// The machine of every task not finished, by journal identifier.
-        var machines: [Int: BackgroundTaskMachine] = [:]
+        var machines: [Int: MachineCell] = [:]
         /// The session task of each task's current attempt, by journal identifier.
         var attempts: [Int: SessionTask] = [:]
         /// The journal identifier of each attempt, by its `taskIdentifier` in the daemon's session.
@@ -119,10 +119,10 @@ package final class BackgroundSessionRunner: TaskObserver {
     package var tasksByState: [String: Int] {
         state.withLock { state in
             var counts: [String: Int] = [:]
-            for machine in state.machines.values {
+            for cell in state.machines.values {
                 let name =
-                    machine.userSuspended
-                    ? "suspended" : "\(machine.phase)"
+                    cell.machine.userSuspended
+                    ? "suspended" : "\(cell.machine.phase)"
                 counts[name, default: 0] += 1
             }
             return counts
@@ -274,7 +274,8 @@ package final class BackgroundSessionRunner: TaskObserver {
         var restored: [Int] = []
         for var task in tasks where task.state != .completed {
             adoptPartialFile(of: &task)
-            state.withLock { $0.machines[task.identifier] = BackgroundTaskMachine(restoring: task, rules: rules) }
+            let cell = MachineCell(BackgroundTaskMachine(restoring: task, rules: rules))
+            state.withLock { $0.machines[task.identifier] = cell }
             restored.append(task.identifier)
         }
         launch(restored)
@@ -282,8 +283,8 @@ package final class BackgroundSessionRunner: TaskObserver {
 
     /// A task the app created (already journaled): starts it when its conditions allow.
     package func add(_ task: JournaledTask) {
-        let machine = BackgroundTaskMachine(adding: task, rules: BackgroundTaskMachine.Rules(settings))
-        state.withLock { $0.machines[task.identifier] = machine }
+        let cell = MachineCell(BackgroundTaskMachine(adding: task, rules: BackgroundTaskMachine.Rules(settings)))
+        state.withLock { $0.machines[task.identifier] = cell }
         launch(task.identifier)
     }
 
@@ -327,12 +328,11 @@ package final class BackgroundSessionRunner: TaskObserver {
     /// page of that many from position `offset`.
     package func snapshots(offset: Int = 0, limit: Int? = nil) throws(JournalError) -> [IPCMessage.TaskSnapshot] {
         let journaled = try journal.tasks(session: identifier, offset: offset, limit: limit)
-        // The page's machines only: a copy of the whole dictionary held while the page is built would make every
-        // change of a machine meanwhile copy it again (100,000 tasks: a copy per wake).
+        // The page's machines only, copied under the lock (each is changed in place under it).
         let machines = state.withLock { state in
             Dictionary(
                 uniqueKeysWithValues: journaled.compactMap { task in
-                    state.machines[task.identifier].map { (task.identifier, $0) }
+                    state.machines[task.identifier].map { (task.identifier, $0.machine) }
                 }
             )
         }

@@ -150,7 +150,13 @@ package struct TransferSpec: Codable, Sendable, Equatable {
     /// With a file sink and no ``digest``: compute the one the response announces (`CR_DIGEST_AUTO`).
     package var announcedDigest = false
     /// TLS trust, versions and client certificate, and where the connection goes; nil for libcurl's defaults.
-    package var connection: ConnectionOptions?
+    package var connection: ConnectionOptions? {
+        get { connectionBox?.value }
+        set { connectionBox = newValue.map(Boxed.init) }
+    }
+    /// ``connection``, boxed: most specs have none, and it is 232 bytes inline (every background task courierd holds
+    /// carried them).
+    private var connectionBox: Boxed<ConnectionOptions>?
     package var task: TaskDetails?
 
     /// A GET of `url` into memory; the rest is set field by field.

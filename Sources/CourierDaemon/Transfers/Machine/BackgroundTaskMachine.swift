@@ -78,7 +78,12 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     /// after does not restart a download from zero.
     private var attemptCheckpointed = false
     /// The entity's response as the running attempt received it, until a checkpoint keeps it.
-    private var attemptEntity: IPCMessage.BackgroundResponse?
+    private var attemptEntity: IPCMessage.BackgroundResponse? {
+        get { attemptEntityBox?.value }
+        set { attemptEntityBox = newValue.map(Boxed.init) }
+    }
+    /// ``attemptEntity``, boxed: most machines never hold one (a queued task), and it is 208 bytes inline.
+    private var attemptEntityBox: Boxed<IPCMessage.BackgroundResponse>?
     /// When the app was asked whether the delayed task begins (`delayedStart`), while it has not answered.
     private var delayedStartAskedAt: Date?
 
