@@ -148,8 +148,12 @@ extension Tasks {
             }
         }
 
-        /// Every task of `session`, a page at a time, with the next page asked for before this one is decoded:
-        /// courierd makes one while `courier` reads the other (one after the other, both sat idle half the time).
+        /// How many pages are asked for ahead of the one being decoded.
+        static let pagesAhead = 4
+
+        /// Every task of `session`, a page at a time, with the next ``pagesAhead`` pages asked for before this one is
+        /// decoded: courierd makes pages while `courier` reads them (one after the other, both sat idle half the time;
+        /// with one page ahead, each still waited for the other now and then).
         private func pages(of session: String) throws -> [IPCMessage.TaskSnapshot] {
             let pageSize = IPCMessage.ListTasks.pageSize
             let answers = WaitableValue<[Int: Result<IPCMessage.Reply.Result, CourierError>]>([:])
@@ -172,8 +176,9 @@ extension Tasks {
                     answers.withLock { $0[page] = .failure(CourierError(.unknown, "the connection to courierd ended")) }
                 }
             }
-            ask(0)
-            ask(1)
+            for page in 0..<Self.pagesAhead {
+                ask(page)
+            }
             var snapshots: [IPCMessage.TaskSnapshot] = []
             for page in 0... {
                 guard answers.wait(atMost: 30, until: { $0[page] != nil }) else {
@@ -193,7 +198,7 @@ extension Tasks {
                 guard listed.count == pageSize else {
                     break
                 }
-                ask(page + 2)
+                ask(page + Self.pagesAhead)
             }
             return snapshots
         }
