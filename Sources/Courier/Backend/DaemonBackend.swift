@@ -136,19 +136,24 @@ final class DaemonBackend: TransferBackend {
 
     // MARK: The machine's actions
 
-    /// Applies an input to the machine and carries out its actions, then runs the opening's waiters once it settled.
+    /// Applies an input to the machine and carries out its actions, then runs the opening's waiters if it settled.
     private func apply(_ input: (inout Machine) -> [Machine.Action]) {
-        let actions = state.withLock { input(&$0.machine) }
+        let (actions, settled) = state.withLock { state in (input(&state.machine), Self.takeWaiters(&state)) }
         perform(actions)
-        let (waiters, failure) = state.withLock { state -> ([@Sendable (CourierError?) -> Void], CourierError?) in
-            guard state.machine.isSettled, !state.openingWaiters.isEmpty else {
-                return ([], nil)
-            }
-            defer { state.openingWaiters = [] }
-            return (state.openingWaiters, state.machine.openingFailure)
+        settled()
+    }
+
+    /// The opening's waiters, once the machine settled (taken: each runs once), as one call to make outside the lock.
+    private static func takeWaiters(_ state: inout State) -> @Sendable () -> Void {
+        guard state.machine.isSettled, !state.openingWaiters.isEmpty else {
+            return {}
         }
-        for waiter in waiters {
-            waiter(failure)
+        let (waiters, failure) = (state.openingWaiters, state.machine.openingFailure)
+        state.openingWaiters = []
+        return {
+            for waiter in waiters {
+                waiter(failure)
+            }
         }
     }
 
@@ -179,7 +184,12 @@ final class DaemonBackend: TransferBackend {
                 }
             case .adopt(let snapshots):
                 hooks.adopt(snapshots)
-                state.withLock { $0.machine.adopted() }
+                // Settled now that the task objects exist: `getAllTasks` calls waiting for it see them.
+                let settled = state.withLock { state in
+                    state.machine.adopted()
+                    return Self.takeWaiters(&state)
+                }
+                settled()
             case .create(let creations, let connection, let generation):
                 for creation in creations {
                     send(creation, on: connection, generation: generation)
@@ -440,18 +450,16 @@ final class DaemonBackend: TransferBackend {
             },
             deadline: MonotonicDeadline(after: requestTimeout)
         )
-        switch state.withLock({ $0.machine.usableConnection }) {
+        let (usable, unreachable) = state.withLock {
+            ($0.machine.usableConnection, $0.machine.unreachableError(because: nil))
+        }
+        switch usable {
         case .success(let connection?) where settled:
             return .success(connection)
         case .failure(let error):
             return .failure(error)
         case .success:
-            return .failure(
-                CourierError(
-                    .backgroundSessionWasDisconnected,
-                    "courierd could not be reached for \(Int(requestTimeout)) s (the session's request timeout)"
-                )
-            )
+            return .failure(unreachable)
         }
     }
 

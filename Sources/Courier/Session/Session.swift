@@ -311,9 +311,7 @@ public final class Session: Sendable, CustomStringConvertible {
     /// starts: the first read waits for it as the first task factory does (a round trip on a local socket, or as long
     /// as courierd takes to start); ``getAllTasks(completionHandler:)`` waits without blocking.
     public var allTasks: [SessionTask] {
-        if configuration.identifier != nil, let backend = core.runningBackend as? DaemonBackend {
-            backend.waitUntilOpened()
-        }
+        core.waitUntilBackgroundOpened()
         return core.liveTasks.sorted { $0.taskIdentifier < $1.taskIdentifier }
     }
 

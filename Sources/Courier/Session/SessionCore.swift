@@ -95,16 +95,22 @@ final class SessionCore: Sendable {
         delegate as? any SessionTaskDelegate
     }
 
-    /// The next task identifier. A background session's go on from courierd's journal: the first call waits until
-    /// the session's opening (which `Session.init` starts) settled — a round trip on a local socket, or as long as
-    /// courierd takes to start when none ran (`getAllTasks` waits for it without blocking).
+    /// The next task identifier. A background session's go on from courierd's journal: the first call waits for the
+    /// opening (``waitUntilBackgroundOpened()``).
     func makeIdentifier() -> Int {
-        if configuration.identifier != nil, let backend = runningBackend as? DaemonBackend {
-            backend.waitUntilOpened()
-        }
+        waitUntilBackgroundOpened()
         return nextIdentifier.withLock { next in
             defer { next += 1 }
             return next
+        }
+    }
+
+    /// For a background session, blocks until its opening (which `Session.init` starts) settled: a round trip on a
+    /// local socket, or as long as courierd takes to start when none ran (`getAllTasks` waits for it without
+    /// blocking); after that, an atomic load. Nothing for any other session.
+    func waitUntilBackgroundOpened() {
+        if configuration.identifier != nil, let backend = runningBackend as? DaemonBackend {
+            backend.waitUntilOpened()
         }
     }
 

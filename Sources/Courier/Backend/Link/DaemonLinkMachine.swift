@@ -181,8 +181,7 @@ struct DaemonLinkMachine<Connection: AnyObject & Sendable>: Sendable {
     mutating func attemptFailed(_ error: CourierError, startedDaemon: Bool, now: Date) -> [Action] {
         switch phase {
         case .opening where error.code == .networkConnectionLost:
-            let schedule = ReconnectSchedule(lost: now, now: now, timeout: requestTimeout, startGrace: startGrace)
-            phase = .reconnecting(schedule, attempting: false)
+            phase = .reconnecting(schedule(lost: now, now: now), attempting: false)
             return [.wake(after: ReconnectSchedule.firstPause)]
         case .opening:
             phase = .failed(error)
@@ -196,7 +195,7 @@ struct DaemonLinkMachine<Connection: AnyObject & Sendable>: Sendable {
                 phase = .reconnecting(schedule, attempting: false)
                 return [.wake(after: pause)]
             case .giveUp:
-                let given = unreachable(because: error)
+                let given = unreachableError(because: error)
                 phase = .unreachable(given)
                 return failAll(given)
             }
@@ -220,9 +219,9 @@ struct DaemonLinkMachine<Connection: AnyObject & Sendable>: Sendable {
         guard case .open(let current, _) = phase, current === connection else {
             return []
         }
-        let schedule = ReconnectSchedule(lost: now, now: now, timeout: requestTimeout, startGrace: startGrace)
-        phase = .reconnecting(schedule, attempting: true)
-        return [.connect(startingDaemon: schedule.startsDaemon(at: now), firstOpening: false)]
+        let reconnection = schedule(lost: now, now: now)
+        phase = .reconnecting(reconnection, attempting: true)
+        return [.connect(startingDaemon: reconnection.startsDaemon(at: now), firstOpening: false)]
     }
 
     /// A submission or command needs the link: courierd found unreachable before is tried again, and started at once.
@@ -230,8 +229,7 @@ struct DaemonLinkMachine<Connection: AnyObject & Sendable>: Sendable {
         guard case .unreachable = phase else {
             return []
         }
-        let schedule = ReconnectSchedule(lost: nil, now: now, timeout: requestTimeout, startGrace: startGrace)
-        phase = .reconnecting(schedule, attempting: true)
+        phase = .reconnecting(schedule(lost: nil, now: now), attempting: true)
         return [.connect(startingDaemon: true, firstOpening: false)]
     }
 
@@ -419,7 +417,13 @@ struct DaemonLinkMachine<Connection: AnyObject & Sendable>: Sendable {
         return bindings.isEmpty ? [] : [.complete(bindings, error)]
     }
 
-    private func unreachable(because reason: CourierError?) -> CourierError {
+    /// A reconnection beginning `now`, for a connection lost at `lost` (nil: courierd found unreachable before).
+    private func schedule(lost: Date?, now: Date) -> ReconnectSchedule {
+        ReconnectSchedule(lost: lost, now: now, timeout: requestTimeout, startGrace: startGrace)
+    }
+
+    /// What a task gets when courierd could not be reached for the request timeout (`reason`: the last attempt's).
+    func unreachableError(because reason: CourierError?) -> CourierError {
         CourierError(
             .backgroundSessionWasDisconnected,
             "courierd could not be reached for \(Int(requestTimeout)) s (the session's request timeout)"
