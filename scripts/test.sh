@@ -32,6 +32,25 @@ export XDG_RUNTIME_DIR="$private_home/run" XDG_STATE_HOME="$private_home/state"
 mkdir -m 0700 -p "$XDG_RUNTIME_DIR" "$XDG_STATE_HOME"
 trap 'rm -rf "$private_home"' EXIT
 
+# fail MESSAGE: a part failed. Said now and again at the end, where a log cut to its last lines still shows it.
+failures="$private_home/failures"
+fail() {
+    log "$*" >&2
+    printf '%s\n' "$*" >>"$failures"
+}
+
+# swift_tests NAME [ARGUMENTS...]: `swift test --skip-build ARGUMENTS`, its failing tests' lines kept for the end.
+swift_tests() {
+    local name="$1" output="$private_home/swift-test.log" result=0
+    shift
+    swift test --skip-build "${scratch_args[@]}" "$@" 2>&1 | tee "$output" || result=$?
+    if [ "$result" -ne 0 ]; then
+        fail "$name failed (exit status $result)"
+        grep -a -E '✘|error: |Fatal error|signal code' "$output" | head -40 | sed 's/^/    /' >>"$failures" || true
+    fi
+    return "$result"
+}
+
 # The engine's C sources with every warning an error. Package.swift carries no warning flags: SwiftPM refuses
 # unsafe flags in a package that another requires by version (scripts/dependent-check.sh).
 log "C warnings (clang -Wall -Wextra -Werror)"
@@ -44,7 +63,7 @@ log "engine C checks (CSupport/tests/run.sh)"
 c_status=0
 bash CSupport/tests/run.sh || c_status=$?
 if [ "$c_status" -ne 0 ]; then
-    log "engine C checks failed (exit status $c_status)" >&2
+    fail "engine C checks failed (exit status $c_status)"
     status=$c_status
 fi
 
@@ -55,38 +74,23 @@ swift build --build-tests "${scratch_args[@]}"
 # their thread while they wait run off the cooperative pool (`.blockingWaits`,
 # Tests/CourierTestSupport/BlockingWaits.swift), so that they cannot starve the others.
 log "swift test"
-test_status=0
-swift test --skip-build "${scratch_args[@]}" || test_status=$?
-if [ "$test_status" -ne 0 ]; then
-    log "swift test failed (exit status $test_status)" >&2
-    status=$test_status
-fi
+swift_tests "swift test" || status=$?
 
 # The session and task tests once more, written once and run against another backend: every spec, decision and event
 # crosses the backend seam through its encoding, as it will to courierd (docs/task-machine.md; about 15 s).
 log "swift test --filter CourierTests, serialised backend"
-serialised_status=0
-COURIER_TRANSFER_BACKEND=serialised swift test --skip-build --filter CourierTests "${scratch_args[@]}" \
-    || serialised_status=$?
-if [ "$serialised_status" -ne 0 ]; then
-    log "session tests over the serialised backend failed (exit status $serialised_status)" >&2
-    status=$serialised_status
-fi
+COURIER_TRANSFER_BACKEND=serialised swift_tests "the session tests over the serialised backend" --filter CourierTests \
+    || status=$?
 
 # The session and task tests once more over HTTPS with HTTP/2: every test server a test starts plain serves TLS with
 # ALPN h2 instead, signed by one test CA the sessions trust (TestProtocol, docs/test-server.md; about 40 s).
 log "swift test --filter CourierTests, HTTP/2"
-http2_status=0
-COURIER_TEST_PROTOCOL=h2 swift test --skip-build --filter CourierTests "${scratch_args[@]}" || http2_status=$?
-if [ "$http2_status" -ne 0 ]; then
-    log "session tests over HTTP/2 failed (exit status $http2_status)" >&2
-    status=$http2_status
-fi
+COURIER_TEST_PROTOCOL=h2 swift_tests "the session tests over HTTP/2" --filter CourierTests || status=$?
 
 cli_status=0
 bash scripts/cli-test.sh || cli_status=$?
 if [ "$cli_status" -ne 0 ]; then
-    log "CLI tests failed (exit status $cli_status)" >&2
+    fail "CLI tests failed (exit status $cli_status)"
     status=$cli_status
 fi
 
@@ -108,7 +112,7 @@ if [ "$install_status" -eq 0 ] && { [ "$("$installed/courier" --version)" != "$(
     install_status=1
 fi
 if [ "$install_status" -ne 0 ]; then
-    log "the install step failed:" >&2
+    fail "the install step failed:"
     cat "$install_prefix.log" >&2
     status=1
 fi
@@ -119,7 +123,7 @@ rm -rf "$install_prefix" "$install_prefix.log"
 dependent_status=0
 bash scripts/dependent-check.sh || dependent_status=$?
 if [ "$dependent_status" -ne 0 ]; then
-    log "dependent-package check failed (exit status $dependent_status)" >&2
+    fail "dependent-package check failed (exit status $dependent_status)"
     status=$dependent_status
 fi
 
@@ -127,7 +131,7 @@ fi
 docs_status=0
 bash scripts/docs.sh || docs_status=$?
 if [ "$docs_status" -ne 0 ]; then
-    log "the API reference or the examples failed to build (exit status $docs_status)" >&2
+    fail "the API reference or the examples failed to build (exit status $docs_status)"
     status=$docs_status
 fi
 
@@ -136,7 +140,7 @@ fi
 fuzz_status=0
 bash scripts/fuzz.sh 30 || fuzz_status=$?
 if [ "$fuzz_status" -ne 0 ]; then
-    log "fuzzing found a crash (exit status $fuzz_status; see Tests/Fuzz/Crashes)" >&2
+    fail "fuzzing found a crash (exit status $fuzz_status; see Tests/Fuzz/Crashes)"
     status=$fuzz_status
 fi
 
@@ -149,7 +153,7 @@ alloc_status=0
 (cd Benchmarks && swift package --disable-sandbox benchmark thresholds check --metric mallocCountTotal) \
     || alloc_status=$?
 if [ "$alloc_status" -ne 0 ]; then
-    log "allocation thresholds failed (exit status $alloc_status; see Benchmarks/README.md)" >&2
+    fail "allocation thresholds failed (exit status $alloc_status; see Benchmarks/README.md)"
     status=$alloc_status
 fi
 
@@ -164,7 +168,7 @@ harness_status=0
 bash Benchmarks/run.sh --scale 0.02 --runs 1 --disk-runs 1 --skip-queued --workloads W1,W2,W2-300,W4,W5 \
     --peers courier,courier-ht,urlsession,curl,floor || harness_status=$?
 if [ "$harness_status" -ne 0 ]; then
-    log "comparison harness failed (exit status $harness_status; see Benchmarks/README.md)" >&2
+    fail "comparison harness failed (exit status $harness_status; see Benchmarks/README.md)"
     status=$harness_status
 fi
 
@@ -184,7 +188,7 @@ hung_status=0
 timeout 120 "$bench_bin/courier-bench" --clients "$hung" --peers courier --workloads W1 --scale 0.02 --runs 1 \
     --skip-queued --run-deadline 3 >"$hung/out.txt" 2>&1 || hung_status=$?
 if [ "$hung_status" -ne 1 ] || ! grep -q "did not finish within 3" "$hung/out.txt" || [ $((SECONDS - started)) -gt 60 ]; then
-    log "the hung client was not killed at its deadline (exit status $hung_status after $((SECONDS - started)) s):" >&2
+    fail "the hung client was not killed at its deadline (exit status $hung_status after $((SECONDS - started)) s):"
     cat "$hung/out.txt" >&2
     status=1
 fi
@@ -194,11 +198,15 @@ rm -rf "$hung"
 # test (they are killed, and the run fails).
 left="$(processes_left_behind)"
 if [ -n "$left" ]; then
-    log "processes left running by the tests:" >&2
+    fail "processes left running by the tests:"
     for pid in $left; do
-        log "  $pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >&2
+        fail "  $pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
         kill -KILL "$pid" 2>/dev/null || true
     done
     status=1
+fi
+if [ -s "$failures" ]; then
+    log "what failed:" >&2
+    sed 's/^/  /' "$failures" >&2
 fi
 exit "$status"

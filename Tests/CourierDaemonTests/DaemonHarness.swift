@@ -331,7 +331,10 @@ struct Client {
         }
     }
 
+    /// Ends the connection as an app's death would, even while a child spawned by another test in this process
+    /// still holds a copy of the descriptor (between its `clone` and its `closefrom`): courierd sees the hang-up now.
     func close() {
+        _ = shutdown(descriptor, Int32(SHUT_RDWR))
         _ = Glibc.close(descriptor)
     }
 }

@@ -76,17 +76,18 @@ struct SegmentedDownloadTests {
             configuration.maximumSegmentsPerDownload = 4
             let (session, delegate) = makeRecordingSession(configuration)
             defer { session.invalidateAndCancel() }
-            // About 330 kB/s per connection: once a megabyte is in, every segment has some bytes and none is done,
-            // and the whole would take 6 s more (a loaded machine runs the cancel late, never after the end).
-            let path = "/bytes/\(Self.count)?seed=43&trickle=32768&interval=100"
+            // About 160 kB/s per connection: once 600 kB are in, every segment has some bytes and none is done, and
+            // the whole would take 12 s more (a loaded machine runs the cancel late, never after the end; at twice
+            // this rate, 6 s were once not enough under the whole suite's load).
+            let path = "/bytes/\(Self.count)?seed=43&trickle=16384&interval=100"
             let task = session.downloadTask(with: server.url(path))
             task.resume()
-            _ = try await delegate.log.wait(timeout: .seconds(30), "a megabyte over four connections") { events in
+            _ = try await delegate.log.wait(timeout: .seconds(30), "600 kB over four connections") { events in
                 let written = events.compactMap { event -> Int64? in
                     if case .wrote(task.taskIdentifier, _, let total, _) = event { return total }
                     return nil
                 }
-                return (written.last ?? 0) > 1_000_000 && server.requests.filter { $0.uri == path }.count == 4
+                return (written.last ?? 0) > 600_000 && server.requests.filter { $0.uri == path }.count == 4
             }
             try await Task.sleep(for: .milliseconds(300))
             let resumeData = try await withCheckedThrowingContinuation { continuation in
