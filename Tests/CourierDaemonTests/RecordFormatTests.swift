@@ -4,8 +4,9 @@ import Testing
 
 @testable import CourierDaemon
 
-/// The journal's record format (`RecordEncoder`, `RecordDecoder`): every kind of record courierd writes comes back
-/// equal; records written as JSON by an earlier courierd are still read; a damaged record is a typed error.
+/// The journal's records (`TaskRecord`, `EventRecord`, `SessionRecord` in the record format): every kind courierd
+/// writes comes back equal; every earlier form an earlier courierd journaled (as JSON or records) is still read; a
+/// later form or a damaged record is a typed error.
 @Suite("journal records")
 struct RecordFormatTests {
     static var task: IPCMessage.BackgroundTask {
@@ -62,11 +63,11 @@ struct RecordFormatTests {
     @Test("every kind of record comes back equal, and starts with the format's marker")
     func roundTrip() throws {
         let task = Self.task
-        let encoded = try Journal.encode(task)
+        let encoded = try Journal.encode(TaskRecord(task))
         #expect(encoded.first == RecordFormat.marker)
-        #expect(try Journal.decode(IPCMessage.BackgroundTask.self, from: encoded) == task)
+        #expect(try Journal.decode(TaskRecord.self, from: encoded).task == task)
         for event in Self.events {
-            #expect(try Journal.decode(IPCMessage.BackgroundEvent.self, from: try Journal.encode(event)) == event)
+            #expect(try Journal.decode(EventRecord.self, from: try Journal.encode(EventRecord(event))).event == event)
         }
         let checkpoint = TransferCheckpoint(received: 9, expectedToReceive: 100, sent: 0, expectedToSend: -1, boot: "b", at: Date(), entity: nil)
         #expect(try Journal.decode(TransferCheckpoint.self, from: try Journal.encode(checkpoint)) == checkpoint)
@@ -74,23 +75,98 @@ struct RecordFormatTests {
         #expect(try Journal.decode(IPCMessage.TaskSnapshot.self, from: try Journal.encode(snapshot)) == snapshot)
         let words = ["courier", "--background", ""]
         #expect(try Journal.decode([String].self, from: try Journal.encode(words)) == words)
+        // A session's configuration is kept without the request number of the message that opened it.
+        var configuration = Self.configuration
+        let record = try Journal.decode(SessionRecord.self, from: try Journal.encode(SessionRecord(configuration)))
+        configuration.request = 0
+        #expect(record.configuration == configuration)
     }
 
-    @Test("a record an earlier courierd wrote as JSON is read")
-    func earlierJSON() throws {
+    static var configuration: IPCMessage.OpenSession {
+        IPCMessage.OpenSession(
+            request: 7,
+            identifier: "com.example.records",
+            sendsLaunchEvents: false,
+            isDiscretionary: true,
+            allowsExpensiveNetworkAccess: false,
+            resourceTimeout: 300,
+            requestTimeout: 15.5,
+            additionalHeaders: ["X-A": "1"],
+            maximumConnectionsPerHost: 2,
+            trustedCertificatesPEM: Data("PEM".utf8)
+        )
+    }
+
+    @Test("form 1, the wire type's own encoding an earlier courierd journaled (as JSON or records), is read")
+    func formOne() throws {
         let task = Self.task
-        let json = try JSONEncoder().encode(task)
-        #expect(try Journal.decode(IPCMessage.BackgroundTask.self, from: json) == task)
-        let event = Self.events[8]
-        #expect(try Journal.decode(IPCMessage.BackgroundEvent.self, from: try JSONEncoder().encode(event)) == event)
+        for encoded in [try JSONEncoder().encode(task), try RecordEncoder.encode(task)] {
+            #expect(try Journal.decode(TaskRecord.self, from: encoded).task == task)
+        }
+        for event in Self.events {
+            for encoded in [try JSONEncoder().encode(event), try RecordEncoder.encode(event)] {
+                #expect(try Journal.decode(EventRecord.self, from: encoded).event == event)
+            }
+        }
+        var configuration = Self.configuration
+        let encoded = try JSONEncoder().encode(configuration)
+        configuration.request = 0
+        #expect(try Journal.decode(SessionRecord.self, from: encoded).configuration == configuration)
+    }
+
+    @Test("a task and events in the forms journaled before the spec was sent whole and events were the seam's own")
+    func earlierForms() throws {
+        let task = try Journal.decode(
+            TaskRecord.self,
+            from: Data(
+                #"""
+                {"identifier":4,"kind":"upload","request":{"url":"http://127.0.0.1:9/up","method":"PUT",
+                "headers":{"X-A":"1"}},"uploadFile":"/tmp/body","taskDescription":"d","priority":0.75,
+                "createdInBackground":true}
+                """#.utf8
+            )
+        ).task
+        #expect(task.kind == .upload)
+        #expect(task.spec.url == "http://127.0.0.1:9/up")
+        #expect(task.spec.headers == ["X-A: 1"])
+        #expect(task.uploadFile == "/tmp/body")
+        #expect(task.priority == 0.75)
+        #expect(task.createdInBackground == true)
+
+        let events = try [
+            #"{"wroteData":{"delta":5,"total":10,"expected":100}}"#,
+            #"{"response":{"_0":{"url":"http://127.0.0.1:9/x","status":200,"headers":{"ETag":"\"1\""}}}}"#,
+            #"{"finishedDownloading":{"path":"/tmp/f"}}"#,
+            #"{"completed":{"error":{"code":-1001,"message":"slow"}}}"#,
+        ].map { try Journal.decode(EventRecord.self, from: Data($0.utf8)).event }
+        #expect(events.first == .wrote(10, of: 100))
+        #expect(events[1].responseHead?.value("ETag") == "\"1\"")
+        #expect(events[2].downloadedPath == "/tmp/f")
+        #expect(events[3].endingError??.code == .timedOut)
+        // The wire's events have one form: an earlier one is not a message.
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(IPCMessage.BackgroundEvent.self, from: Data(#"{"finishedDownloading":{"path":"/f"}}"#.utf8))
+        }
+    }
+
+    @Test("a record in a form newer than this courierd's is unreadable, not guessed at")
+    func laterForm() throws {
+        let later = Data(#"{"v":3,"identifier":1,"spec":{"url":"http://127.0.0.1:9/"}}"#.utf8)
+        #expect(throws: JournalError.self) { try Journal.decode(TaskRecord.self, from: later) }
+        #expect(throws: JournalError.self) {
+            try Journal.decode(EventRecord.self, from: Data(#"{"v":3,"progress":{},"payload":{"progress":{}}}"#.utf8))
+        }
+        #expect(throws: JournalError.self) {
+            try Journal.decode(SessionRecord.self, from: Data(#"{"v":0,"identifier":"s"}"#.utf8))
+        }
     }
 
     @Test("a damaged record, cut or with any byte changed, is a typed error or another value, never a crash")
     func damaged() throws {
-        let encoded = [UInt8](try Journal.encode(Self.task))
+        let encoded = [UInt8](try Journal.encode(TaskRecord(Self.task)))
         for length in 0..<encoded.count {
             #expect(throws: JournalError.self) {
-                try Journal.decode(IPCMessage.BackgroundTask.self, from: Data(encoded.prefix(length)))
+                try Journal.decode(TaskRecord.self, from: Data(encoded.prefix(length)))
             }
         }
         var generator = SystemRandomNumberGenerator()
@@ -98,7 +174,7 @@ struct RecordFormatTests {
             for _ in 0..<4 {
                 var changed = encoded
                 changed[index] = UInt8.random(in: 0...255, using: &generator)
-                _ = try? Journal.decode(IPCMessage.BackgroundTask.self, from: Data(changed))
+                _ = try? Journal.decode(TaskRecord.self, from: Data(changed))
             }
         }
         // Containers nested past any record's depth.

@@ -81,10 +81,10 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     private static func journalRecord(_ data: Data) {
         let body = Data(data.dropFirst())
         switch (data.first ?? 0) % 7 {
-        case 0: _ = try? Journal.decode(IPCMessage.BackgroundTask.self, from: body)
+        case 0: _ = try? Journal.decode(TaskRecord.self, from: body)
         case 1: _ = try? Journal.decode(TransferCheckpoint.self, from: body)
-        case 2: _ = try? Journal.decode(IPCMessage.BackgroundEvent.self, from: body)
-        case 3: _ = try? Journal.decode(IPCMessage.OpenSession.self, from: body)
+        case 2: _ = try? Journal.decode(EventRecord.self, from: body)
+        case 3: _ = try? Journal.decode(SessionRecord.self, from: body)
         case 4: _ = try? Journal.decode(IPCMessage.TaskSnapshot.self, from: body)
         case 5: _ = try? Journal.decode(FetchScheduler.self, from: body)
         default: _ = try? Journal.decode(TransferSpec.self, from: body)

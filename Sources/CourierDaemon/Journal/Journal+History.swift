@@ -37,7 +37,7 @@ extension Journal {
         for row in rows {
             var snapshot = IPCMessage.TaskSnapshot(journaled: try Journal.task(row, session: session))
             let completion = try (row["completion"] as Data?).map { body throws(JournalError) in
-                try Journal.decode(IPCMessage.BackgroundEvent.self, from: body)
+                try Journal.decode(EventRecord.self, from: body).event
             }
             snapshot.end(with: completion?.completion != nil ? completion : nil)
             snapshot.endedAt = Date(timeIntervalSince1970: row["endedAt"])

@@ -16,7 +16,7 @@ extension Journal {
     ) throws(JournalError) -> [IPCMessage.SequencedEvent] {
         var bodies: [Data] = []
         for event in events {
-            bodies.append(try Journal.encode(event))
+            bodies.append(try Journal.encode(EventRecord(event)))
         }
         return try write { db in
             try Journal.update(
@@ -130,7 +130,7 @@ extension Journal {
         }
         var files = Set(eventFiles)
         for spec in specs {
-            if let upload = try Journal.decode(IPCMessage.BackgroundTask.self, from: spec).uploadFile {
+            if let upload = try Journal.decode(TaskRecord.self, from: spec).task.uploadFile {
                 files.insert(upload)
             }
         }

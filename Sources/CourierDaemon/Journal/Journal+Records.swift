@@ -8,7 +8,7 @@ extension Journal {
 
     /// Records (or updates) a background session; returns the first task identifier it has not used.
     package func openSession(_ session: IPCMessage.OpenSession, app: String) throws(JournalError) -> Int {
-        let configuration = try Journal.encode(session)
+        let configuration = try Journal.encode(SessionRecord(session))
         return try write { db in
             try db.executeCached(
                 sql: """
@@ -43,7 +43,7 @@ extension Journal {
         for row in rows {
             let configuration: Data = row["configuration"]
             sessions.append(
-                (configuration: try Journal.decode(IPCMessage.OpenSession.self, from: configuration), app: row["app"])
+                (configuration: try Journal.decode(SessionRecord.self, from: configuration).configuration, app: row["app"])
             )
         }
         return sessions
@@ -147,7 +147,7 @@ extension Journal {
         var specs: [Data] = []
         specs.reserveCapacity(tasks.count)
         for entry in tasks {
-            specs.append(try Journal.encode(entry.task))
+            specs.append(try Journal.encode(TaskRecord(entry.task)))
         }
         return try write { db in
             let sessionKnown = try db.cachedStatement(sql: "SELECT 1 FROM session WHERE identifier = ?")
@@ -192,7 +192,7 @@ extension Journal {
         progress: IPCMessage.BackgroundEvent? = nil
     ) throws(JournalError) -> IPCMessage.SequencedEvent? {
         let encoded = try Journal.encode(checkpoint)
-        let body = try progress.map { event throws(JournalError) in try Journal.encode(event) }
+        let body = try progress.map { event throws(JournalError) in try Journal.encode(EventRecord(event)) }
         return try write { db in
             try Journal.update(
                 db,
@@ -225,7 +225,7 @@ extension Journal {
 
     /// Replaces the task's spec (its delayed start decided: no begin date, maybe the app's new request).
     package func replaceSpec(_ spec: IPCMessage.BackgroundTask, session: String, task: Int) throws(JournalError) {
-        let body = try Journal.encode(spec)
+        let body = try Journal.encode(TaskRecord(spec))
         try updateTask(session: session, task: task, sql: "spec = ?", arguments: [body])
     }
 
@@ -269,7 +269,7 @@ extension Journal {
         let createdAt: Double = row["createdAt"]
         return JournaledTask(
             session: session,
-            spec: try Journal.decode(IPCMessage.BackgroundTask.self, from: spec),
+            spec: try Journal.decode(TaskRecord.self, from: spec).task,
             state: state,
             bytesOnDisk: row["bytesOnDisk"],
             expectedLength: row["expectedLength"],
@@ -296,7 +296,7 @@ extension Journal {
         session: String,
         file: String? = nil
     ) throws(JournalError) -> IPCMessage.SequencedEvent {
-        let body = try Journal.encode(event)
+        let body = try Journal.encode(EventRecord(event))
         return try write { db in
             try Journal.append(event, body: body, file: file, task: task, session: session, in: db)
         }
@@ -341,7 +341,7 @@ extension Journal {
                 let sequence: Int64 = row[0]
                 let task: Int = row[1]
                 let event = try row.withUnsafeData(atIndex: 2) { body in
-                    try Journal.decode(IPCMessage.BackgroundEvent.self, from: body ?? Data())
+                    try Journal.decode(EventRecord.self, from: body ?? Data()).event
                 }
                 events.append(IPCMessage.SequencedEvent(sequence: UInt64(sequence), task: task, event: event))
             }

@@ -134,14 +134,14 @@ extension Journal {
                 sql: "SELECT spec FROM task WHERE session = ? AND identifier = ?",
                 arguments: [file.session, file.task]
             ) {
-                var spec = try Journal.decode(IPCMessage.BackgroundTask.self, from: body)
+                var spec = try Journal.decode(TaskRecord.self, from: body).task
                 spec.spec.task?.resumeData = nil
                 try Journal.update(
                     db,
                     session: file.session,
                     task: file.task,
                     sql: "spec = ?",
-                    arguments: [try Journal.encode(spec)]
+                    arguments: [try Journal.encode(TaskRecord(spec))]
                 )
             }
             try db.executeCached(

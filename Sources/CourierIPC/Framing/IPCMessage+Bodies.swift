@@ -123,8 +123,7 @@ extension IPCMessage {
             self.spec = spec
         }
 
-        /// A task from its parts (a download, or an upload of `uploadFile`), as a journal written before the spec was
-        /// sent whole holds it.
+        /// A task from its parts (a download, or an upload of `uploadFile`): the earlier form (``Parts``).
         package init(
             identifier: Int,
             kind: TransferSpec.TaskDetails.Kind,
@@ -198,10 +197,32 @@ extension IPCMessage {
             spec.headers = request.headerFields.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
         }
 
+        /// A task in its earlier form, its parts instead of a spec: as an app built before the spec was sent whole
+        /// writes it (protocol version 1 still takes it) and a journal written then holds it.
+        package struct Parts: Decodable, Sendable {
+            var kind: TransferSpec.TaskDetails.Kind
+            var request: TaskRequest
+            var uploadFile: String?
+            var resumeData: Data?
+            var taskDescription: String?
+            var priority: Float?
+
+            /// The task these parts describe.
+            package func task(identifier: Int) -> BackgroundTask {
+                BackgroundTask(
+                    identifier: identifier,
+                    kind: kind,
+                    request: request,
+                    uploadFile: uploadFile,
+                    resumeData: resumeData,
+                    taskDescription: taskDescription,
+                    priority: priority ?? 0.5
+                )
+            }
+        }
+
         private enum CodingKeys: String, CodingKey {
             case identifier, spec, createdInBackground, startAfter
-            /// The parts a journal written before the spec was sent whole holds.
-            case kind, request, uploadFile, resumeData, taskDescription, priority
         }
 
         package init(from decoder: any Decoder) throws {
@@ -210,15 +231,7 @@ extension IPCMessage {
             if let spec = try container.decodeIfPresent(TransferSpec.self, forKey: .spec) {
                 self.init(identifier: identifier, spec: spec)
             } else {
-                self.init(
-                    identifier: identifier,
-                    kind: try container.decode(TransferSpec.TaskDetails.Kind.self, forKey: .kind),
-                    request: try container.decode(TaskRequest.self, forKey: .request),
-                    uploadFile: try container.decodeIfPresent(String.self, forKey: .uploadFile),
-                    resumeData: try container.decodeIfPresent(Data.self, forKey: .resumeData),
-                    taskDescription: try container.decodeIfPresent(String.self, forKey: .taskDescription),
-                    priority: try container.decodeIfPresent(Float.self, forKey: .priority) ?? 0.5
-                )
+                self = try Parts(from: decoder).task(identifier: identifier)
             }
             createdInBackground = try container.decodeIfPresent(Bool.self, forKey: .createdInBackground)
             startAfter = try container.decodeIfPresent(Date.self, forKey: .startAfter)
@@ -574,57 +587,6 @@ extension IPCMessage {
         /// The event a task ended with, if this is it.
         package var completion: TransferCompletion? {
             if case .complete(let completion) = payload { completion } else { nil }
-        }
-
-        private enum CodingKeys: String, CodingKey {
-            case progress, payload
-        }
-
-        /// The forms journaled before events were the seam's own.
-        private enum Legacy: Decodable {
-            case wroteData(delta: Int64, total: Int64, expected: Int64)
-            case sentBodyData(delta: Int64, total: Int64, expected: Int64)
-            case resumed(offset: Int64, expectedTotal: Int64)
-            case response(BackgroundResponse)
-            case receivedData(Data)
-            case finishedDownloading(path: String)
-            case completed(error: CourierError?)
-
-            /// One event (a response's relocation is not kept: the task's current request stays the original).
-            var event: BackgroundEvent {
-                switch self {
-                case .wroteData(_, let total, let expected):
-                    BackgroundEvent(.progress, progress: TransferProgress(received: total, expectedToReceive: expected))
-                case .sentBodyData(_, let total, let expected):
-                    BackgroundEvent(.progress, progress: TransferProgress(sent: total, expectedToSend: expected))
-                case .resumed(let offset, let expectedTotal):
-                    BackgroundEvent(
-                        .resumed(offset: offset, expectedTotal: expectedTotal),
-                        progress: TransferProgress(received: offset)
-                    )
-                case .response(let response):
-                    BackgroundEvent(
-                        .response(held: false, resumeOffset: 0, head: response.head),
-                        progress: TransferProgress()
-                    )
-                case .receivedData(let data):
-                    BackgroundEvent(.data(data), progress: TransferProgress())
-                case .finishedDownloading(let path):
-                    BackgroundEvent(.downloaded(path: path), progress: TransferProgress())
-                case .completed(let error):
-                    BackgroundEvent(.complete(TransferCompletion(error: error)), progress: TransferProgress())
-                }
-            }
-        }
-
-        package init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            if container.contains(.payload) {
-                payload = try container.decode(TransferEvent.Payload.self, forKey: .payload)
-                progress = try container.decode(TransferProgress.self, forKey: .progress)
-            } else {
-                self = try Legacy(from: decoder).event
-            }
         }
     }
 

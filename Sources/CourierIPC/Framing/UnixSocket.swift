@@ -72,10 +72,11 @@ package enum UnixSocket {
         // POLLRDHUP (0x2000) is hidden by Glibc's module map (it needs _GNU_SOURCE).
         let readHangUp: Int16 = 0x2000
         var entry = pollfd(fd: descriptor, events: readHangUp, revents: 0)
-        guard poll(&entry, 1, 0) == 1 else {
-            return false
+        var ready = poll(&entry, 1, 0)
+        while ready < 0 && errno == EINTR {
+            ready = poll(&entry, 1, 0)
         }
-        return entry.revents & (Int16(POLLHUP) | readHangUp) != 0
+        return ready == 1 && entry.revents & (Int16(POLLHUP) | readHangUp) != 0
     }
 
     /// The bytes written to a connected socket that its peer has not read yet (`SIOCOUTQ`); 0 when unknown.

@@ -68,9 +68,10 @@ create = frame(4, {
                          "headers": {"Accept": "audio/mpeg"}, "timeout": 60}},
 })
 ack = frame(7, {"session": "com.example.podcasts.bg", "through": 17})
+progress = {"received": 10, "expectedToReceive": 100, "sent": 0, "expectedToSend": -1}
 events = frame(11, {"session": "s", "finished": True, "events": [
-    {"sequence": 1, "task": 1, "event": {"wroteData": {"delta": 10, "total": 10, "expected": 100}}},
-    {"sequence": 2, "task": 1, "event": {"completed": {}}},
+    {"sequence": 1, "task": 1, "event": {"progress": progress, "payload": {"progress": {}}}},
+    {"sequence": 2, "task": 1, "event": {"progress": progress, "payload": {"downloaded": {"path": "/tmp/episode-42"}}}},
 ]})
 
 hello_v2 = frame(1, {"app": "com.example.podcasts", "pid": 4242, "protocolVersion": ("u", 2)}, version=2)

@@ -1,0 +1,42 @@
+package import Courier
+import Foundation
+
+/// The journal's record of an event waiting for its app (and of a task's completion in the history): the seam's
+/// event, its counters and its payload.
+///
+/// Form 2: `v`, `progress` and `payload`. Form 1 is the same without `v`, or one of the events journaled before events
+/// were the seam's own (``EarlierEvent``).
+package struct EventRecord: JournalRecord {
+    package static let form = 2
+
+    package var event: IPCMessage.BackgroundEvent
+
+    package init(_ event: IPCMessage.BackgroundEvent) {
+        self.event = event
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case form = "v"
+        case progress, payload
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.form, forKey: .form)
+        try container.encode(event.progress, forKey: .progress)
+        try container.encode(event.payload, forKey: .payload)
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let form = try Self.form(of: container, key: .form)
+        if form == 1 && !container.contains(.payload) {
+            event = try EarlierEvent(from: decoder).event
+            return
+        }
+        event = IPCMessage.BackgroundEvent(
+            try container.decode(TransferEvent.Payload.self, forKey: .payload),
+            progress: try container.decode(TransferProgress.self, forKey: .progress)
+        )
+    }
+}
