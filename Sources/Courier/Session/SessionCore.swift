@@ -376,7 +376,7 @@ final class SessionCore: Sendable {
         } catch {
             return .failure(CourierError(.cannotCreateFile, "cannot create the staging directory: \(error)"))
         }
-        return .success(stagingDirectory.appendingPathComponent("download-\(UUID().uuidString).part"))
+        return .success(stagingDirectory.appendingPathComponent("download-\(UniqueFileName.make()).part"))
     }
 
     private func removeStagingDirectory() {

@@ -16,7 +16,7 @@ extension SessionTask {
             let mismatch = checksumMismatch(final, staging)
         {
             // Not the file that was asked for: never handed over, never resumed.
-            try? FileManager.default.removeItem(at: staging)
+            FileManager.default.removeFile(at: staging)
             error = mismatch
         } else if kind == .download {
             if error == nil {
@@ -24,18 +24,18 @@ extension SessionTask {
             } else if let carried = error?.resumeData {
                 // courierd's resume data (a background session): its partial file is courierd's.
                 resumeData = carried
-                final.staging.map { try? FileManager.default.removeItem(at: $0) }
+                final.staging.map { FileManager.default.removeFile(at: $0) }
             } else if let staging = final.staging {
                 resumeData = keepForResume(staging: staging, final: final, error: error)
                 if resumeData == nil {
-                    try? FileManager.default.removeItem(at: staging)
+                    FileManager.default.removeFile(at: staging)
                 }
                 error?.resumeData = resumeData
             }
         }
         if kind != .download, let spool = final.staging {
             // A background upload's body written to a file (courierd has its own copy).
-            try? FileManager.default.removeItem(at: spool)
+            FileManager.default.removeFile(at: spool)
         }
         if let error {
             storage.withLock { $0.error = error }
@@ -99,7 +99,7 @@ extension SessionTask {
                     if let session, let delegate = self.delegate(as: (any SessionDownloadDelegate).self) {
                         delegate.urlSession(session, downloadTask: downloadTask, didFinishDownloadingTo: downloadedFile)
                     }
-                    try? FileManager.default.removeItem(at: downloadedFile)
+                    FileManager.default.removeFile(at: downloadedFile)
                 }
             }
             if error == nil, !final.chunks.isEmpty, let dataTask = self as? DataTask {
@@ -130,14 +130,14 @@ extension SessionTask {
             work.append { _ in
                 handler(downloaded, taskResponse?.httpResponse, reportedError)
                 if let downloadedFile = downloaded {
-                    try? FileManager.default.removeItem(at: downloadedFile)
+                    FileManager.default.removeFile(at: downloadedFile)
                 }
             }
         case .inlineDownload(let handler):
             appendMetrics(&work)
             handler(downloadedFile, taskResponse, reportedError)
             if let downloadedFile {
-                try? FileManager.default.removeItem(at: downloadedFile)
+                FileManager.default.removeFile(at: downloadedFile)
             }
         case .stream(let stream):
             appendMetrics(&work)
@@ -171,7 +171,7 @@ extension SessionTask {
             work.append { _ in
                 observer.task(self, ended: end)
                 if let downloadedFile = downloaded {
-                    try? FileManager.default.removeItem(at: downloadedFile)
+                    FileManager.default.removeFile(at: downloadedFile)
                 }
             }
         }

@@ -351,7 +351,7 @@ extension DaemonServer {
             // Deleted once the acknowledgement is on disk: a power cut before would replay events naming them.
             journal.sync()
             for file in removed.files where file.hasPrefix(paths.downloads.path + "/") {
-                try? FileManager.default.removeItem(atPath: file)
+                FileManager.default.removeFile(at: URL(fileURLWithPath: file))
             }
         } catch {
             logger.error("acknowledgement not journaled", metadata: ["error": "\(error)"])

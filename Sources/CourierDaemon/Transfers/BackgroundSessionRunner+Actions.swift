@@ -231,7 +231,7 @@ extension BackgroundSessionRunner {
             guard let location else {
                 throw CourierError(.cannotMoveFile, "the finished download's file is not known")
             }
-            let destination = paths.downloads.appendingPathComponent("\(UUID().uuidString).download")
+            let destination = paths.downloads.appendingPathComponent("\(UniqueFileName.make()).download")
             try DurableDirectory.make(paths.downloads)
             if let digest, let boot = BootIdentifier.current,
                 let length = FileManager.default.fileLength(atPath: location.path)
