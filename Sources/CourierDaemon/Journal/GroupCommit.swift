@@ -1,3 +1,4 @@
+import Courier
 import Foundation
 
 #if canImport(Glibc)
@@ -14,6 +15,11 @@ import Glibc
 /// frame, so the journal always opens as of some commit; with `NORMAL`, SQLite flushes the log before it copies it
 /// into the database, and the database after (checkpoints).
 ///
+/// A new name a commit speaks of (a finished download renamed into courierd's downloads directory) is flushed the same
+/// way: ``namedFile(in:)`` before the commit, and the next flush syncs each such directory once, before the log. So
+/// whoever acts on the commit finds the name on disk, and a flush makes many renames durable with one `fsync` of
+/// their directory instead of one each.
+///
 /// `@unchecked Sendable`: `state` is read and written only with `condition` locked.
 final class GroupCommit: @unchecked Sendable {
     private struct State {
@@ -21,6 +27,8 @@ final class GroupCommit: @unchecked Sendable {
         var committed: UInt64 = 0
         var durable: UInt64 = 0
         var flushing = false
+        /// Directories with names made since the last flush began.
+        var directories: Set<String> = []
     }
 
     /// The write-ahead log's path (`journal.sqlite-wal`).
@@ -39,6 +47,15 @@ final class GroupCommit: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// A name was made in `directory` (a rename into it) that a commit about to be made speaks of: the next flush
+    /// syncs the directory before the log.
+    func namedFile(in directory: String) {
+        condition.lock()
+        state.directories.insert(directory)
+        state.committed += 1
+        condition.unlock()
+    }
+
     /// Returns once every commit made before this call is on disk; false when the flush failed (the commits may be
     /// lost with a power cut, though the journal goes on).
     @discardableResult
@@ -53,9 +70,16 @@ final class GroupCommit: @unchecked Sendable {
             }
             state.flushing = true
             let covered = state.committed
+            let directories = state.directories
+            state.directories = []
             condition.unlock()
-            let flushed = flushLog()
+            // The names first: a commit on disk speaks only of names that are.
+            var flushed = directories.allSatisfy(DurableDirectory.sync)
+            flushed = flushed && flushLog()
             condition.lock()
+            if !flushed {
+                state.directories.formUnion(directories)
+            }
             state.flushing = false
             if flushed {
                 state.durable = max(state.durable, covered)

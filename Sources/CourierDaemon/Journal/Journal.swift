@@ -287,6 +287,12 @@ package final class Journal: Sendable {
         groupCommit.sync()
     }
 
+    /// A file was renamed into `directory`, and the commit about to be made names it: the name is flushed with the
+    /// commit, before anyone acts on it (``GroupCommit``), instead of by the caller.
+    package func namedFile(in directory: URL) {
+        groupCommit.namedFile(in: directory.path)
+    }
+
     func write<Value>(_ body: (Database) throws -> Value) throws(JournalError) -> Value {
         do {
             let value = try database.write(body)

@@ -246,7 +246,13 @@ extension BackgroundSessionRunner {
                     request: task.spec.request
                 )
             }
-            try DurableFile.move(location, to: destination, flushingBytes: unsynced == nil)
+            // A file handed over unflushed (``UnsyncedFile``) has its name flushed with the journal's commit that
+            // names it, in one `fsync` of the directory for many; a power cut that keeps the commit and loses the name
+            // finds the file missing at the next start, as one whose bytes were lost, and runs the task again.
+            try DurableFile.move(location, to: destination, flushingBytes: unsynced == nil, flushingName: unsynced == nil)
+            if unsynced != nil {
+                journal.namedFile(in: paths.downloads)
+            }
             file = destination.path
             let downloaded = IPCMessage.BackgroundEvent(
                 .downloaded(path: destination.path),

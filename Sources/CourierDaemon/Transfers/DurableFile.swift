@@ -29,8 +29,15 @@ package enum DurableFile {
 
     /// Flushes `source`, renames it to `destination` (same file system) and flushes the destination's directory, so
     /// that the new name survives a crash; with `flushingBytes` false, the file's bytes are not flushed (a
-    /// ``FileFlusher`` batch does it later), its name is. Throws `cannotMoveFile`.
-    package static func move(_ source: URL, to destination: URL, flushingBytes: Bool = true) throws(CourierError) {
+    /// ``FileFlusher`` batch does it later), its name is; with `flushingName` false, the name is not flushed either
+    /// (the caller has the journal flush it with the commit that names it: ``Journal/namedFile(in:)``). Throws
+    /// `cannotMoveFile`.
+    package static func move(
+        _ source: URL,
+        to destination: URL,
+        flushingBytes: Bool = true,
+        flushingName: Bool = true
+    ) throws(CourierError) {
         guard !flushingBytes || sync(source.path) != nil else {
             throw CourierError(.cannotMoveFile, "cannot flush \(source.path): \(String(cString: strerror(errno)))")
         }
@@ -40,6 +47,8 @@ package enum DurableFile {
                 "cannot rename \(source.path) to \(destination.path): \(String(cString: strerror(errno)))"
             )
         }
-        DurableDirectory.sync(destination.deletingLastPathComponent().path)
+        if flushingName {
+            DurableDirectory.sync(destination.deletingLastPathComponent().path)
+        }
     }
 }
