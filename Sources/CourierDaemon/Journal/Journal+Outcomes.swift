@@ -29,19 +29,14 @@ extension Journal {
             if let unsynced {
                 try Journal.insert(unsynced, in: db)
             }
-            var sequenced: [IPCMessage.SequencedEvent] = []
-            for (event, body) in zip(events, bodies) {
-                let handsOverFile: String?
+            let entries = zip(events, bodies).map { event, body in
                 if case .downloaded = event.payload {
-                    handsOverFile = file
+                    (event: event, body: body, file: file)
                 } else {
-                    handsOverFile = nil
+                    (event: event, body: body, file: String?.none)
                 }
-                sequenced.append(
-                    try Journal.append(event, body: body, file: handsOverFile, task: task, session: session, in: db)
-                )
             }
-            return sequenced
+            return try Journal.append(entries, task: task, session: session, in: db)
         }
     }
 
@@ -76,11 +71,11 @@ extension Journal {
             let finished = try Journal.endingTasks(session: session, through: through, in: db)
             let upkeep = historyUpkeep.isDue(session, ended: finished.count, now: Date())
             try Journal.keepHistory(of: finished, session: session, through: through, upkeep: upkeep, in: db)
-            let files = try String.fetchAll(
-                db,
-                sql: "SELECT file FROM event WHERE session = ? AND sequence <= ? AND file IS NOT NULL",
-                arguments: [session, through]
-            )
+            let files = try db.fetchCached(
+                sql: "SELECT file FROM event WHERE session = ? AND sequence <= ? AND file IS NOT NULL"
+            ) { statement in
+                try String.fetchAll(statement, arguments: [session, through])
+            }
             try db.executeCached(
                 sql: "DELETE FROM event WHERE session = ? AND sequence <= ?",
                 arguments: [session, through]

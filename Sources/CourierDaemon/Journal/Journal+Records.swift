@@ -311,20 +311,38 @@ extension Journal {
         session: String,
         in db: Database
     ) throws -> IPCMessage.SequencedEvent {
+        try append([(event, body, file)], task: task, session: session, in: db)[0]
+    }
+
+    /// Appends a task's events inside a transaction, numbered in order from the session's next sequence number (read
+    /// and advanced once for all of them).
+    static func append(
+        _ events: [(event: IPCMessage.BackgroundEvent, body: Data, file: String?)],
+        task: Int,
+        session: String,
+        in db: Database
+    ) throws -> [IPCMessage.SequencedEvent] {
         try Journal.requireSession(session, in: db)
-        let sequence =
+        let first =
             try db.fetchCached(sql: "SELECT nextSequence FROM session WHERE identifier = ?") { statement in
                 try Int64.fetchOne(statement, arguments: [session])
             } ?? 1
-        try db.executeCached(
-            sql: "INSERT INTO event (session, sequence, task, body, file) VALUES (?, ?, ?, ?, ?)",
-            arguments: [session, sequence, task, body, file]
+        let insert = try db.cachedStatement(
+            sql: "INSERT INTO event (session, sequence, task, body, file) VALUES (?, ?, ?, ?, ?)"
         )
+        var sequenced: [IPCMessage.SequencedEvent] = []
+        sequenced.reserveCapacity(events.count)
+        for (offset, entry) in events.enumerated() {
+            let sequence = first + Int64(offset)
+            try insert.execute(arguments: [session, sequence, task, entry.body, entry.file])
+            sequenced.append(IPCMessage.SequencedEvent(sequence: UInt64(sequence), task: task, event: entry.event))
+        }
+        insert.dropArguments()
         try db.executeCached(
             sql: "UPDATE session SET nextSequence = ? WHERE identifier = ?",
-            arguments: [sequence + 1, session]
+            arguments: [first + Int64(events.count), session]
         )
-        return IPCMessage.SequencedEvent(sequence: UInt64(sequence), task: task, event: event)
+        return sequenced
     }
 
     /// The events the app has not acknowledged, in order.
