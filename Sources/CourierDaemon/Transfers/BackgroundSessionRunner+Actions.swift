@@ -84,7 +84,7 @@ extension BackgroundSessionRunner {
         case .journalState(let journaledState):
             try? journal.setState(journaledState, session: self.identifier, task: identifier)
         case .checkpoint(let checkpoint, let progress):
-            journalCheckpoint(checkpoint, progress: progress, of: identifier, attempt: attempt)
+            journalCheckpoint(checkpoint, progress: progress, of: task, attempt: attempt)
         case .keepForNextAttempt(let checkpoint, let resumeData, let retry):
             if retry != nil {
                 settings.counters.retried()
@@ -142,28 +142,42 @@ extension BackgroundSessionRunner {
         }
     }
 
-    /// Journals how far the attempt got: its partial file (flushed first) and the entity's response are added to the
-    /// machine's counters; with `progress`, the progress since the app was last told, as one coalesced event.
+    /// Journals how far the attempt got: its partial file and the entity's response are added to the machine's
+    /// counters; with `progress`, the progress since the app was last told, as one coalesced event.
+    ///
+    /// The file's bytes are flushed first and claimed durable (``TransferCheckpoint/durableBytes``), except at a new
+    /// file's first checkpoint (an attempt's first progress): its few bytes are not worth an `fsync` on the path every
+    /// task's events take, and it claims none (after a power cut before the next checkpoint the download starts from
+    /// zero). A new name is flushed with the checkpoint's commit (``Journal/namedFile(in:)``); one an earlier
+    /// checkpoint named is on disk already.
     private func journalCheckpoint(
         _ counters: TransferCheckpoint,
         progress: IPCMessage.BackgroundEvent?,
-        of identifier: Int,
+        of task: JournaledTask,
         attempt: SessionTask?
     ) {
+        let identifier = task.identifier
         var checkpoint = counters
         checkpoint.boot = BootIdentifier.current
         if let upload = attempt as? UploadTask, let resource = upload.resumableUploadResource {
             checkpoint.uploadResource = resource.absoluteString
         }
-        if let download = attempt as? DownloadTask {
-            if let partial = download.partialDownload() {
-                checkpoint.partial = partial
+        var newName: URL?
+        if let download = attempt as? DownloadTask, let partial = download.partialDownload() {
+            checkpoint.partial = partial
+            let earlier = task.checkpoint
+            let named = earlier?.partial?.file == partial.file
+            if named || (earlier?.durableBytes ?? 0) > 0 {
                 checkpoint.durableBytes = min(DurableFile.sync(partial.file) ?? 0, partial.bytesOnDisk)
-                // The file's name too: a power cut otherwise keeps its bytes and loses the file.
-                DurableDirectory.sync((partial.file as NSString).deletingLastPathComponent)
+            }
+            if !named {
+                newName = URL(fileURLWithPath: partial.file).deletingLastPathComponent()
             }
         }
         record { () throws(JournalError) in
+            if let newName {
+                journal.namedFile(in: newName)
+            }
             let event = try journal.checkpoint(
                 checkpoint,
                 session: self.identifier,
