@@ -4,9 +4,25 @@ import GRDB
 
 /// How tasks end, wait for a retry, and leave the journal once their app has heard of the end.
 extension Journal {
-    /// Ends a task: marks it completed and journals its last events (a final `progress`, `relocated`, `response`,
-    /// `downloaded`, `complete`) in one transaction, so a crash leaves either all of them or none. `file` is the
-    /// finished download that `downloaded` hands over; `unsynced`, its record when its bytes are not flushed yet.
+    /// A task's end as ``finish(session:_:)`` journals it: its last events (a final `progress`, `relocated`,
+    /// `response`, `downloaded`, `complete`), `file`, the finished download that `downloaded` hands over, and
+    /// `unsynced`, its record when its bytes are not flushed yet.
+    package struct Finish: Sendable {
+        package var task: Int
+        package var events: [IPCMessage.BackgroundEvent]
+        package var file: String?
+        package var unsynced: UnsyncedFile?
+
+        package init(task: Int, events: [IPCMessage.BackgroundEvent], file: String? = nil, unsynced: UnsyncedFile? = nil) {
+            self.task = task
+            self.events = events
+            self.file = file
+            self.unsynced = unsynced
+        }
+    }
+
+    /// Ends a task: marks it completed and journals its last events in one transaction, so a crash leaves either all
+    /// of them or none.
     package func finish(
         session: String,
         task: Int,
@@ -14,30 +30,73 @@ extension Journal {
         file: String? = nil,
         unsynced: UnsyncedFile? = nil
     ) throws(JournalError) -> [IPCMessage.SequencedEvent] {
-        var bodies: [Data] = []
-        for event in events {
-            bodies.append(try Journal.encode(EventRecord(event)))
+        let (sequenced, refusals) = try finish(
+            session: session,
+            [Finish(task: task, events: events, file: file, unsynced: unsynced)]
+        )
+        if let refusal = refusals.first {
+            throw refusal.error
+        }
+        return sequenced
+    }
+
+    /// Ends tasks in one transaction (the attempts that ended in one batch of the engine's reports), each all or
+    /// nothing (a savepoint each): returns the events journaled, in order, and the tasks refused alone (not in the
+    /// journal any more: their session was invalidated meanwhile). A failure of the journal itself (a full disk)
+    /// throws: none was journaled.
+    package func finish(
+        session: String,
+        _ finishes: [Finish]
+    ) throws(JournalError) -> (events: [IPCMessage.SequencedEvent], refused: [(task: Int, error: JournalError)]) {
+        var bodies: [[Data]] = []
+        for finish in finishes {
+            var encoded: [Data] = []
+            for event in finish.events {
+                encoded.append(try Journal.encode(EventRecord(event)))
+            }
+            bodies.append(encoded)
         }
         return try write { db in
-            try Journal.update(
-                db,
-                session: session,
-                task: task,
-                sql: "state = ?, retryAt = NULL",
-                arguments: [JournaledTask.State.completed.rawValue]
-            )
-            if let unsynced {
-                try Journal.insert(unsynced, in: db)
-            }
-            let entries = zip(events, bodies).map { event, body in
-                if case .downloaded = event.payload {
-                    (event: event, body: body, file: file)
-                } else {
-                    (event: event, body: body, file: String?.none)
+            var sequenced: [IPCMessage.SequencedEvent] = []
+            var refused: [(task: Int, error: JournalError)] = []
+            for (finish, bodies) in zip(finishes, bodies) {
+                do {
+                    try db.inSavepoint {
+                        sequenced += try Journal.finish(finish, bodies: bodies, session: session, in: db)
+                        return .commit
+                    }
+                } catch let error as JournalError {
+                    refused.append((finish.task, error))
                 }
             }
-            return try Journal.append(entries, task: task, session: session, in: db)
+            return (sequenced, refused)
         }
+    }
+
+    private static func finish(
+        _ finish: Finish,
+        bodies: [Data],
+        session: String,
+        in db: Database
+    ) throws -> [IPCMessage.SequencedEvent] {
+        try Journal.update(
+            db,
+            session: session,
+            task: finish.task,
+            sql: "state = ?, retryAt = NULL",
+            arguments: [JournaledTask.State.completed.rawValue]
+        )
+        if let unsynced = finish.unsynced {
+            try Journal.insert(unsynced, in: db)
+        }
+        let entries = zip(finish.events, bodies).map { event, body in
+            if case .downloaded = event.payload {
+                (event: event, body: body, file: finish.file)
+            } else {
+                (event: event, body: body, file: String?.none)
+            }
+        }
+        return try Journal.append(entries, task: finish.task, session: session, in: db)
     }
 
     /// Records a failed attempt: the task waits until `date` before its next one.

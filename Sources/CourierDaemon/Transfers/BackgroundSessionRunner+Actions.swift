@@ -283,17 +283,51 @@ extension BackgroundSessionRunner {
             )
             events.append(failed)
         }
-        record { () throws(JournalError) in
-            try journal.finish(
-                session: self.identifier,
-                task: identifier,
-                events: events,
-                file: file,
-                unsynced: unsynced
-            )
+        queueFinish(Journal.Finish(task: identifier, events: events, file: file, unsynced: unsynced))
+    }
+
+    /// Journals `finish` with the other downloads that ended in the same batch of the engine's reports, in one
+    /// transaction, once the batch was handed over: an operation on the session's delegate queue, which runs after
+    /// the batch (the queue is serial). Until then courierd has not said the task ended, to anyone.
+    private func queueFinish(_ finish: Journal.Finish) {
+        let first = state.withLock { state in
+            state.finishes.append(finish)
+            return state.finishes.count == 1
         }
-        if let unsynced {
-            flusher.enqueue(unsynced.path)
+        guard first else {
+            return
+        }
+        if let queue = session?.delegateQueue {
+            queue.addOperation { [self] in journalFinishes() }
+        } else {
+            journalFinishes()
+        }
+    }
+
+    /// Journals the downloads' ends ``queueFinish(_:)`` gathered (courierd's stop calls it too), then hands the
+    /// unflushed files to the ``FileFlusher``.
+    func journalFinishes() {
+        let finishes = state.withLock { state in
+            defer { state.finishes = [] }
+            return state.finishes
+        }
+        guard !finishes.isEmpty else {
+            return
+        }
+        record { () throws(JournalError) in
+            let (events, refused) = try journal.finish(session: self.identifier, finishes)
+            for (task, error) in refused {
+                logger.error(
+                    "a task's end was not journaled",
+                    metadata: ["session": "\(self.identifier)", "task": "\(task)", "error": "\(error)"]
+                )
+            }
+            return events
+        }
+        for finish in finishes {
+            if let unsynced = finish.unsynced {
+                flusher.enqueue(unsynced.path)
+            }
         }
     }
 }

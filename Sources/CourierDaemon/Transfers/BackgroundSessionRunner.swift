@@ -43,6 +43,8 @@ package final class BackgroundSessionRunner: TaskObserver {
         var stopping = false
         /// Attempts the machines asked for, made together in ``StartOrder`` a moment later (``queueAttempt(_:)``).
         var startQueue: [JournaledTask] = []
+        /// Downloads' ends to journal together once their batch of reports was handed over (``queueFinish(_:)``).
+        var finishes: [Journal.Finish] = []
     }
 
     package let identifier: String
@@ -377,5 +379,6 @@ package final class BackgroundSessionRunner: TaskObserver {
         session?.invalidateAndCancel { invalidated.signal() }
         _ = invalidated.wait(timeout: .now() + timeout)
         sessionSlot.withLock { $0 = nil }
+        journalFinishes()
     }
 }
