@@ -187,6 +187,37 @@ struct IPCFramingTests {
         }
     }
 
+    @Test("events too many for one frame (a replay, a catch-up) go in several, in order, finished on the last")
+    func eventsOverSeveralFrames() throws {
+        let path = "/state/courier/downloads/" + String(repeating: "d", count: 120)
+        let events = (1...60_000).map { index in
+            IPCMessage.SequencedEvent(
+                sequence: UInt64(index),
+                task: index,
+                event: IPCMessage.BackgroundEvent(.downloaded(path: path), progress: TransferProgress(received: 1024))
+            )
+        }
+        for version in [IPCFrame.jsonVersion, IPCFrame.recordVersion] {
+            let batch = IPCMessage.Events(session: "s", events: events, finished: true)
+            #expect(throws: IPCError.self) { try IPCMessage.events(batch).frame(version: version) }
+            let frames = try IPCMessage.frames(of: batch, version: version)
+            #expect(frames.count > 1)
+            #expect(frames.allSatisfy { $0.payload.count <= IPCFrame.maximumPayloadLength })
+            var decoder = IPCFrameDecoder()
+            let parts = try decoder.feed(frames.reduce(Data()) { $0 + $1.encoded }).map { frame in
+                guard case .events(let part) = try IPCMessage(frame: frame) else {
+                    throw IPCError.unknownType(frame.type)
+                }
+                return part
+            }
+            #expect(parts.flatMap(\.events) == events)
+            #expect(parts.map(\.finished) == Array(repeating: false, count: parts.count - 1) + [true])
+            // A batch that fits is one frame.
+            let small = IPCMessage.Events(session: "s", events: Array(events.prefix(10)), finished: false)
+            #expect(try IPCMessage.frames(of: small, version: version).count == 1)
+        }
+    }
+
     @Test("the header is big-endian length, version, type")
     func header() throws {
         let frame = try IPCMessage.acknowledge(.init(session: "s", through: 1)).frame()

@@ -87,10 +87,10 @@ final class ClientConnection: Sendable {
 
     /// Queues a session's events unless the outbox is full of what the app has not read (``ConnectionOutbox``).
     func offer(_ events: IPCMessage.Events) -> ConnectionOutbox.Offer {
-        guard let frame = try? IPCMessage.events(events).frame(version: said.withLock { $0.writeVersion }) else {
+        guard let frames = try? IPCMessage.frames(of: events, version: said.withLock { $0.writeVersion }) else {
             return .closed
         }
-        return outbox.offer(frame.encoded)
+        return outbox.offer(frames.map(\.encoded))
     }
 
     /// Ends the outbox: called once the reader has finished, before the descriptor closes.

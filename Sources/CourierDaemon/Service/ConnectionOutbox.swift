@@ -75,27 +75,28 @@ final class ConnectionOutbox: @unchecked Sendable {
 
     /// Queues `frame` (an answer); false when the connection is closed.
     func send(_ frame: Data) -> Bool {
-        enqueue(frame, bounded: false) != .closed
+        enqueue([frame], bounded: false) != .closed
     }
 
-    /// Queues `frame` (events) unless the outbox is over its bound: then `.withheld`, and ``caughtUp`` is called once
-    /// what is queued has been written.
-    func offer(_ frame: Data) -> Offer {
-        enqueue(frame, bounded: true)
+    /// Queues `frames` (one batch of events, in one frame or several) unless the outbox is over its bound: then
+    /// `.withheld`, and ``caughtUp`` is called once what is queued has been written.
+    func offer(_ frames: [Data]) -> Offer {
+        enqueue(frames, bounded: true)
     }
 
-    private func enqueue(_ frame: Data, bounded: Bool) -> Offer {
+    private func enqueue(_ frames: [Data], bounded: Bool) -> Offer {
+        let size = frames.reduce(0) { $0 + $1.count }
         let (offer, schedule) = state.withLock { state -> (Offer, Bool) in
             guard !state.closed else {
                 return (.closed, false)
             }
-            // One frame over the bound is taken when the outbox is empty: a replay larger than the bound goes whole.
-            if bounded, state.withheld || (state.bytes > 0 && state.bytes + frame.count > limit) {
+            // One batch over the bound is taken when the outbox is empty: a replay larger than the bound goes whole.
+            if bounded, state.withheld || (state.bytes > 0 && state.bytes + size > limit) {
                 state.withheld = true
                 return (.withheld, false)
             }
-            state.unsynced.append(frame)
-            state.bytes += frame.count
+            state.unsynced += frames
+            state.bytes += size
             defer { state.flushing = true }
             return (.queued, !state.flushing)
         }

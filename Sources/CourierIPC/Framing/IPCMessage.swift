@@ -89,6 +89,24 @@ package enum IPCMessage: Sendable, Equatable {
         return IPCFrame(version: version, type: kind.rawValue, payload: payload)
     }
 
+    /// `events` as `events` frames of `version`, each within ``IPCFrame/maximumPayloadLength``: one, or, for a batch
+    /// too large for one frame (a replay or catch-up of tens of thousands of events), its events split in halves until
+    /// each part fits, in order; only the last part says `finished`.
+    package static func frames(of events: Events, version: UInt16) throws(IPCError) -> [IPCFrame] {
+        do {
+            return [try IPCMessage.events(events).frame(version: version)]
+        } catch .oversized where events.events.count > 1 {
+            let middle = events.events.count / 2
+            let first = Events(session: events.session, events: Array(events.events[..<middle]), finished: false)
+            let rest = Events(
+                session: events.session,
+                events: Array(events.events[middle...]),
+                finished: events.finished
+            )
+            return try frames(of: first, version: version) + frames(of: rest, version: version)
+        }
+    }
+
     /// Decodes a frame's payload as the body its type names, in the frame's version.
     package init(frame: IPCFrame) throws(IPCError) {
         guard IPCFrame.reads(frame.version) else {
