@@ -13,7 +13,12 @@ extension Journal {
         package var file: String?
         package var unsynced: UnsyncedFile?
 
-        package init(task: Int, events: [IPCMessage.BackgroundEvent], file: String? = nil, unsynced: UnsyncedFile? = nil) {
+        package init(
+            task: Int,
+            events: [IPCMessage.BackgroundEvent],
+            file: String? = nil,
+            unsynced: UnsyncedFile? = nil
+        ) {
             self.task = task
             self.events = events
             self.file = file

@@ -42,9 +42,8 @@ extension Journal {
         var sessions: [(configuration: IPCMessage.OpenSession, app: String)] = []
         for row in rows {
             let configuration: Data = row["configuration"]
-            sessions.append(
-                (configuration: try Journal.decode(SessionRecord.self, from: configuration).configuration, app: row["app"])
-            )
+            let record = try Journal.decode(SessionRecord.self, from: configuration)
+            sessions.append((configuration: record.configuration, app: row["app"]))
         }
         return sessions
     }
@@ -345,15 +344,30 @@ extension Journal {
         return sequenced
     }
 
-    /// The events the app has not acknowledged, in order.
-    package func pendingEvents(session: String) throws(JournalError) -> [IPCMessage.SequencedEvent] {
+    /// The sequence number of the session's last event (0: none yet).
+    package func lastSequence(session: String) throws(JournalError) -> UInt64 {
+        let next = try read { db in
+            try Int64.fetchOne(db, sql: "SELECT nextSequence FROM session WHERE identifier = ?", arguments: [session])
+        }
+        return UInt64(max(0, (next ?? 1) - 1))
+    }
+
+    /// The events the app has not acknowledged, in order; with `after`, those numbered after it, and with `limit`, at
+    /// most that many (a page of a catch-up).
+    package func pendingEvents(
+        session: String,
+        after: UInt64 = 0,
+        limit: Int? = nil
+    ) throws(JournalError) -> [IPCMessage.SequencedEvent] {
         // Each body is decoded where SQLite holds it (no copy of it is made).
         try read { db in
             var events: [IPCMessage.SequencedEvent] = []
             let rows = try Row.fetchCursor(
                 db,
-                sql: "SELECT sequence, task, body FROM event WHERE session = ? ORDER BY sequence",
-                arguments: [session]
+                sql: """
+                    SELECT sequence, task, body FROM event WHERE session = ? AND sequence > ? ORDER BY sequence LIMIT ?
+                    """,
+                arguments: [session, Int64(clamping: after), limit ?? -1]
             )
             while let row = try rows.next() {
                 let sequence: Int64 = row[0]

@@ -38,6 +38,12 @@ package final class BackgroundSessionRunner: TaskObserver {
         var journalIdentifiers: [Int: Int] = [:]
         var sink: EventSink?
         var sinkOwner: Int32?
+        /// The sequence number through which the sink has every event the app has not acknowledged (it took them, in
+        /// order, with no gap): a catch-up sends those after it (``catchUp(owner:)``).
+        var givenThrough: UInt64 = 0
+        /// The sink withheld events: until a catch-up has sent every one after ``givenThrough``, new events stay in
+        /// the journal, so that none reaches the app before an earlier one (it acknowledges the last it has).
+        var behind = false
         /// Events journaled and not yet pushed, in sequence order (``record(_:)``).
         var outbox: [IPCMessage.SequencedEvent] = []
         var stopping = false
@@ -148,39 +154,72 @@ package final class BackgroundSessionRunner: TaskObserver {
     package func attach(owner: Int32, sink: @escaping EventSink) {
         pushing.withLock { _ in
             delivery.withLock { _ in
-                // The outbox's events are in the journal: they go with the replay.
-                if let pending = try? journal.pendingEvents(session: identifier), !pending.isEmpty {
-                    _ = sink(IPCMessage.Events(session: identifier, events: pending, finished: true))
+                // The outbox's events are in the journal: they go with the replay. Every event before the first pending
+                // one was acknowledged.
+                var given = (try? journal.lastSequence(session: identifier)) ?? 0
+                var behind = false
+                if let pending = try? journal.pendingEvents(session: identifier), let first = pending.first {
+                    let replay = IPCMessage.Events(session: identifier, events: pending, finished: true)
+                    behind = sink(replay) != .queued
+                    given = behind ? first.sequence - 1 : pending[pending.count - 1].sequence
                 }
                 state.withLock { state in
                     state.sink = sink
                     state.sinkOwner = owner
                     state.outbox = []
+                    state.givenThrough = given
+                    state.behind = behind
                 }
             }
         }
     }
 
-    /// The connection `owner` has written everything it was given after it withheld events: every event the app has
-    /// not acknowledged goes again from the journal (the app skips the ones it has, by sequence), with what the
-    /// outbox held.
+    /// The connection `owner` has written everything it was given after it withheld events: the events after the
+    /// last it took go from the journal, a page of ``catchUpPage`` at a time until the connection withholds again (the
+    /// rest goes at its next catch-up) or none is left (then new events go to it as they come again). So a connection
+    /// holds at most its bound and a page however far its app fell behind, courierd reads the backlog a page at a
+    /// time, and the app gets every event in order.
     package func catchUp(owner: Int32) {
         pushing.withLock { _ in
             delivery.withLock { _ in
-                guard let sink = state.withLock({ $0.sinkOwner == owner ? $0.sink : nil }),
-                    let pending = try? journal.pendingEvents(session: identifier), !pending.isEmpty
-                else {
+                guard let sink = state.withLock({ $0.sinkOwner == owner ? $0.sink : nil }) else {
                     return
                 }
+                // What the outbox holds is in the journal: it goes with the pages.
                 state.withLock { $0.outbox = [] }
-                logger.info(
-                    "the app reads again: the events it has not acknowledged are sent again from the journal",
-                    metadata: ["session": "\(identifier)", "events": "\(pending.count)"]
-                )
-                give(IPCMessage.Events(session: identifier, events: pending, finished: false), to: sink)
+                var sent = 0
+                while true {
+                    let after = state.withLock { $0.givenThrough }
+                    let page = try? journal.pendingEvents(session: identifier, after: after, limit: Self.catchUpPage)
+                    guard let page else {
+                        break
+                    }
+                    if page.isEmpty {
+                        state.withLock { $0.behind = false }
+                        break
+                    }
+                    let events = IPCMessage.Events(session: identifier, events: page, finished: false)
+                    guard give(events, to: sink) == .queued else {
+                        break
+                    }
+                    sent += page.count
+                    if page.count < Self.catchUpPage {
+                        state.withLock { $0.behind = false }
+                        break
+                    }
+                }
+                if sent > 0 {
+                    logger.info(
+                        "the app reads again: the events it has not taken are sent from the journal",
+                        metadata: ["session": "\(identifier)", "events": "\(sent)"]
+                    )
+                }
             }
         }
     }
+
+    /// The most events a catch-up reads from the journal and offers at once.
+    package static let catchUpPage = 1_000
 
     /// The connection `owner` closed, or closed the session: events are only journaled until the next attach. When
     /// the app went without acknowledging the end of a task (it died, or quit, mid-delivery), those events are handed
@@ -231,15 +270,31 @@ package final class BackgroundSessionRunner: TaskObserver {
         }
     }
 
-    /// Gives `events` to the connection's `sink` (with `pushing` held); a connection that is gone is forgotten: events
-    /// are only journaled until the next attach.
-    private func give(_ events: IPCMessage.Events, to sink: EventSink) {
-        if sink(events) == .gone {
-            state.withLock { state in
+    /// Gives `events` to the connection's `sink` (with `pushing` held) and says what it did with them. Events it took
+    /// right after the last it took move ``State/givenThrough``; events withheld put the runner ``State/behind``; a
+    /// connection that is gone is forgotten: events are only journaled until the next attach.
+    @discardableResult
+    private func give(_ events: IPCMessage.Events, to sink: EventSink) -> EventDelivery {
+        let delivery = sink(events)
+        state.withLock { state in
+            switch delivery {
+            case .queued:
+                guard let first = events.events.first?.sequence, let last = events.events.last?.sequence else {
+                    return
+                }
+                if first > state.givenThrough + 1 {
+                    // After a gap (events withheld before them): a catch-up sends from the gap.
+                    return
+                }
+                state.givenThrough = max(state.givenThrough, last)
+            case .withheld:
+                state.behind = true
+            case .gone:
                 state.sink = nil
                 state.sinkOwner = nil
             }
         }
+        return delivery
     }
 
     /// Pushes every event in the outbox to the app's connection (or, with none, hands the completions to
@@ -262,7 +317,11 @@ package final class BackgroundSessionRunner: TaskObserver {
                 }
                 return
             }
-            // Withheld events are in the journal: the connection asks for them again (``catchUp(owner:)``).
+            // Withheld events are in the journal: the connection asks for them again (``catchUp(owner:)``), and until
+            // then newer ones stay there too.
+            guard !state.withLock({ $0.behind }) else {
+                return
+            }
             give(IPCMessage.Events(session: identifier, events: events, finished: false), to: sink)
         }
     }

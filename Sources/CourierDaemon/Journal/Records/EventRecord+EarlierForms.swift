@@ -16,7 +16,10 @@ enum EarlierEvent: Decodable {
     var event: IPCMessage.BackgroundEvent {
         switch self {
         case .wroteData(_, let total, let expected):
-            IPCMessage.BackgroundEvent(.progress, progress: TransferProgress(received: total, expectedToReceive: expected))
+            IPCMessage.BackgroundEvent(
+                .progress,
+                progress: TransferProgress(received: total, expectedToReceive: expected)
+            )
         case .sentBodyData(_, let total, let expected):
             IPCMessage.BackgroundEvent(.progress, progress: TransferProgress(sent: total, expectedToSend: expected))
         case .resumed(let offset, let expectedTotal):
