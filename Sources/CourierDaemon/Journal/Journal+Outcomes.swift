@@ -10,20 +10,8 @@ extension Journal {
     package struct Finish: Sendable {
         package var task: Int
         package var events: [IPCMessage.BackgroundEvent]
-        package var file: String?
-        package var unsynced: UnsyncedFile?
-
-        package init(
-            task: Int,
-            events: [IPCMessage.BackgroundEvent],
-            file: String? = nil,
-            unsynced: UnsyncedFile? = nil
-        ) {
-            self.task = task
-            self.events = events
-            self.file = file
-            self.unsynced = unsynced
-        }
+        package var file: String? = nil
+        package var unsynced: UnsyncedFile? = nil
     }
 
     /// Ends a task: marks it completed and journals its last events in one transaction, so a crash leaves either all
