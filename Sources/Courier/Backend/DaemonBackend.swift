@@ -450,16 +450,13 @@ final class DaemonBackend: TransferBackend {
             },
             deadline: MonotonicDeadline(after: requestTimeout)
         )
-        let (usable, unreachable) = state.withLock {
-            ($0.machine.usableConnection, $0.machine.unreachableError(because: nil))
-        }
-        switch usable {
+        switch state.withLock({ $0.machine.usableConnection }) {
         case .success(let connection?) where settled:
             return .success(connection)
         case .failure(let error):
             return .failure(error)
         case .success:
-            return .failure(unreachable)
+            return .failure(state.withLock { $0.machine.unreachableError(because: nil) })
         }
     }
 

@@ -48,11 +48,10 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     /// A name was made in `directory` (a rename into it) that a commit about to be made speaks of: the next flush
-    /// syncs the directory before the log.
+    /// (the one that commit's `sync()` waits for, or an earlier one) syncs the directory before the log.
     func namedFile(in directory: String) {
         condition.lock()
         state.directories.insert(directory)
-        state.committed += 1
         condition.unlock()
     }
 

@@ -263,8 +263,7 @@ extension BackgroundSessionRunner {
             // A file handed over unflushed (``UnsyncedFile``) has its name flushed with the journal's commit that
             // names it, in one `fsync` of the directory for many; a power cut that keeps the commit and loses the name
             // finds the file missing at the next start, as one whose bytes were lost, and runs the task again.
-            let flushesHere = unsynced == nil
-            try DurableFile.move(location, to: destination, flushingBytes: flushesHere, flushingName: flushesHere)
+            try DurableFile.move(location, to: destination, flushing: unsynced == nil)
             if unsynced != nil {
                 journal.namedFile(in: paths.downloads)
             }

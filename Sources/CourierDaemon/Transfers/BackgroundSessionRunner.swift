@@ -194,15 +194,13 @@ package final class BackgroundSessionRunner: TaskObserver {
                     guard let page else {
                         break
                     }
-                    if page.isEmpty {
-                        state.withLock { $0.behind = false }
-                        break
+                    if !page.isEmpty {
+                        let events = IPCMessage.Events(session: identifier, events: page, finished: false)
+                        guard give(events, to: sink) == .queued else {
+                            break
+                        }
+                        sent += page.count
                     }
-                    let events = IPCMessage.Events(session: identifier, events: page, finished: false)
-                    guard give(events, to: sink) == .queued else {
-                        break
-                    }
-                    sent += page.count
                     if page.count < Self.catchUpPage {
                         state.withLock { $0.behind = false }
                         break

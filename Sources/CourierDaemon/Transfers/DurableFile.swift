@@ -28,17 +28,11 @@ package enum DurableFile {
     }
 
     /// Flushes `source`, renames it to `destination` (same file system) and flushes the destination's directory, so
-    /// that the new name survives a crash; with `flushingBytes` false, the file's bytes are not flushed (a
-    /// ``FileFlusher`` batch does it later), its name is; with `flushingName` false, the name is not flushed either
-    /// (the caller has the journal flush it with the commit that names it: ``Journal/namedFile(in:)``). Throws
+    /// that the new name survives a crash. With `flushing` false, it only renames: a ``FileFlusher`` batch flushes the
+    /// bytes later, and the journal the name, with the commit that names it (``Journal/namedFile(in:)``). Throws
     /// `cannotMoveFile`.
-    package static func move(
-        _ source: URL,
-        to destination: URL,
-        flushingBytes: Bool = true,
-        flushingName: Bool = true
-    ) throws(CourierError) {
-        guard !flushingBytes || sync(source.path) != nil else {
+    package static func move(_ source: URL, to destination: URL, flushing: Bool = true) throws(CourierError) {
+        guard !flushing || sync(source.path) != nil else {
             throw CourierError(.cannotMoveFile, "cannot flush \(source.path): \(String(cString: strerror(errno)))")
         }
         guard rename(source.path, destination.path) == 0 else {
@@ -47,7 +41,7 @@ package enum DurableFile {
                 "cannot rename \(source.path) to \(destination.path): \(String(cString: strerror(errno)))"
             )
         }
-        if flushingName {
+        if flushing {
             DurableDirectory.sync(destination.deletingLastPathComponent().path)
         }
     }
