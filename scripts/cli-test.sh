@@ -821,10 +821,13 @@ if [ -x "$courierd" ]; then
         pgrep -f "^$courier\$" >/dev/null || break
         sleep 0.1
     done
-    if ! pgrep -f "^$courier\$" >/dev/null && grep -q "no background transfer left; exiting" "$work/bg-log.out"; then
+    # The log again: the one read above may be from before the launched courier said it was exiting.
+    "$courier" logs courier >"$work/bg-log-end.out" 2>&1
+    if ! pgrep -f "^$courier\$" >/dev/null && grep -q "no background transfer left; exiting" "$work/bg-log-end.out"; then
         pass "the courier courierd launched exits once no background transfer is left"
     else
-        fail "the courier courierd launched exits once no background transfer is left" "$(pgrep -af courier)"
+        fail "the courier courierd launched exits once no background transfer is left" "$(pgrep -af courier)" \
+            "$(tail -20 "$work/bg-log-end.out")"
     fi
     run bg-all tasks courier.transfers --all
     run bg-live tasks courier.transfers
@@ -871,7 +874,7 @@ PY
         pass "courier tasks --watch --json: a JSON line per change, the last one the task's end"
     else
         fail "courier tasks --watch --json: a JSON line per change, the last one the task's end" "exit $watch_rc" \
-            "$(head -c 800 "$work/watch-json.out")" "$(cat "$work/watch-json.err")"
+            "$(tail -c 1200 "$work/watch-json.out")" "$(cat "$work/watch-json.err")"
     fi
     run bg-put put --background "$files/two.bin" "$base/uploads-bg/"
     for _ in $(seq 1 200); do

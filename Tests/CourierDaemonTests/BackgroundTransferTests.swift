@@ -399,6 +399,42 @@ struct BackgroundTransferTests {
         try await server.shutdown()
     }
 
+    @Test("the task list says a download ended only with how it ended: its status and its counts, never before")
+    func listedEndsAreJournaledEnds() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (app, _) = try Client.opening(Self.session, on: daemon)
+        defer { app.close() }
+        let count = 200
+        let length = 16_384
+        for task in 1...count {
+            // In four pieces, 0 to 30 ms apart: the ends spread over the lists.
+            let url = server.url("/bytes/\(length)?seed=\(task)&trickle=4096&interval=\(task % 4 * 10)")
+            try Self.create(Self.download(task, url), on: &app)
+        }
+        // Listed while the downloads end (a batch's ends are journaled together, a moment after their machines
+        // finished): a task listed as ended says how.
+        var looker = try Client.looking(at: daemon.socket)
+        defer { looker.close() }
+        var lists = 0
+        var endsSeen = Set<Int>()
+        _ = try looker.tasks(of: Self.identifier, timeout: 60) { snapshots in
+            lists += 1
+            for snapshot in snapshots where snapshot.state == SessionTask.State.completed.rawValue {
+                endsSeen.insert(snapshot.identifier)
+                #expect(snapshot.statusCode == 200, "task \(snapshot.identifier) listed as ended with no status")
+                #expect(snapshot.countOfBytesReceived == Int64(length), "task \(snapshot.identifier)")
+            }
+            return snapshots.count == count
+                && snapshots.allSatisfy { $0.state == SessionTask.State.completed.rawValue }
+        }
+        #expect(endsSeen.count == count, "\(lists) lists")
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
     @Test("a client that dies before acknowledging gets every event again, in order, and none after acknowledging")
     func redelivery() async throws {
         let server = try await TestServer.start()

@@ -140,9 +140,14 @@ extension IPCMessage.TaskSnapshot {
         }
         outcome = completion.completion?.error
         statusCode = completion.completion?.finalStatus
-        countOfBytesReceived = completion.progress.received
-        countOfBytesExpectedToReceive = completion.progress.expectedToReceive
-        countOfBytesSent = completion.progress.sent
-        countOfBytesExpectedToSend = completion.progress.expectedToSend
+        count(completion.progress)
+    }
+
+    /// Takes the counts of `progress`.
+    mutating func count(_ progress: TransferProgress) {
+        countOfBytesReceived = progress.received
+        countOfBytesExpectedToReceive = progress.expectedToReceive
+        countOfBytesSent = progress.sent
+        countOfBytesExpectedToSend = progress.expectedToSend
     }
 }

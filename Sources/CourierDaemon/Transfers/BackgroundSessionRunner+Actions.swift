@@ -25,7 +25,7 @@ extension BackgroundSessionRunner {
         _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
     ) {
         let outcome = state.withLock {
-            state -> (actions: [BackgroundTaskAction], task: JournaledTask, attempt: SessionTask?)? in
+            state -> (actions: [BackgroundTaskAction], task: JournaledTask, attempt: SessionTask?, finished: Bool)? in
             guard let cell = state.machines[identifier] else {
                 return nil
             }
@@ -40,14 +40,19 @@ extension BackgroundSessionRunner {
             }
             if phase == .finished {
                 state.machines[identifier] = nil
+                state.unjournaledEnds[identifier] = cell.machine.progress
             }
-            return (actions, cell.machine.journaled, attempt)
+            return (actions, cell.machine.journaled, attempt, phase == .finished)
         }
         guard let outcome else {
             return
         }
         for action in outcome.actions {
             carryOut(action, for: outcome.task, attempt: outcome.attempt, ended: end)
+        }
+        if outcome.finished, !outcome.actions.contains(where: \.isFinishDownload) {
+            // Its end is journaled (a download's is, later, by journalFinishes).
+            state.withLock { $0.unjournaledEnds[identifier] = nil }
         }
     }
 
@@ -324,6 +329,11 @@ extension BackgroundSessionRunner {
             }
             return events
         }
+        state.withLock { state in
+            for finish in finishes {
+                state.unjournaledEnds[finish.task] = nil
+            }
+        }
         for finish in finishes {
             if let unsynced = finish.unsynced {
                 flusher.enqueue(unsynced.path)
@@ -362,5 +372,12 @@ extension BackgroundSessionRunner {
                 }
             )
         )
+    }
+}
+
+extension BackgroundTaskAction {
+    /// A download's end, journaled later with its batch (``BackgroundSessionRunner/journalFinishes()``).
+    fileprivate var isFinishDownload: Bool {
+        if case .finishDownload = self { true } else { false }
     }
 }

@@ -51,6 +51,9 @@ package final class BackgroundSessionRunner: TaskObserver {
         var startQueue: [JournaledTask] = []
         /// Downloads' ends to journal together once their batch of reports was handed over (``queueFinish(_:)``).
         var finishes: [Journal.Finish] = []
+        /// The last counts of each task whose machine finished and whose end is not journaled yet, by journal
+        /// identifier: until it is, the task is listed as running, with these counts (``snapshots(offset:limit:)``).
+        var unjournaledEnds: [Int: TransferProgress] = [:]
     }
 
     package let identifier: String
@@ -387,13 +390,16 @@ package final class BackgroundSessionRunner: TaskObserver {
     /// page of that many from position `offset`.
     package func snapshots(offset: Int = 0, limit: Int? = nil) throws(JournalError) -> [IPCMessage.TaskSnapshot] {
         let journaled = try journal.tasks(session: identifier, offset: offset, limit: limit)
-        // The page's machines only, copied under the lock (each is changed in place under it).
-        let machines = state.withLock { state in
-            Dictionary(
-                uniqueKeysWithValues: journaled.compactMap { task in
-                    state.machines[task.identifier].map { (task.identifier, $0.machine) }
-                }
-            )
+        // The page's machines and ends not journaled yet, copied under the lock (each machine is changed in place
+        // under it), then the ends journaled: an end journaled after the page was read is in one or the other.
+        let (machines, unjournaledEnds) = state.withLock { state in
+            var machines: [Int: BackgroundTaskMachine] = [:]
+            var unjournaledEnds: [Int: TransferProgress] = [:]
+            for task in journaled {
+                machines[task.identifier] = state.machines[task.identifier]?.machine
+                unjournaledEnds[task.identifier] = state.unjournaledEnds[task.identifier]
+            }
+            return (machines, unjournaledEnds)
         }
         // How each ended task ended, and its counts then, from its completion the app has not acknowledged yet.
         var endings: [Int: IPCMessage.BackgroundEvent] = [:]
@@ -402,14 +408,18 @@ package final class BackgroundSessionRunner: TaskObserver {
         }
         return journaled.map { task in
             var snapshot = IPCMessage.TaskSnapshot(journaled: task)
-            guard let machine = machines[task.identifier], task.state != .completed, machine.phase != .finished else {
+            if task.state != .completed, endings[task.identifier] == nil, let counts = unjournaledEnds[task.identifier]
+            {
+                // Ended, and not said yet (to anyone) until the journal says it.
+                snapshot.state = SessionTask.State.running.rawValue
+                snapshot.count(counts)
+                return snapshot
+            }
+            guard let machine = machines[task.identifier], task.state != .completed else {
                 snapshot.end(with: endings[task.identifier])
                 return snapshot
             }
-            snapshot.countOfBytesReceived = machine.received
-            snapshot.countOfBytesExpectedToReceive = machine.expectedToReceive
-            snapshot.countOfBytesSent = machine.sent
-            snapshot.countOfBytesExpectedToSend = machine.expectedToSend
+            snapshot.count(machine.progress)
             if machine.userSuspended {
                 snapshot.state = SessionTask.State.suspended.rawValue
             } else if machine.phase == .running {

@@ -59,6 +59,16 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
     package private(set) var expectedToReceive: Int64 = -1
     package private(set) var sent: Int64 = 0
     package private(set) var expectedToSend: Int64 = -1
+
+    /// The counts above, as the events carry them.
+    package var progress: TransferProgress {
+        TransferProgress(
+            received: received,
+            expectedToReceive: expectedToReceive,
+            sent: sent,
+            expectedToSend: expectedToSend
+        )
+    }
     /// Why the task is not moving bytes, while it waits for something other than a resume (`courier tasks` says it).
     package var waitingReason: String? {
         waiting?.text
