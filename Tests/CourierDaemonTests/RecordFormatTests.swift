@@ -161,6 +161,76 @@ struct RecordFormatTests {
         }
     }
 
+    @Test("events written and read directly: the bytes of their Codable conformance, read back equal either way")
+    func directRecords() throws {
+        var onDisk = TransferProgress(received: 1 << 40, expectedToReceive: 1 << 40)
+        onDisk.bytesOnDisk = 12
+        var metrics = TransferMetrics()
+        metrics.remoteAddress = "::1"
+        metrics.reusedConnection = true
+        metrics.bodyBytesOnWire = -1
+        let completion = TransferCompletion(
+            error: nil,
+            bytesOnDisk: 3,
+            metrics: metrics,
+            digest: Checksum("sha-256=" + String(repeating: "0f", count: 32)),
+            finalStatus: 404,
+            peerTrust: PeerTrustReport(certificates: [Data([1, 2])], verifyResult: 19)
+        )
+        let events = Self.events + [
+            .init(.complete(completion), progress: onDisk),
+            .init(.informational(ResponseHead(status: 104, fieldLines: [])), progress: TransferProgress()),
+        ]
+        let batch = IPCMessage.Events(
+            session: "s",
+            events: events.enumerated().map { .init(sequence: UInt64($0.offset) + 1, task: -$0.offset, event: $0.element) },
+            finished: true
+        )
+        let direct = try RecordEncoder.encode(batch)
+        #expect(direct == (try RecordEncoder.encode(batch, direct: false)))
+        #expect(try RecordDecoder.decode(IPCMessage.Events.self, from: direct) == batch)
+        #expect(try RecordDecoder.decode(IPCMessage.Events.self, from: direct, direct: false) == batch)
+        for event in events {
+            let encoded = try Journal.encode(EventRecord(event))
+            #expect(encoded == (try RecordEncoder.encode(EventRecord(event), direct: false)))
+            #expect(try Journal.decode(EventRecord.self, from: encoded).event == event)
+        }
+        // A reader finds its keys by name: in another order, with a key it does not know, as a later courierd may
+        // write them.
+        let reordered = try RecordEncoder.encode(Reordered(batch: batch))
+        #expect(try RecordDecoder.decode(IPCMessage.Events.self, from: reordered) == batch)
+        // Damaged: the same error either way, or another value; never a crash.
+        let bytes = [UInt8](direct)
+        for length in stride(from: 0, to: bytes.count, by: 7) {
+            #expect(throws: DecodingError.self) {
+                try RecordDecoder.decode(IPCMessage.Events.self, from: Data(bytes.prefix(length)))
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        for index in 1..<bytes.count {
+            var changed = bytes
+            changed[index] = UInt8.random(in: 0...255, using: &generator)
+            _ = try? RecordDecoder.decode(IPCMessage.Events.self, from: Data(changed))
+        }
+    }
+
+    /// A batch written with its keys in reverse order and one more key.
+    private struct Reordered: Encodable {
+        var batch: IPCMessage.Events
+
+        private enum Keys: String, CodingKey {
+            case finished, events, session, later
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(batch.finished, forKey: .finished)
+            try container.encode(["unknown": [1, 2, 3]], forKey: .later)
+            try container.encode(batch.events, forKey: .events)
+            try container.encode(batch.session, forKey: .session)
+        }
+    }
+
     @Test("a damaged record, cut or with any byte changed, is a typed error or another value, never a crash")
     func damaged() throws {
         let encoded = [UInt8](try Journal.encode(TaskRecord(Self.task)))

@@ -4,8 +4,14 @@ package import Foundation
 /// never a crash.
 package struct RecordDecoder {
     package static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
+        try decode(type, from: data, direct: true)
+    }
+
+    /// `direct`: whether the ``DirectRecord`` types read themselves (false: every value through its `init(from:)`,
+    /// which reads the same values more slowly).
+    package static func decode<Value: Decodable>(_ type: Value.Type, from data: Data, direct: Bool) throws -> Value {
         try data.withUnsafeBytes { bytes in
-            let reader = RecordReader(bytes: bytes)
+            let reader = RecordReader(bytes: bytes, direct: direct)
             guard bytes.first == RecordFormat.marker else {
                 throw reader.damaged("not a record", at: 0, codingPath: [])
             }
@@ -17,8 +23,10 @@ package struct RecordDecoder {
 /// The bytes of one record, read by every decoder and container of it without reference counting. It borrows them
 /// for the one call of ``RecordDecoder/decode(_:from:)`` that reads the record: what it decodes (strings, data) is
 /// copied out, so nothing keeps a reference into them afterwards.
-struct RecordReader {
+package struct RecordReader {
     let bytes: UnsafeRawBufferPointer
+    /// Whether a ``DirectRecord`` reads itself (false: through its `init(from:)`, to compare the two).
+    var direct = true
 
     /// The UTF-8 at `range` as a string.
     func text(_ range: Range<Int>) -> String {
@@ -196,6 +204,16 @@ struct RecordReader {
 
     func decodeValue<Value: Decodable>(_ type: Value.Type, at offset: Int, codingPath: [any CodingKey]) throws
         -> Value
+    {
+        if direct, let record = type as? any DirectRecord.Type {
+            return try record.readRecord(from: self, at: offset, codingPath: codingPath).value as! Value
+        }
+        return try decodeThroughCodable(type, at: offset, codingPath: codingPath)
+    }
+
+    /// Reads the value at `offset` through its type's `init(from:)`, or as the form of its own the type has.
+    func decodeThroughCodable<Value: Decodable>(_ type: Value.Type, at offset: Int, codingPath: [any CodingKey])
+        throws -> Value
     {
         if type == Data.self {
             guard try tag(at: offset, codingPath: codingPath) == .bytes else {

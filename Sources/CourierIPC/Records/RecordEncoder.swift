@@ -35,7 +35,14 @@ package enum RecordFormat {
 /// writes its next entry.
 package struct RecordEncoder {
     package static func encode(_ value: some Encodable) throws -> Data {
+        try encode(value, direct: true)
+    }
+
+    /// `direct`: whether the ``DirectRecord`` types write themselves (false: every value through its `encode(to:)`,
+    /// which writes the same bytes more slowly).
+    package static func encode(_ value: some Encodable, direct: Bool) throws -> Data {
         let buffer = RecordBuffer()
+        buffer.direct = direct
         buffer.bytes.reserveCapacity(256)
         buffer.bytes.append(RecordFormat.marker)
         try buffer.encodeValue(value, codingPath: [])
@@ -44,8 +51,10 @@ package struct RecordEncoder {
 }
 
 /// The bytes being written, shared by every encoder and container of one record.
-final class RecordBuffer {
+package final class RecordBuffer {
     var bytes: [UInt8] = []
+    /// Whether a ``DirectRecord`` writes itself (false: through its `encode(to:)`, to compare the two).
+    var direct = true
 
     func tag(_ tag: RecordFormat.Tag) {
         bytes.append(tag.rawValue)
@@ -113,6 +122,15 @@ final class RecordBuffer {
     /// Writes `value`: the types with a form of their own directly, any other through its `encode(to:)` (an empty
     /// keyed container when it wrote nothing).
     func encodeValue<Value: Encodable>(_ value: Value, codingPath: [any CodingKey]) throws {
+        if direct, let record = value as? any DirectRecord {
+            try record.writeRecord(to: self)
+            return
+        }
+        try encodeThroughCodable(value, codingPath: codingPath)
+    }
+
+    /// Writes `value` through its `encode(to:)`, or as the form of its own its type has.
+    func encodeThroughCodable<Value: Encodable>(_ value: Value, codingPath: [any CodingKey]) throws {
         switch value {
         case let data as Data:
             tag(.bytes)
