@@ -11,16 +11,17 @@ struct RelaunchGraceTests {
     func graceFromAccepting() async throws {
         let marker = FileManager.default.temporaryDirectory.appendingPathComponent("relaunched-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: marker) }
-        // Made long enough ago that its own grace has passed, as a courierd whose restore took that long.
         let launcher = AppLauncher(
             limiter: ResumeRateLimiter(initialDelay: 0),
-            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() },
-            now: Date().addingTimeInterval(-60)
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         )
         // The launched command writes when it ran (seconds since 1970): asserted not too early, whatever the load.
         let write = "date +%s.%N > '\(marker.path).tmp' && mv '\(marker.path).tmp' '\(marker.path)'"
         let command = ["/bin/sh", "-c", write]
         launcher.wake(app: "App", session: "s", command: command) { true }
+        // As a courierd whose restore took longer than the grace: nothing is launched before it accepts connections.
+        try await Task.sleep(for: .seconds(AppLauncher.reconnectionGrace + 0.5))
+        #expect(!FileManager.default.fileExists(atPath: marker.path))
         let accepted = Date()
         launcher.accepting(at: accepted)
         let deadline = ContinuousClock.now + .seconds(20)

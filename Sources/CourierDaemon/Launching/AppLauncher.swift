@@ -22,12 +22,22 @@ package final class AppLauncher: Sendable {
 
     private struct State {
         var limiter: ResumeRateLimiter
-        /// When relaunches may begin: ``reconnectionGrace`` after courierd began to accept connections.
-        var firstLaunch: Date
+        /// When relaunches may begin: ``reconnectionGrace`` after courierd began to accept connections (nil until
+        /// it has).
+        var firstLaunch: Date?
+        /// The launches asked for before courierd began to accept connections, made from then.
+        var awaitingAccept: [Launch] = []
         /// The process of each app's last launch.
         var launched: [String: pid_t] = [:]
         /// Apps whose launch waits for the limiter.
         var scheduled: Set<String> = []
+    }
+
+    private struct Launch {
+        var app: String
+        var session: String
+        var command: [String]
+        var stillNeeded: @Sendable () -> Bool
     }
 
     private let state: LockedValue<State>
@@ -35,15 +45,31 @@ package final class AppLauncher: Sendable {
     /// Where each launched app's standard output and error go (``DaemonPaths/appLog(of:)``); nil: courierd's own.
     private let paths: DaemonPaths?
 
-    package init(limiter: ResumeRateLimiter, logger: Logger, paths: DaemonPaths? = nil, now: Date = Date()) {
-        state = LockedValue(State(limiter: limiter, firstLaunch: now.addingTimeInterval(Self.reconnectionGrace)))
+    package init(limiter: ResumeRateLimiter, logger: Logger, paths: DaemonPaths? = nil) {
+        state = LockedValue(State(limiter: limiter))
         self.logger = logger
         self.paths = paths
     }
 
     /// courierd accepts connections from `now`: the apps of the courierd before it have the grace from then.
     package func accepting(at now: Date = Date()) {
-        state.withLock { $0.firstLaunch = max($0.firstLaunch, now.addingTimeInterval(Self.reconnectionGrace)) }
+        let firstLaunch = now.addingTimeInterval(Self.reconnectionGrace)
+        let waiting = state.withLock { state -> [(Launch, Date)] in
+            state.firstLaunch = max(state.firstLaunch ?? firstLaunch, firstLaunch)
+            defer { state.awaitingAccept = [] }
+            return state.awaitingAccept.map { asked in
+                (asked, max(state.limiter.earliestWake(of: asked.app, now: now), firstLaunch))
+            }
+        }
+        for (asked, when) in waiting {
+            launch(
+                app: asked.app,
+                session: asked.session,
+                command: asked.command,
+                at: when,
+                stillNeeded: asked.stillNeeded
+            )
+        }
     }
 
     /// Launches `app` for `session` now or when the limiter allows, unless a launch is already pending or running;
@@ -63,7 +89,13 @@ package final class AppLauncher: Sendable {
                 return nil
             }
             state.scheduled.insert(app)
-            return max(state.limiter.earliestWake(of: app, now: now), state.firstLaunch)
+            guard let firstLaunch = state.firstLaunch else {
+                state.awaitingAccept.append(
+                    Launch(app: app, session: session, command: command, stillNeeded: stillNeeded)
+                )
+                return nil
+            }
+            return max(state.limiter.earliestWake(of: app, now: now), firstLaunch)
         }
         guard let when else {
             return
@@ -81,7 +113,7 @@ package final class AppLauncher: Sendable {
         stillNeeded: @escaping @Sendable () -> Bool
     ) {
         DispatchQueue.global().asyncAfter(deadline: .now() + max(0, when.timeIntervalSinceNow)) { [self] in
-            if let postponed = state.withLock({ $0.firstLaunch > Date() ? $0.firstLaunch : nil }) {
+            if let postponed = state.withLock({ state in state.firstLaunch.flatMap { $0 > Date() ? $0 : nil } }) {
                 launch(app: app, session: session, command: command, at: postponed, stillNeeded: stillNeeded)
                 return
             }
