@@ -183,7 +183,9 @@ struct RecordFormatTests {
         ]
         let batch = IPCMessage.Events(
             session: "s",
-            events: events.enumerated().map { .init(sequence: UInt64($0.offset) + 1, task: -$0.offset, event: $0.element) },
+            events: events.enumerated().map {
+                .init(sequence: UInt64($0.offset) + 1, task: -$0.offset, event: $0.element)
+            },
             finished: true
         )
         let direct = try RecordEncoder.encode(batch)
@@ -195,6 +197,31 @@ struct RecordFormatTests {
             #expect(encoded == (try RecordEncoder.encode(EventRecord(event), direct: false)))
             #expect(try Journal.decode(EventRecord.self, from: encoded).event == event)
         }
+        // A task as courierd journals and lists it: every field the rich task sets, a file sink, another sink.
+        var listed = IPCMessage.TaskSnapshot(identifier: 3, taskDescription: "d", state: 3, countOfBytesReceived: 5)
+        listed.waitingReason = "w"
+        listed.task = Self.task
+        listed.outcome = CourierError(.cancelled, "c")
+        listed.endedAt = Date(timeIntervalSinceReferenceDate: 5.5)
+        listed.statusCode = 404
+        var fileSpec = TransferSpec(url: "http://127.0.0.1/f")
+        fileSpec.sink = .file(path: "/tmp/f.part", append: true)
+        fileSpec.task = TransferSpec.TaskDetails(kind: .download, maximumSegments: 4)
+        fileSpec.task?.credentialURL = "http://u:p@127.0.0.1/"
+        var discardSpec = fileSpec
+        discardSpec.sink = .discard
+        var snapshots = [listed, IPCMessage.TaskSnapshot(identifier: 1, state: 0)]
+        for spec in [fileSpec, discardSpec] {
+            var snapshot = IPCMessage.TaskSnapshot(identifier: 2, state: 1)
+            snapshot.task = IPCMessage.BackgroundTask(identifier: 2, spec: spec)
+            snapshots.append(snapshot)
+        }
+        let page = try RecordEncoder.encode(snapshots)
+        #expect(page == (try RecordEncoder.encode(snapshots, direct: false)))
+        #expect(try RecordDecoder.decode([IPCMessage.TaskSnapshot].self, from: page) == snapshots)
+        #expect(try RecordDecoder.decode([IPCMessage.TaskSnapshot].self, from: page, direct: false) == snapshots)
+        let journaled = try Journal.encode(TaskRecord(Self.task))
+        #expect(journaled == (try RecordEncoder.encode(TaskRecord(Self.task), direct: false)))
         // A reader finds its keys by name: in another order, with a key it does not know, as a later courierd may
         // write them.
         let reordered = try RecordEncoder.encode(Reordered(batch: batch))

@@ -448,7 +448,14 @@ private struct RecordUnkeyedDecoder: UnkeyedDecodingContainer {
     }
 
     mutating func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
-        try reader.decodeValue(type, at: try next(), codingPath: codingPath)
+        if reader.direct, !isAtEnd, let record = type as? any DirectRecord.Type {
+            // Read where it ends: not walked once to find its end and again to read it.
+            let (value, end) = try record.readRecord(from: reader, at: position, codingPath: codingPath)
+            position = end
+            currentIndex += 1
+            return value as! Value
+        }
+        return try reader.decodeValue(type, at: try next(), codingPath: codingPath)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
