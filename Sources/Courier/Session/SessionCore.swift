@@ -376,7 +376,9 @@ final class SessionCore: Sendable {
         } catch {
             return .failure(CourierError(.cannotCreateFile, "cannot create the staging directory: \(error)"))
         }
-        return .success(stagingDirectory.appendingPathComponent("download-\(UniqueFileName.make()).part"))
+        // A file, said so: a name appended without saying is looked up on disk (a `stat` per download).
+        let name = "download-\(UniqueFileName.make()).part"
+        return .success(stagingDirectory.appendingPathComponent(name, isDirectory: false))
     }
 
     private func removeStagingDirectory() {

@@ -250,7 +250,10 @@ extension BackgroundSessionRunner {
             guard let location else {
                 throw CourierError(.cannotMoveFile, "the finished download's file is not known")
             }
-            let destination = paths.downloads.appendingPathComponent("\(UniqueFileName.make()).download")
+            let destination = paths.downloads.appendingPathComponent(
+                "\(UniqueFileName.make()).download",
+                isDirectory: false
+            )
             try DurableDirectory.make(paths.downloads)
             if let digest, let boot = BootIdentifier.current,
                 let length = FileManager.default.fileLength(atPath: location.path)

@@ -25,7 +25,7 @@ package enum BackgroundTaskAdmission {
             guard let source = task.uploadFile, source.hasPrefix("/") else {
                 return .failure(BackgroundTaskRules.uploadNotFromFile(url))
             }
-            let copy = uploadsDirectory.appendingPathComponent("\(UUID().uuidString).upload")
+            let copy = uploadsDirectory.appendingPathComponent("\(UUID().uuidString).upload", isDirectory: false)
             do {
                 try DurableDirectory.make(uploadsDirectory)
                 try FileManager.default.copyItem(at: URL(fileURLWithPath: source), to: copy)

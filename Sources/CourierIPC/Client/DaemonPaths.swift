@@ -12,10 +12,10 @@ package struct DaemonPaths: Sendable, Equatable {
     /// `$XDG_STATE_HOME/courier`, or `~/.local/state/courier`. Mode 0700.
     package var stateDirectory: URL
 
-    package var socket: URL { runtimeDirectory.appendingPathComponent("courierd.sock") }
+    package var socket: URL { runtimeDirectory.appendingPathComponent("courierd.sock", isDirectory: false) }
     /// Held (`flock`) by the running daemon: two racing starters yield one daemon.
-    package var lockFile: URL { runtimeDirectory.appendingPathComponent("courierd.lock") }
-    package var journal: URL { stateDirectory.appendingPathComponent("journal.sqlite") }
+    package var lockFile: URL { runtimeDirectory.appendingPathComponent("courierd.lock", isDirectory: false) }
+    package var journal: URL { stateDirectory.appendingPathComponent("journal.sqlite", isDirectory: false) }
     /// Transfers write here (a `courier-session-*` directory per session run); leftovers of an earlier run are
     /// adopted or deleted at start.
     package var staging: URL { stateDirectory.appendingPathComponent("staging", isDirectory: true) }
@@ -31,7 +31,7 @@ package struct DaemonPaths: Sendable, Equatable {
 
     /// The log of `app`'s background launches (its name with `/` made `_`).
     package func appLog(of app: String) -> URL {
-        appLogs.appendingPathComponent(app.replacingOccurrences(of: "/", with: "_") + ".log")
+        appLogs.appendingPathComponent(app.replacingOccurrences(of: "/", with: "_") + ".log", isDirectory: false)
     }
 
     package init(runtimeDirectory: URL, stateDirectory: URL) {
