@@ -166,6 +166,63 @@ struct BackgroundTransferTests {
         try await server.shutdown()
     }
 
+    @Test("the app's resume data taken over, courierd SIGKILLed before the attempt ran: it goes on from the file, not failing")
+    func resumeDataTakenOverThenKilled() async throws {
+        let server = try await TestServer.start()
+        // One transfer at a time: the resumed attempt waits for the slot another task holds.
+        let daemon = Daemon(arguments: ["--max-transfers", "1"])
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        let count = 2 << 20
+        let url = server.url("/bytes/\(count)?seed=12&trickle=65536&interval=50")
+        try Self.create(Self.download(1, url), on: &client)
+        _ = try client.events { $0.event.isProgress }
+        let cancel = try client.request {
+            .command(.init(request: $0, session: Self.identifier, task: 1, verb: .cancelProducingResumeData))
+        }
+        guard case .reply? = cancel else {
+            Issue.record("cancel refused: \(String(describing: cancel))")
+            return
+        }
+        let cancelled = try client.events(until: Self.isCompletion)
+        let resumeData = try #require(cancelled.last?.event.completion?.error?.resumeData, "no resume data")
+        let partial = try #require(PartialDownload(resumeData: resumeData, directory: daemon.paths.partials)?.file)
+        try client.send(.acknowledge(.init(session: Self.identifier, through: cancelled.last!.sequence)))
+        // Task 2 holds the slot (about 1.5 s); task 3 goes on from the resume data once it has it.
+        try Self.create(Self.download(2, server.url("/bytes/1000000?seed=13&trickle=65536&interval=100")), on: &client)
+        _ = try client.events { $0.task == 2 && $0.event.isProgress }
+        let resumed = IPCMessage.BackgroundTask(
+            identifier: 3,
+            kind: .download,
+            request: TaskRequest(URLRequest(url: url)),
+            resumeData: resumeData
+        )
+        try Self.create(resumed, on: &client)
+        // Its attempt is made (the file taken over and moved, its first checkpoint journaled), waiting for the slot.
+        let deadline = Date().addingTimeInterval(10)
+        while FileManager.default.fileExists(atPath: partial), Date() < deadline {
+            usleep(10_000)
+        }
+        usleep(200_000)
+        client.close()
+        daemon.kill()
+
+        try daemon.start()
+        (client, _) = try Client.opening(Self.session, on: daemon)
+        defer { client.close() }
+        let events = try client.events { $0.task == 3 && $0.event.isCompletion }
+        let completion = events.last { $0.task == 3 && $0.event.isCompletion }?.event.completion
+        #expect(completion != nil && completion?.error == nil, "task 3 ended with \(String(describing: completion))")
+        // Its first checkpoint named the file where the attempt found it: it went on from its bytes.
+        let resumedAt = events.compactMap { $0.task == 3 ? $0.event.resumedAt?.offset : nil }
+        #expect(resumedAt.count == 1 && resumedAt[0] > 0, "resumed at \(resumedAt)")
+        let file = try #require(Self.finishedFile(events.filter { $0.task == 3 }))
+        #expect(FileManager.default.contents(atPath: file) == TestServer.bytes(count: count, seed: 12))
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
     @Test("courierd --limit-rate caps what all its transfers receive together (6 MiB at 1 MiB/s: about 6 s)")
     func limitRate() async throws {
         let server = try await TestServer.start()

@@ -55,11 +55,13 @@ package struct PartialDownload: Codable, Sendable, Equatable {
 
 extension DownloadTask {
     /// The partial file as it stands, for a journal; nil before a resumable response arrived, or when the download
-    /// cannot be resumed. Cheap: reads the task's state under its lock. May be called on any thread, at any time.
+    /// cannot be resumed. A task made from resume data and not started yet has the file of that resume data, where it
+    /// still is (the task takes it over when it starts). Cheap: reads the task's state under its lock. May be called
+    /// on any thread, at any time.
     package func partialDownload() -> PartialDownload? {
         let (staging, description) = storage.withLock { machine -> (URL?, ResumeData?) in
             guard let staging = machine.staging else {
-                return (nil, nil)
+                return (nil, machine.resumeSource)
             }
             let description = ResumeData.describing(
                 request: machine.currentRequest ?? machine.originalRequest,
@@ -71,8 +73,14 @@ extension DownloadTask {
             )
             return (staging, description)
         }
-        guard let staging, let description else {
+        guard let description else {
             return nil
+        }
+        guard let staging else {
+            var resume = description
+            resume.file = ""
+            let file = core.configuration.resumeDataDirectory.appendingPathComponent(description.file, isDirectory: false)
+            return PartialDownload(file: file.path, resume: resume)
         }
         return PartialDownload(file: staging.path, resume: description)
     }

@@ -147,11 +147,15 @@ extension BackgroundSessionRunner {
     }
 
     /// Resume data for the next attempt of a download: from the last checkpoint's partial file, or the app's resume
-    /// data for a first attempt; nil to start from zero.
+    /// data for a first attempt; nil to start from zero. A task with a checkpoint never goes back to the app's resume
+    /// data: its first attempt took the file over (``takeOverResumeData(of:)``) and moved it, and a checkpoint made
+    /// before the attempt's response arrived names no file (after a power cut there, the app's resume data would
+    /// name a file that is gone: the task would fail instead of starting again).
     private func resumeData(for journaled: JournaledTask) -> Data? {
-        if let checkpoint = journaled.checkpoint ?? takeOverResumeData(of: journaled),
-            let partial = checkpoint.partial
-        {
+        if let checkpoint = journaled.checkpoint ?? takeOverResumeData(of: journaled) {
+            guard let partial = checkpoint.partial else {
+                return nil
+            }
             guard let length = FileManager.default.fileLength(atPath: partial.file) else {
                 logger.notice(
                     "partial file gone; the download starts again from zero",
