@@ -8,15 +8,13 @@ import Foundation
 extension IPCMessage.Events: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
         buffer.keyed(count: 3)
-        buffer.key("session")
-        buffer.string(session)
+        try buffer.entry("session", session)
         buffer.key("events")
         buffer.unkeyed(count: events.count)
         for event in events {
             try event.writeRecord(to: buffer)
         }
-        buffer.key("finished")
-        buffer.bool(finished)
+        try buffer.entry("finished", finished)
     }
 
     package static func readRecord(
@@ -28,31 +26,20 @@ extension IPCMessage.Events: DirectRecord {
         var events: [IPCMessage.SequencedEvent]?
         var finished: Bool?
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
-            if reader.is(key, "session") {
-                let (read, end) = try reader.readString(at: value, codingPath: codingPath)
-                session = read
+            if reader.is(key, "session") { return try reader.read(&session, at: value, codingPath: codingPath) }
+            if reader.is(key, "finished") { return try reader.read(&finished, at: value, codingPath: codingPath) }
+            guard reader.is(key, "events") else {
+                return nil
+            }
+            var read: [IPCMessage.SequencedEvent] = []
+            let (_, end) = try reader.readUnkeyed(at: value, codingPath: codingPath) { element in
+                var event: IPCMessage.SequencedEvent?
+                let end = try reader.read(&event, at: element, codingPath: codingPath)
+                read.append(event!)
                 return end
             }
-            if reader.is(key, "events") {
-                var read: [IPCMessage.SequencedEvent] = []
-                let (_, end) = try reader.readUnkeyed(at: value, codingPath: codingPath) { element in
-                    let (event, end) = try IPCMessage.SequencedEvent.readRecord(
-                        from: reader,
-                        at: element,
-                        codingPath: codingPath
-                    )
-                    read.append(event)
-                    return end
-                }
-                events = read
-                return end
-            }
-            if reader.is(key, "finished") {
-                let (read, end) = try reader.readBool(at: value, codingPath: codingPath)
-                finished = read
-                return end
-            }
-            return nil
+            events = read
+            return end
         }
         guard let session else { throw reader.missing("session", codingPath: codingPath) }
         guard let events else { throw reader.missing("events", codingPath: codingPath) }
@@ -64,12 +51,9 @@ extension IPCMessage.Events: DirectRecord {
 extension IPCMessage.SequencedEvent: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
         buffer.keyed(count: 3)
-        buffer.key("sequence")
-        buffer.unsigned(sequence)
-        buffer.key("task")
-        buffer.signed(Int64(task))
-        buffer.key("event")
-        try event.writeRecord(to: buffer)
+        try buffer.entry("sequence", sequence)
+        try buffer.entry("task", task)
+        try buffer.entry("event", event)
     }
 
     package static func readRecord(
@@ -81,25 +65,9 @@ extension IPCMessage.SequencedEvent: DirectRecord {
         var task: Int?
         var event: IPCMessage.BackgroundEvent?
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
-            if reader.is(key, "sequence") {
-                let (read, end) = try reader.readInteger(UInt64.self, at: value, codingPath: codingPath)
-                sequence = read
-                return end
-            }
-            if reader.is(key, "task") {
-                let (read, end) = try reader.readInteger(Int.self, at: value, codingPath: codingPath)
-                task = read
-                return end
-            }
-            if reader.is(key, "event") {
-                let (read, end) = try IPCMessage.BackgroundEvent.readRecord(
-                    from: reader,
-                    at: value,
-                    codingPath: codingPath
-                )
-                event = read
-                return end
-            }
+            if reader.is(key, "sequence") { return try reader.read(&sequence, at: value, codingPath: codingPath) }
+            if reader.is(key, "task") { return try reader.read(&task, at: value, codingPath: codingPath) }
+            if reader.is(key, "event") { return try reader.read(&event, at: value, codingPath: codingPath) }
             return nil
         }
         guard let sequence else { throw reader.missing("sequence", codingPath: codingPath) }
@@ -112,10 +80,8 @@ extension IPCMessage.SequencedEvent: DirectRecord {
 extension IPCMessage.BackgroundEvent: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
         buffer.keyed(count: 2)
-        buffer.key("progress")
-        progress.writeRecord(to: buffer)
-        buffer.key("payload")
-        try payload.writeRecord(to: buffer)
+        try buffer.entry("progress", progress)
+        try buffer.entry("payload", payload)
     }
 
     package static func readRecord(
@@ -126,16 +92,8 @@ extension IPCMessage.BackgroundEvent: DirectRecord {
         var progress: TransferProgress?
         var payload: TransferEvent.Payload?
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
-            if reader.is(key, "progress") {
-                let (read, end) = try TransferProgress.readRecord(from: reader, at: value, codingPath: codingPath)
-                progress = read
-                return end
-            }
-            if reader.is(key, "payload") {
-                let (read, end) = try TransferEvent.Payload.readRecord(from: reader, at: value, codingPath: codingPath)
-                payload = read
-                return end
-            }
+            if reader.is(key, "progress") { return try reader.read(&progress, at: value, codingPath: codingPath) }
+            if reader.is(key, "payload") { return try reader.read(&payload, at: value, codingPath: codingPath) }
             return nil
         }
         guard let progress else { throw reader.missing("progress", codingPath: codingPath) }
@@ -145,20 +103,13 @@ extension IPCMessage.BackgroundEvent: DirectRecord {
 }
 
 extension TransferProgress: DirectRecord {
-    package func writeRecord(to buffer: RecordBuffer) {
+    package func writeRecord(to buffer: RecordBuffer) throws {
         buffer.keyed(count: bytesOnDisk == nil ? 4 : 5)
-        buffer.key("received")
-        buffer.signed(received)
-        buffer.key("expectedToReceive")
-        buffer.signed(expectedToReceive)
-        buffer.key("sent")
-        buffer.signed(sent)
-        buffer.key("expectedToSend")
-        buffer.signed(expectedToSend)
-        if let bytesOnDisk {
-            buffer.key("bytesOnDisk")
-            buffer.signed(bytesOnDisk)
-        }
+        try buffer.entry("received", received)
+        try buffer.entry("expectedToReceive", expectedToReceive)
+        try buffer.entry("sent", sent)
+        try buffer.entry("expectedToSend", expectedToSend)
+        try buffer.entry("bytesOnDisk", ifPresent: bytesOnDisk)
     }
 
     package static func readRecord(
@@ -166,35 +117,30 @@ extension TransferProgress: DirectRecord {
         at offset: Int,
         codingPath: [any CodingKey]
     ) throws -> (value: Self, end: Int) {
-        var counts: [Int64?] = [nil, nil, nil, nil]
+        var received: Int64?
+        var expectedToReceive: Int64?
+        var sent: Int64?
+        var expectedToSend: Int64?
         var bytesOnDisk: Int64?
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
-            let index: Int
-            if reader.is(key, "received") {
-                index = 0
-            } else if reader.is(key, "expectedToReceive") {
-                index = 1
-            } else if reader.is(key, "sent") {
-                index = 2
-            } else if reader.is(key, "expectedToSend") {
-                index = 3
-            } else if reader.is(key, "bytesOnDisk") {
-                let (read, end) = try reader.readInteger(Int64.self, at: value, codingPath: codingPath)
-                bytesOnDisk = read
-                return end
-            } else {
-                return nil
+            if try reader.isNull(at: value, codingPath: codingPath) {
+                return nil  // An optional left empty; a required one stays missing.
             }
-            let (read, end) = try reader.readInteger(Int64.self, at: value, codingPath: codingPath)
-            counts[index] = read
-            return end
+            if reader.is(key, "received") { return try reader.read(&received, at: value, codingPath: codingPath) }
+            if reader.is(key, "expectedToReceive") {
+                return try reader.read(&expectedToReceive, at: value, codingPath: codingPath)
+            }
+            if reader.is(key, "sent") { return try reader.read(&sent, at: value, codingPath: codingPath) }
+            if reader.is(key, "expectedToSend") {
+                return try reader.read(&expectedToSend, at: value, codingPath: codingPath)
+            }
+            if reader.is(key, "bytesOnDisk") { return try reader.read(&bytesOnDisk, at: value, codingPath: codingPath) }
+            return nil
         }
-        guard let received = counts[0] else { throw reader.missing("received", codingPath: codingPath) }
-        guard let expectedToReceive = counts[1] else {
-            throw reader.missing("expectedToReceive", codingPath: codingPath)
-        }
-        guard let sent = counts[2] else { throw reader.missing("sent", codingPath: codingPath) }
-        guard let expectedToSend = counts[3] else { throw reader.missing("expectedToSend", codingPath: codingPath) }
+        guard let received else { throw reader.missing("received", codingPath: codingPath) }
+        guard let expectedToReceive else { throw reader.missing("expectedToReceive", codingPath: codingPath) }
+        guard let sent else { throw reader.missing("sent", codingPath: codingPath) }
+        guard let expectedToSend else { throw reader.missing("expectedToSend", codingPath: codingPath) }
         var progress = Self(
             received: received,
             expectedToReceive: expectedToReceive,
@@ -208,17 +154,15 @@ extension TransferProgress: DirectRecord {
 
 extension TransferEvent.Payload: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
+        // A case is a keyed container of one entry, the case's name, whose value holds its associated values.
         switch self {
         case .response(let held, let resumeOffset, let head):
             buffer.keyed(count: 1)
             buffer.key("response")
             buffer.keyed(count: 3)
-            buffer.key("held")
-            buffer.bool(held)
-            buffer.key("resumeOffset")
-            buffer.signed(resumeOffset)
-            buffer.key("head")
-            head.writeRecord(to: buffer)
+            try buffer.entry("held", held)
+            try buffer.entry("resumeOffset", resumeOffset)
+            try buffer.entry("head", head)
         case .progress:
             buffer.keyed(count: 1)
             buffer.key("progress")
@@ -227,28 +171,23 @@ extension TransferEvent.Payload: DirectRecord {
             buffer.keyed(count: 1)
             buffer.key("complete")
             buffer.keyed(count: 1)
-            buffer.key("_0")
-            try completion.writeRecord(to: buffer)
+            try buffer.entry("_0", completion)
         case .relocated(let url):
             buffer.keyed(count: 1)
             buffer.key("relocated")
             buffer.keyed(count: 1)
-            buffer.key("url")
-            buffer.string(url)
+            try buffer.entry("url", url)
         case .downloaded(let path):
             buffer.keyed(count: 1)
             buffer.key("downloaded")
             buffer.keyed(count: 1)
-            buffer.key("path")
-            buffer.string(path)
+            try buffer.entry("path", path)
         case .resumed(let offset, let expectedTotal):
             buffer.keyed(count: 1)
             buffer.key("resumed")
             buffer.keyed(count: 2)
-            buffer.key("offset")
-            buffer.signed(offset)
-            buffer.key("expectedTotal")
-            buffer.signed(expectedTotal)
+            try buffer.entry("offset", offset)
+            try buffer.entry("expectedTotal", expectedTotal)
         case .data, .informational, .segments, .delayedStart:
             try buffer.throughCodable(self)
         }
@@ -268,89 +207,62 @@ extension TransferEvent.Payload: DirectRecord {
         }
         var payload: Self?
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
+            // The associated values by label, read as their types say.
+            var held: Bool?
+            var number: Int64?
+            var total: Int64?
+            var text: String?
+            var head: ResponseHead?
+            var completion: TransferCompletion?
+            func values(_ read: (UnsafeRawBufferPointer, Int) throws -> Int?) throws -> Int {
+                try reader.readKeyed(at: value, codingPath: codingPath, read)
+            }
+            let end: Int
             if reader.is(key, "response") {
-                var held: Bool?
-                var resumeOffset: Int64?
-                var head: ResponseHead?
-                let end = try reader.readKeyed(at: value, codingPath: codingPath) { key, value in
-                    if reader.is(key, "held") {
-                        let (read, end) = try reader.readBool(at: value, codingPath: codingPath)
-                        held = read
-                        return end
-                    }
+                end = try values { key, value in
+                    if reader.is(key, "held") { return try reader.read(&held, at: value, codingPath: codingPath) }
                     if reader.is(key, "resumeOffset") {
-                        let (read, end) = try reader.readInteger(Int64.self, at: value, codingPath: codingPath)
-                        resumeOffset = read
-                        return end
+                        return try reader.read(&number, at: value, codingPath: codingPath)
                     }
-                    if reader.is(key, "head") {
-                        let (read, end) = try ResponseHead.readRecord(from: reader, at: value, codingPath: codingPath)
-                        head = read
-                        return end
-                    }
+                    if reader.is(key, "head") { return try reader.read(&head, at: value, codingPath: codingPath) }
                     return nil
                 }
                 guard let held else { throw reader.missing("held", codingPath: codingPath) }
-                guard let resumeOffset else { throw reader.missing("resumeOffset", codingPath: codingPath) }
+                guard let number else { throw reader.missing("resumeOffset", codingPath: codingPath) }
                 guard let head else { throw reader.missing("head", codingPath: codingPath) }
-                payload = .response(held: held, resumeOffset: resumeOffset, head: head)
-                return end
-            }
-            if reader.is(key, "progress") {
+                payload = .response(held: held, resumeOffset: number, head: head)
+            } else if reader.is(key, "progress") {
+                end = try values { _, _ in nil }
                 payload = .progress
-                return try reader.readKeyed(at: value, codingPath: codingPath) { _, _ in nil }
-            }
-            if reader.is(key, "complete") {
-                var completion: TransferCompletion?
-                let end = try reader.readKeyed(at: value, codingPath: codingPath) { key, value in
-                    guard reader.is(key, "_0") else {
-                        return nil
-                    }
-                    let (read, end) = try TransferCompletion.readRecord(from: reader, at: value, codingPath: codingPath)
-                    completion = read
-                    return end
+            } else if reader.is(key, "complete") {
+                end = try values { key, value in
+                    reader.is(key, "_0") ? try reader.read(&completion, at: value, codingPath: codingPath) : nil
                 }
                 guard let completion else { throw reader.missing("_0", codingPath: codingPath) }
                 payload = .complete(completion)
-                return end
-            }
-            if reader.is(key, "relocated") || reader.is(key, "downloaded") {
+            } else if reader.is(key, "relocated") || reader.is(key, "downloaded") {
                 let relocated = reader.is(key, "relocated")
-                var text: String?
-                let end = try reader.readKeyed(at: value, codingPath: codingPath) { key, value in
-                    guard reader.is(key, relocated ? "url" : "path") else {
-                        return nil
-                    }
-                    let (read, end) = try reader.readString(at: value, codingPath: codingPath)
-                    text = read
-                    return end
+                end = try values { key, value in
+                    reader.is(key, relocated ? "url" : "path")
+                        ? try reader.read(&text, at: value, codingPath: codingPath) : nil
                 }
                 guard let text else { throw reader.missing(relocated ? "url" : "path", codingPath: codingPath) }
                 payload = relocated ? .relocated(url: text) : .downloaded(path: text)
-                return end
-            }
-            if reader.is(key, "resumed") {
-                var resumedAt: Int64?
-                var expectedTotal: Int64?
-                let end = try reader.readKeyed(at: value, codingPath: codingPath) { key, value in
-                    if reader.is(key, "offset") {
-                        let (read, end) = try reader.readInteger(Int64.self, at: value, codingPath: codingPath)
-                        resumedAt = read
-                        return end
-                    }
+            } else if reader.is(key, "resumed") {
+                end = try values { key, value in
+                    if reader.is(key, "offset") { return try reader.read(&number, at: value, codingPath: codingPath) }
                     if reader.is(key, "expectedTotal") {
-                        let (read, end) = try reader.readInteger(Int64.self, at: value, codingPath: codingPath)
-                        expectedTotal = read
-                        return end
+                        return try reader.read(&total, at: value, codingPath: codingPath)
                     }
                     return nil
                 }
-                guard let resumedAt else { throw reader.missing("offset", codingPath: codingPath) }
-                guard let expectedTotal else { throw reader.missing("expectedTotal", codingPath: codingPath) }
-                payload = .resumed(offset: resumedAt, expectedTotal: expectedTotal)
-                return end
+                guard let number else { throw reader.missing("offset", codingPath: codingPath) }
+                guard let total else { throw reader.missing("expectedTotal", codingPath: codingPath) }
+                payload = .resumed(offset: number, expectedTotal: total)
+            } else {
+                return nil
             }
-            return nil
+            return end
         }
         guard let payload else {
             return try reader.readThroughCodable(Self.self, at: offset, codingPath: codingPath)
@@ -360,20 +272,16 @@ extension TransferEvent.Payload: DirectRecord {
 }
 
 extension ResponseHead: DirectRecord {
-    package func writeRecord(to buffer: RecordBuffer) {
+    package func writeRecord(to buffer: RecordBuffer) throws {
         buffer.keyed(count: 3)
-        buffer.key("status")
-        buffer.signed(Int64(status))
-        buffer.key("httpVersion")
-        buffer.string(httpVersion)
+        try buffer.entry("status", status)
+        try buffer.entry("httpVersion", httpVersion)
         buffer.key("fieldLines")
         buffer.unkeyed(count: fieldLines.count)
         for field in fieldLines {
             buffer.keyed(count: 2)
-            buffer.key("name")
-            buffer.string(field.name)
-            buffer.key("value")
-            buffer.string(field.value)
+            try buffer.entry("name", field.name)
+            try buffer.entry("value", field.value)
         }
     }
 
@@ -386,43 +294,29 @@ extension ResponseHead: DirectRecord {
         var httpVersion: String?
         var fieldLines: [Field]?
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
-            if reader.is(key, "status") {
-                let (read, end) = try reader.readInteger(Int.self, at: value, codingPath: codingPath)
-                status = read
-                return end
+            if reader.is(key, "status") { return try reader.read(&status, at: value, codingPath: codingPath) }
+            if reader.is(key, "httpVersion") { return try reader.read(&httpVersion, at: value, codingPath: codingPath) }
+            guard reader.is(key, "fieldLines") else {
+                return nil
             }
-            if reader.is(key, "httpVersion") {
-                let (read, end) = try reader.readString(at: value, codingPath: codingPath)
-                httpVersion = read
-                return end
-            }
-            if reader.is(key, "fieldLines") {
-                var lines: [Field] = []
-                let (_, end) = try reader.readUnkeyed(at: value, codingPath: codingPath) { element in
-                    var name: String?
-                    var fieldValue: String?
-                    let end = try reader.readKeyed(at: element, codingPath: codingPath) { key, value in
-                        if reader.is(key, "name") {
-                            let (read, end) = try reader.readString(at: value, codingPath: codingPath)
-                            name = read
-                            return end
-                        }
-                        if reader.is(key, "value") {
-                            let (read, end) = try reader.readString(at: value, codingPath: codingPath)
-                            fieldValue = read
-                            return end
-                        }
-                        return nil
+            var lines: [Field] = []
+            let (_, end) = try reader.readUnkeyed(at: value, codingPath: codingPath) { element in
+                var name: String?
+                var fieldValue: String?
+                let end = try reader.readKeyed(at: element, codingPath: codingPath) { key, value in
+                    if reader.is(key, "name") { return try reader.read(&name, at: value, codingPath: codingPath) }
+                    if reader.is(key, "value") {
+                        return try reader.read(&fieldValue, at: value, codingPath: codingPath)
                     }
-                    guard let name else { throw reader.missing("name", codingPath: codingPath) }
-                    guard let fieldValue else { throw reader.missing("value", codingPath: codingPath) }
-                    lines.append(Field(name: name, value: fieldValue))
-                    return end
+                    return nil
                 }
-                fieldLines = lines
+                guard let name else { throw reader.missing("name", codingPath: codingPath) }
+                guard let fieldValue else { throw reader.missing("value", codingPath: codingPath) }
+                lines.append(Field(name: name, value: fieldValue))
                 return end
             }
-            return nil
+            fieldLines = lines
+            return end
         }
         guard let status else { throw reader.missing("status", codingPath: codingPath) }
         guard let httpVersion else { throw reader.missing("httpVersion", codingPath: codingPath) }
@@ -433,28 +327,14 @@ extension ResponseHead: DirectRecord {
 
 extension TransferCompletion: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        let present = [error != nil, digest != nil, finalStatus != nil, peerTrust != nil].filter { $0 }.count
+        let present = [error != nil, digest != nil, finalStatus != nil, peerTrust != nil].count { $0 }
         buffer.keyed(count: 2 + present)
-        if let error {
-            buffer.key("error")
-            try buffer.value(error)
-        }
-        buffer.key("bytesOnDisk")
-        buffer.signed(bytesOnDisk)
-        buffer.key("metrics")
-        metrics.writeRecord(to: buffer)
-        if let digest {
-            buffer.key("digest")
-            try buffer.value(digest)
-        }
-        if let finalStatus {
-            buffer.key("finalStatus")
-            buffer.signed(Int64(finalStatus))
-        }
-        if let peerTrust {
-            buffer.key("peerTrust")
-            try buffer.value(peerTrust)
-        }
+        try buffer.entry("error", ifPresent: error)
+        try buffer.entry("bytesOnDisk", bytesOnDisk)
+        try buffer.entry("metrics", metrics)
+        try buffer.entry("digest", ifPresent: digest)
+        try buffer.entry("finalStatus", ifPresent: finalStatus)
+        try buffer.entry("peerTrust", ifPresent: peerTrust)
     }
 
     package static func readRecord(
@@ -466,47 +346,20 @@ extension TransferCompletion: DirectRecord {
         var bytesOnDisk: Int64?
         var metrics: TransferMetrics?
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
-            if reader.is(key, "error") {
-                guard try !reader.isNull(at: value, codingPath: codingPath) else {
-                    return value + 1
-                }
-                let (read, end) = try reader.readValue(CourierError.self, at: value, codingPath: codingPath)
-                completion.error = read
-                return end
+            if try reader.isNull(at: value, codingPath: codingPath) {
+                return nil
             }
-            if reader.is(key, "bytesOnDisk") {
-                let (read, end) = try reader.readInteger(Int64.self, at: value, codingPath: codingPath)
-                bytesOnDisk = read
-                return end
-            }
-            if reader.is(key, "metrics") {
-                let (read, end) = try TransferMetrics.readRecord(from: reader, at: value, codingPath: codingPath)
-                metrics = read
-                return end
-            }
+            if reader.is(key, "error") { return try reader.read(&completion.error, at: value, codingPath: codingPath) }
+            if reader.is(key, "bytesOnDisk") { return try reader.read(&bytesOnDisk, at: value, codingPath: codingPath) }
+            if reader.is(key, "metrics") { return try reader.read(&metrics, at: value, codingPath: codingPath) }
             if reader.is(key, "digest") {
-                guard try !reader.isNull(at: value, codingPath: codingPath) else {
-                    return value + 1
-                }
-                let (read, end) = try reader.readValue(Checksum.self, at: value, codingPath: codingPath)
-                completion.digest = read
-                return end
+                return try reader.read(&completion.digest, at: value, codingPath: codingPath)
             }
             if reader.is(key, "finalStatus") {
-                guard try !reader.isNull(at: value, codingPath: codingPath) else {
-                    return value + 1
-                }
-                let (read, end) = try reader.readInteger(Int.self, at: value, codingPath: codingPath)
-                completion.finalStatus = read
-                return end
+                return try reader.read(&completion.finalStatus, at: value, codingPath: codingPath)
             }
             if reader.is(key, "peerTrust") {
-                guard try !reader.isNull(at: value, codingPath: codingPath) else {
-                    return value + 1
-                }
-                let (read, end) = try reader.readValue(PeerTrustReport.self, at: value, codingPath: codingPath)
-                completion.peerTrust = read
-                return end
+                return try reader.read(&completion.peerTrust, at: value, codingPath: codingPath)
             }
             return nil
         }
@@ -519,39 +372,43 @@ extension TransferCompletion: DirectRecord {
 }
 
 extension TransferMetrics: DirectRecord {
-    /// The keys of the counts, in the order they are written.
-    private static let countKeys: [StaticString] = [
-        "queuedMicroseconds", "nameLookupMicroseconds", "connectMicroseconds", "tlsMicroseconds",
-        "pretransferMicroseconds", "firstByteMicroseconds", "totalMicroseconds", "requestHeaderBytes",
-        "responseHeaderBytes", "bodyBytesSent", "bodyBytesReceived", "bodyBytesOnWire",
+    /// Each field's key and where it is, in the order they are written.
+    private static let counts: [(key: StaticString, field: any WritableKeyPath<Self, Int64> & Sendable)] = [
+        ("queuedMicroseconds", \.queuedMicroseconds), ("nameLookupMicroseconds", \.nameLookupMicroseconds),
+        ("connectMicroseconds", \.connectMicroseconds), ("tlsMicroseconds", \.tlsMicroseconds),
+        ("pretransferMicroseconds", \.pretransferMicroseconds), ("firstByteMicroseconds", \.firstByteMicroseconds),
+        ("totalMicroseconds", \.totalMicroseconds), ("requestHeaderBytes", \.requestHeaderBytes),
+        ("responseHeaderBytes", \.responseHeaderBytes), ("bodyBytesSent", \.bodyBytesSent),
+        ("bodyBytesReceived", \.bodyBytesReceived), ("bodyBytesOnWire", \.bodyBytesOnWire),
+    ]
+    private static let numbers: [(key: StaticString, field: any WritableKeyPath<Self, Int> & Sendable)] = [
+        ("httpVersion", \.httpVersion), ("remotePort", \.remotePort), ("localPort", \.localPort),
+    ]
+    private static let addresses: [(key: StaticString, field: any WritableKeyPath<Self, String> & Sendable)] = [
+        ("remoteAddress", \.remoteAddress), ("localAddress", \.localAddress),
     ]
 
-    private var counts: [Int64] {
-        [
-            queuedMicroseconds, nameLookupMicroseconds, connectMicroseconds, tlsMicroseconds,
-            pretransferMicroseconds, firstByteMicroseconds, totalMicroseconds, requestHeaderBytes,
-            responseHeaderBytes, bodyBytesSent, bodyBytesReceived, bodyBytesOnWire,
-        ]
-    }
-
-    package func writeRecord(to buffer: RecordBuffer) {
-        buffer.keyed(count: Self.countKeys.count + 6)
-        for (key, count) in zip(Self.countKeys, counts) {
-            buffer.key(key)
-            buffer.signed(count)
-        }
-        buffer.key("httpVersion")
-        buffer.signed(Int64(httpVersion))
-        buffer.key("reusedConnection")
-        buffer.bool(reusedConnection)
-        buffer.key("remotePort")
-        buffer.signed(Int64(remotePort))
-        buffer.key("localPort")
-        buffer.signed(Int64(localPort))
-        buffer.key("remoteAddress")
-        buffer.string(remoteAddress)
-        buffer.key("localAddress")
-        buffer.string(localAddress)
+    package func writeRecord(to buffer: RecordBuffer) throws {
+        buffer.keyed(count: Self.counts.count + Self.numbers.count + Self.addresses.count + 1)
+        // Each field named (not through `counts`: a key path read per field costs as much again as the rest).
+        try buffer.entry("queuedMicroseconds", queuedMicroseconds)
+        try buffer.entry("nameLookupMicroseconds", nameLookupMicroseconds)
+        try buffer.entry("connectMicroseconds", connectMicroseconds)
+        try buffer.entry("tlsMicroseconds", tlsMicroseconds)
+        try buffer.entry("pretransferMicroseconds", pretransferMicroseconds)
+        try buffer.entry("firstByteMicroseconds", firstByteMicroseconds)
+        try buffer.entry("totalMicroseconds", totalMicroseconds)
+        try buffer.entry("requestHeaderBytes", requestHeaderBytes)
+        try buffer.entry("responseHeaderBytes", responseHeaderBytes)
+        try buffer.entry("bodyBytesSent", bodyBytesSent)
+        try buffer.entry("bodyBytesReceived", bodyBytesReceived)
+        try buffer.entry("bodyBytesOnWire", bodyBytesOnWire)
+        try buffer.entry("httpVersion", httpVersion)
+        try buffer.entry("reusedConnection", reusedConnection)
+        try buffer.entry("remotePort", remotePort)
+        try buffer.entry("localPort", localPort)
+        try buffer.entry("remoteAddress", remoteAddress)
+        try buffer.entry("localAddress", localAddress)
     }
 
     package static func readRecord(
@@ -559,72 +416,38 @@ extension TransferMetrics: DirectRecord {
         at offset: Int,
         codingPath: [any CodingKey]
     ) throws -> (value: Self, end: Int) {
-        var counts = [Int64?](repeating: nil, count: countKeys.count)
-        var ports: [Int?] = [nil, nil, nil]
-        var addresses: [String?] = [nil, nil]
-        var reusedConnection: Bool?
+        var metrics = Self()
+        // Which fields were read: a bit each, the counts', the numbers', the addresses', then reusedConnection's.
+        var seen: UInt32 = 0
         var next = 0
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
-            // The keys come in the order they are written: the next one is looked at first.
+            // The keys come in the order they are written: the next count is looked at first.
             let index =
-                next < countKeys.count && reader.is(key, countKeys[next])
-                ? next : countKeys.firstIndex { reader.is(key, $0) }
+                next < counts.count && reader.is(key, counts[next].key)
+                ? next : counts.firstIndex { reader.is(key, $0.key) }
             if let index {
                 next = index + 1
-                let (read, end) = try reader.readInteger(Int64.self, at: value, codingPath: codingPath)
-                counts[index] = read
-                return end
+                seen |= 1 << index
+                return try reader.read(&metrics[keyPath: counts[index].field], at: value, codingPath: codingPath)
             }
-            let port: Int? =
-                reader.is(key, "httpVersion")
-                ? 0 : reader.is(key, "remotePort") ? 1 : reader.is(key, "localPort") ? 2 : nil
-            if let port {
-                let (read, end) = try reader.readInteger(Int.self, at: value, codingPath: codingPath)
-                ports[port] = read
-                return end
+            if let number = numbers.firstIndex(where: { reader.is(key, $0.key) }) {
+                seen |= 1 << (counts.count + number)
+                return try reader.read(&metrics[keyPath: numbers[number].field], at: value, codingPath: codingPath)
             }
-            let address: Int? = reader.is(key, "remoteAddress") ? 0 : reader.is(key, "localAddress") ? 1 : nil
-            if let address {
-                let (read, end) = try reader.readString(at: value, codingPath: codingPath)
-                addresses[address] = read
-                return end
+            if let address = addresses.firstIndex(where: { reader.is(key, $0.key) }) {
+                seen |= 1 << (counts.count + numbers.count + address)
+                return try reader.read(&metrics[keyPath: addresses[address].field], at: value, codingPath: codingPath)
             }
             if reader.is(key, "reusedConnection") {
-                let (read, end) = try reader.readBool(at: value, codingPath: codingPath)
-                reusedConnection = read
-                return end
+                seen |= 1 << (counts.count + numbers.count + addresses.count)
+                return try reader.read(&metrics.reusedConnection, at: value, codingPath: codingPath)
             }
             return nil
         }
-        for (key, count) in zip(countKeys, counts) where count == nil {
-            throw reader.missing(key, codingPath: codingPath)
+        let keys = counts.map(\.key) + numbers.map(\.key) + addresses.map(\.key) + ["reusedConnection"]
+        if let missing = keys.indices.first(where: { seen & (1 << $0) == 0 }) {
+            throw reader.missing(keys[missing], codingPath: codingPath)
         }
-        guard let httpVersion = ports[0] else { throw reader.missing("httpVersion", codingPath: codingPath) }
-        guard let reusedConnection else { throw reader.missing("reusedConnection", codingPath: codingPath) }
-        guard let remotePort = ports[1] else { throw reader.missing("remotePort", codingPath: codingPath) }
-        guard let localPort = ports[2] else { throw reader.missing("localPort", codingPath: codingPath) }
-        guard let remoteAddress = addresses[0] else { throw reader.missing("remoteAddress", codingPath: codingPath) }
-        guard let localAddress = addresses[1] else { throw reader.missing("localAddress", codingPath: codingPath) }
-        var metrics = Self()
-        let read = counts.map { $0 ?? 0 }
-        metrics.queuedMicroseconds = read[0]
-        metrics.nameLookupMicroseconds = read[1]
-        metrics.connectMicroseconds = read[2]
-        metrics.tlsMicroseconds = read[3]
-        metrics.pretransferMicroseconds = read[4]
-        metrics.firstByteMicroseconds = read[5]
-        metrics.totalMicroseconds = read[6]
-        metrics.requestHeaderBytes = read[7]
-        metrics.responseHeaderBytes = read[8]
-        metrics.bodyBytesSent = read[9]
-        metrics.bodyBytesReceived = read[10]
-        metrics.bodyBytesOnWire = read[11]
-        metrics.httpVersion = httpVersion
-        metrics.reusedConnection = reusedConnection
-        metrics.remotePort = remotePort
-        metrics.localPort = localPort
-        metrics.remoteAddress = remoteAddress
-        metrics.localAddress = localAddress
         return (metrics, end)
     }
 }

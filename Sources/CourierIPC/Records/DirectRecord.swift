@@ -41,9 +41,48 @@ extension RecordBuffer {
         tag(value ? .true : .false)
     }
 
-    /// Any other value, as ``RecordEncoder`` writes it.
-    package func value(_ value: some Encodable) throws {
-        try encodeValue(value, codingPath: [])
+    /// Writes `value` as ``RecordEncoder`` does: a number, a string, a flag or a date directly, any other value
+    /// through ``RecordBuffer/encodeValue(_:codingPath:)``.
+    package func value<Value: Encodable>(_ value: Value) throws {
+        // By the value's type (each test is decided where the function is specialized), not by casting the value.
+        if Value.self == String.self {
+            string(value as! String)
+        } else if Value.self == Int.self {
+            signed(Int64(value as! Int))
+        } else if Value.self == Int64.self {
+            signed(value as! Int64)
+        } else if Value.self == Int32.self {
+            signed(Int64(value as! Int32))
+        } else if Value.self == UInt64.self {
+            unsigned(value as! UInt64)
+        } else if Value.self == Bool.self {
+            bool(value as! Bool)
+        } else if Value.self == Float.self {
+            float(value as! Float)
+        } else if Value.self == Date.self {
+            double((value as! Date).timeIntervalSinceReferenceDate)
+        } else {
+            try encodeValue(value, codingPath: [])
+        }
+    }
+
+    /// An entry: its key, then its value.
+    package func entry<Value: Encodable>(_ key: StaticString, _ value: Value) throws {
+        self.key(key)
+        try self.value(value)
+    }
+
+    /// An entry whose value writes itself.
+    package func entry(_ key: StaticString, _ value: some DirectRecord) throws {
+        self.key(key)
+        try value.writeRecord(to: self)
+    }
+
+    /// An entry when `value` is not nil (as `encodeIfPresent` writes it).
+    package func entry<Value: Encodable>(_ key: StaticString, ifPresent value: Value?) throws {
+        if let value {
+            try entry(key, value)
+        }
     }
 
     /// `value` through its `encode(to:)`: for a ``DirectRecord`` writing a form it does not write itself.
@@ -109,7 +148,7 @@ extension RecordReader {
     }
 
     /// The integer at `offset` and the offset after it.
-    package func readInteger<Value: FixedWidthInteger>(
+    private func readInteger<Value: FixedWidthInteger>(
         _ type: Value.Type,
         at offset: Int,
         codingPath: [any CodingKey]
@@ -134,7 +173,7 @@ extension RecordReader {
         return (value, end)
     }
 
-    package func readString(at offset: Int, codingPath: [any CodingKey]) throws -> (String, Int) {
+    private func readString(at offset: Int, codingPath: [any CodingKey]) throws -> (String, Int) {
         guard try tag(at: offset, codingPath: codingPath) == .string else {
             throw DecodingError.typeMismatch(
                 String.self,
@@ -145,16 +184,76 @@ extension RecordReader {
         return (text(range), range.upperBound)
     }
 
-    package func readBool(at offset: Int, codingPath: [any CodingKey]) throws -> (Bool, Int) {
-        (try bool(at: offset, codingPath: codingPath), offset + 1)
+    /// Reads the value at `offset`, which reads itself, into `value`; returns the offset after it.
+    package func read<Value: DirectRecord>(
+        _ value: inout Value?,
+        at offset: Int,
+        codingPath: [any CodingKey]
+    ) throws -> Int {
+        let (read, end) = try Value.readRecord(from: self, at: offset, codingPath: codingPath)
+        value = read
+        return end
     }
 
-    /// Any other value, as ``RecordDecoder`` reads it, and the offset after it.
+    /// Reads the value at `offset` into `value`; returns the offset after it.
+    package func read<Value: Decodable>(
+        _ value: inout Value,
+        at offset: Int,
+        codingPath: [any CodingKey]
+    ) throws -> Int {
+        let (read, end) = try readValue(Value.self, at: offset, codingPath: codingPath)
+        value = read
+        return end
+    }
+
+    /// Reads the value at `offset` into `value`; returns the offset after it.
+    package func read<Value: Decodable>(
+        _ value: inout Value?,
+        at offset: Int,
+        codingPath: [any CodingKey]
+    ) throws -> Int {
+        let (read, end) = try readValue(Value.self, at: offset, codingPath: codingPath)
+        value = read
+        return end
+    }
+
+    /// The value at `offset`, as ``RecordDecoder`` reads it (a number, a string, a flag or a date directly), and the
+    /// offset after it.
     package func readValue<Value: Decodable>(
         _ type: Value.Type,
         at offset: Int,
         codingPath: [any CodingKey]
     ) throws -> (Value, Int) {
+        if type == String.self {
+            let (text, end) = try readString(at: offset, codingPath: codingPath)
+            return (text as! Value, end)
+        }
+        if type == Int.self {
+            let (number, end) = try readInteger(Int.self, at: offset, codingPath: codingPath)
+            return (number as! Value, end)
+        }
+        if type == Int64.self {
+            let (number, end) = try readInteger(Int64.self, at: offset, codingPath: codingPath)
+            return (number as! Value, end)
+        }
+        if type == Int32.self {
+            let (number, end) = try readInteger(Int32.self, at: offset, codingPath: codingPath)
+            return (number as! Value, end)
+        }
+        if type == UInt64.self {
+            let (number, end) = try readInteger(UInt64.self, at: offset, codingPath: codingPath)
+            return (number as! Value, end)
+        }
+        if type == Bool.self {
+            return (try bool(at: offset, codingPath: codingPath) as! Value, offset + 1)
+        }
+        if type == Float.self {
+            return (try float(at: offset, codingPath: codingPath) as! Value, offset + 5)
+        }
+        if type == Date.self {
+            let seconds = try double(at: offset, codingPath: codingPath)
+            return (Date(timeIntervalSinceReferenceDate: seconds) as! Value, offset + 9)
+        }
         if direct, let record = type as? any DirectRecord.Type {
             let (value, end) = try record.readRecord(from: self, at: offset, codingPath: codingPath)
             return (value as! Value, end)
