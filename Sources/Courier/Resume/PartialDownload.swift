@@ -79,7 +79,8 @@ extension DownloadTask {
         guard let staging else {
             var resume = description
             resume.file = ""
-            let file = core.configuration.resumeDataDirectory.appendingPathComponent(description.file, isDirectory: false)
+            let directory = core.configuration.resumeDataDirectory
+            let file = directory.appendingPathComponent(description.file, isDirectory: false)
             return PartialDownload(file: file.path, resume: resume)
         }
         return PartialDownload(file: staging.path, resume: description)
