@@ -7,14 +7,15 @@ import Foundation
 
 extension IPCMessage.Events: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        buffer.keyed(count: 3)
-        try buffer.entry("session", session)
-        buffer.key("events")
-        buffer.unkeyed(count: events.count)
-        for event in events {
-            try event.writeRecord(to: buffer)
+        try buffer.keyed {
+            try buffer.entry("session", session)
+            buffer.key("events")
+            buffer.unkeyed(count: events.count)
+            for event in events {
+                try event.writeRecord(to: buffer)
+            }
+            try buffer.entry("finished", finished)
         }
-        try buffer.entry("finished", finished)
     }
 
     package static func readRecord(
@@ -50,10 +51,11 @@ extension IPCMessage.Events: DirectRecord {
 
 extension IPCMessage.SequencedEvent: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        buffer.keyed(count: 3)
-        try buffer.entry("sequence", sequence)
-        try buffer.entry("task", task)
-        try buffer.entry("event", event)
+        try buffer.keyed {
+            try buffer.entry("sequence", sequence)
+            try buffer.entry("task", task)
+            try buffer.entry("event", event)
+        }
     }
 
     package static func readRecord(
@@ -79,9 +81,10 @@ extension IPCMessage.SequencedEvent: DirectRecord {
 
 extension IPCMessage.BackgroundEvent: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        buffer.keyed(count: 2)
-        try buffer.entry("progress", progress)
-        try buffer.entry("payload", payload)
+        try buffer.keyed {
+            try buffer.entry("progress", progress)
+            try buffer.entry("payload", payload)
+        }
     }
 
     package static func readRecord(
@@ -104,12 +107,13 @@ extension IPCMessage.BackgroundEvent: DirectRecord {
 
 extension TransferProgress: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        buffer.keyed(count: bytesOnDisk == nil ? 4 : 5)
-        try buffer.entry("received", received)
-        try buffer.entry("expectedToReceive", expectedToReceive)
-        try buffer.entry("sent", sent)
-        try buffer.entry("expectedToSend", expectedToSend)
-        try buffer.entry("bytesOnDisk", ifPresent: bytesOnDisk)
+        try buffer.keyed {
+            try buffer.entry("received", received)
+            try buffer.entry("expectedToReceive", expectedToReceive)
+            try buffer.entry("sent", sent)
+            try buffer.entry("expectedToSend", expectedToSend)
+            try buffer.entry("bytesOnDisk", ifPresent: bytesOnDisk)
+        }
     }
 
     package static func readRecord(
@@ -155,39 +159,32 @@ extension TransferProgress: DirectRecord {
 extension TransferEvent.Payload: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
         // A case is a keyed container of one entry, the case's name, whose value holds its associated values.
+        func `case`(_ name: StaticString, _ values: () throws -> Void) throws {
+            try buffer.keyed {
+                buffer.key(name)
+                try buffer.keyed(values)
+            }
+        }
         switch self {
         case .response(let held, let resumeOffset, let head):
-            buffer.keyed(count: 1)
-            buffer.key("response")
-            buffer.keyed(count: 3)
-            try buffer.entry("held", held)
-            try buffer.entry("resumeOffset", resumeOffset)
-            try buffer.entry("head", head)
+            try `case`("response") {
+                try buffer.entry("held", held)
+                try buffer.entry("resumeOffset", resumeOffset)
+                try buffer.entry("head", head)
+            }
         case .progress:
-            buffer.keyed(count: 1)
-            buffer.key("progress")
-            buffer.keyed(count: 0)
+            try `case`("progress") {}
         case .complete(let completion):
-            buffer.keyed(count: 1)
-            buffer.key("complete")
-            buffer.keyed(count: 1)
-            try buffer.entry("_0", completion)
+            try `case`("complete") { try buffer.entry("_0", completion) }
         case .relocated(let url):
-            buffer.keyed(count: 1)
-            buffer.key("relocated")
-            buffer.keyed(count: 1)
-            try buffer.entry("url", url)
+            try `case`("relocated") { try buffer.entry("url", url) }
         case .downloaded(let path):
-            buffer.keyed(count: 1)
-            buffer.key("downloaded")
-            buffer.keyed(count: 1)
-            try buffer.entry("path", path)
+            try `case`("downloaded") { try buffer.entry("path", path) }
         case .resumed(let offset, let expectedTotal):
-            buffer.keyed(count: 1)
-            buffer.key("resumed")
-            buffer.keyed(count: 2)
-            try buffer.entry("offset", offset)
-            try buffer.entry("expectedTotal", expectedTotal)
+            try `case`("resumed") {
+                try buffer.entry("offset", offset)
+                try buffer.entry("expectedTotal", expectedTotal)
+            }
         case .data, .informational, .segments, .delayedStart:
             try buffer.throughCodable(self)
         }
@@ -273,15 +270,17 @@ extension TransferEvent.Payload: DirectRecord {
 
 extension ResponseHead: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        buffer.keyed(count: 3)
-        try buffer.entry("status", status)
-        try buffer.entry("httpVersion", httpVersion)
-        buffer.key("fieldLines")
-        buffer.unkeyed(count: fieldLines.count)
-        for field in fieldLines {
-            buffer.keyed(count: 2)
-            try buffer.entry("name", field.name)
-            try buffer.entry("value", field.value)
+        try buffer.keyed {
+            try buffer.entry("status", status)
+            try buffer.entry("httpVersion", httpVersion)
+            buffer.key("fieldLines")
+            buffer.unkeyed(count: fieldLines.count)
+            for field in fieldLines {
+                try buffer.keyed {
+                    try buffer.entry("name", field.name)
+                    try buffer.entry("value", field.value)
+                }
+            }
         }
     }
 
@@ -327,14 +326,14 @@ extension ResponseHead: DirectRecord {
 
 extension TransferCompletion: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        let present = [error != nil, digest != nil, finalStatus != nil, peerTrust != nil].count { $0 }
-        buffer.keyed(count: 2 + present)
-        try buffer.entry("error", ifPresent: error)
-        try buffer.entry("bytesOnDisk", bytesOnDisk)
-        try buffer.entry("metrics", metrics)
-        try buffer.entry("digest", ifPresent: digest)
-        try buffer.entry("finalStatus", ifPresent: finalStatus)
-        try buffer.entry("peerTrust", ifPresent: peerTrust)
+        try buffer.keyed {
+            try buffer.entry("error", ifPresent: error)
+            try buffer.entry("bytesOnDisk", bytesOnDisk)
+            try buffer.entry("metrics", metrics)
+            try buffer.entry("digest", ifPresent: digest)
+            try buffer.entry("finalStatus", ifPresent: finalStatus)
+            try buffer.entry("peerTrust", ifPresent: peerTrust)
+        }
     }
 
     package static func readRecord(
@@ -389,26 +388,27 @@ extension TransferMetrics: DirectRecord {
     ]
 
     package func writeRecord(to buffer: RecordBuffer) throws {
-        buffer.keyed(count: Self.counts.count + Self.numbers.count + Self.addresses.count + 1)
-        // Each field named (not through `counts`: a key path read per field costs as much again as the rest).
-        try buffer.entry("queuedMicroseconds", queuedMicroseconds)
-        try buffer.entry("nameLookupMicroseconds", nameLookupMicroseconds)
-        try buffer.entry("connectMicroseconds", connectMicroseconds)
-        try buffer.entry("tlsMicroseconds", tlsMicroseconds)
-        try buffer.entry("pretransferMicroseconds", pretransferMicroseconds)
-        try buffer.entry("firstByteMicroseconds", firstByteMicroseconds)
-        try buffer.entry("totalMicroseconds", totalMicroseconds)
-        try buffer.entry("requestHeaderBytes", requestHeaderBytes)
-        try buffer.entry("responseHeaderBytes", responseHeaderBytes)
-        try buffer.entry("bodyBytesSent", bodyBytesSent)
-        try buffer.entry("bodyBytesReceived", bodyBytesReceived)
-        try buffer.entry("bodyBytesOnWire", bodyBytesOnWire)
-        try buffer.entry("httpVersion", httpVersion)
-        try buffer.entry("reusedConnection", reusedConnection)
-        try buffer.entry("remotePort", remotePort)
-        try buffer.entry("localPort", localPort)
-        try buffer.entry("remoteAddress", remoteAddress)
-        try buffer.entry("localAddress", localAddress)
+        try buffer.keyed {
+            // Each field named (not through `counts`: a key path read per field costs as much again as the rest).
+            try buffer.entry("queuedMicroseconds", queuedMicroseconds)
+            try buffer.entry("nameLookupMicroseconds", nameLookupMicroseconds)
+            try buffer.entry("connectMicroseconds", connectMicroseconds)
+            try buffer.entry("tlsMicroseconds", tlsMicroseconds)
+            try buffer.entry("pretransferMicroseconds", pretransferMicroseconds)
+            try buffer.entry("firstByteMicroseconds", firstByteMicroseconds)
+            try buffer.entry("totalMicroseconds", totalMicroseconds)
+            try buffer.entry("requestHeaderBytes", requestHeaderBytes)
+            try buffer.entry("responseHeaderBytes", responseHeaderBytes)
+            try buffer.entry("bodyBytesSent", bodyBytesSent)
+            try buffer.entry("bodyBytesReceived", bodyBytesReceived)
+            try buffer.entry("bodyBytesOnWire", bodyBytesOnWire)
+            try buffer.entry("httpVersion", httpVersion)
+            try buffer.entry("reusedConnection", reusedConnection)
+            try buffer.entry("remotePort", remotePort)
+            try buffer.entry("localPort", localPort)
+            try buffer.entry("remoteAddress", remoteAddress)
+            try buffer.entry("localAddress", localAddress)
+        }
     }
 
     package static func readRecord(

@@ -6,20 +6,20 @@ import Foundation
 
 extension IPCMessage.TaskSnapshot: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        let optionals = [taskDescription != nil, waitingReason != nil, task != nil, outcome != nil, endedAt != nil]
-        buffer.keyed(count: 6 + optionals.count { $0 } + (statusCode == nil ? 0 : 1))
-        try buffer.entry("identifier", identifier)
-        try buffer.entry("taskDescription", ifPresent: taskDescription)
-        try buffer.entry("state", state)
-        try buffer.entry("countOfBytesReceived", countOfBytesReceived)
-        try buffer.entry("countOfBytesExpectedToReceive", countOfBytesExpectedToReceive)
-        try buffer.entry("countOfBytesSent", countOfBytesSent)
-        try buffer.entry("countOfBytesExpectedToSend", countOfBytesExpectedToSend)
-        try buffer.entry("waitingReason", ifPresent: waitingReason)
-        try buffer.entry("task", ifPresent: task)
-        try buffer.entry("outcome", ifPresent: outcome)
-        try buffer.entry("endedAt", ifPresent: endedAt)
-        try buffer.entry("statusCode", ifPresent: statusCode)
+        try buffer.keyed {
+            try buffer.entry("identifier", identifier)
+            try buffer.entry("taskDescription", ifPresent: taskDescription)
+            try buffer.entry("state", state)
+            try buffer.entry("countOfBytesReceived", countOfBytesReceived)
+            try buffer.entry("countOfBytesExpectedToReceive", countOfBytesExpectedToReceive)
+            try buffer.entry("countOfBytesSent", countOfBytesSent)
+            try buffer.entry("countOfBytesExpectedToSend", countOfBytesExpectedToSend)
+            try buffer.entry("waitingReason", ifPresent: waitingReason)
+            try buffer.entry("task", ifPresent: task)
+            try buffer.entry("outcome", ifPresent: outcome)
+            try buffer.entry("endedAt", ifPresent: endedAt)
+            try buffer.entry("statusCode", ifPresent: statusCode)
+        }
     }
 
     package static func readRecord(
@@ -75,11 +75,12 @@ extension IPCMessage.TaskSnapshot: DirectRecord {
 
 extension IPCMessage.BackgroundTask: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        buffer.keyed(count: 2 + (createdInBackground == nil ? 0 : 1) + (startAfter == nil ? 0 : 1))
-        try buffer.entry("identifier", identifier)
-        try buffer.entry("spec", spec)
-        try buffer.entry("createdInBackground", ifPresent: createdInBackground)
-        try buffer.entry("startAfter", ifPresent: startAfter)
+        try buffer.keyed {
+            try buffer.entry("identifier", identifier)
+            try buffer.entry("spec", spec)
+            try buffer.entry("createdInBackground", ifPresent: createdInBackground)
+            try buffer.entry("startAfter", ifPresent: startAfter)
+        }
     }
 
     package static func readRecord(
@@ -121,69 +122,55 @@ extension TransferSpec: DirectRecord {
 
     package func writeRecord(to buffer: RecordBuffer) throws {
         let defaults = Self.defaults
-        let written = [
-            true, method != defaults.method, headers != defaults.headers, body != defaults.body,
-            bodyOffset != defaults.bodyOffset, sink != defaults.sink, resumeOffset != defaults.resumeOffset,
-            rangeLength != defaults.rangeLength, segments != defaults.segments, segmentMap != nil,
-            holdRedirectAndAuth != defaults.holdRedirectAndAuth, askResponse != defaults.askResponse,
-            noBody != defaults.noBody, upgrade != defaults.upgrade, decodesContent != defaults.decodesContent,
-            http2 != defaults.http2, authentication != defaults.authentication, proxy != nil, noProxy != nil,
-            proxyAuthentication != defaults.proxyAuthentication,
-            maximumBytesPerSecond != defaults.maximumBytesPerSecond,
-            maximumBodyLength != defaults.maximumBodyLength,
-            idleTimeoutMilliseconds != defaults.idleTimeoutMilliseconds,
-            totalTimeoutMilliseconds != defaults.totalTimeoutMilliseconds, priority != defaults.priority,
-            digest != nil, announcedDigest != defaults.announcedDigest, connection != nil, task != nil,
-        ]
-        buffer.keyed(count: written.count { $0 })
-        var field = 0
-        /// Writes the next field when it is to be written (in the order of `written`).
-        func next<Value: Encodable>(_ key: StaticString, _ value: Value?) throws {
-            defer { field += 1 }
-            if written[field], let value {
+        /// Writes a field that differs from its default, as ``encode(to:)`` does.
+        func field<Value: Encodable & Equatable>(_ key: StaticString, _ value: Value, _ fallback: Value) throws {
+            if value != fallback {
                 try buffer.entry(key, value)
             }
         }
-        try next("url", url)
-        try next("method", method)
-        try next("headers", headers)
-        try next("body", body)
-        try next("bodyOffset", bodyOffset)
-        if written[field], case .file(let path, let append) = sink {
-            // The common sink written directly, as its synthesized conformance writes it.
-            buffer.key("sink")
-            buffer.keyed(count: 1)
-            buffer.key("file")
-            buffer.keyed(count: 2)
-            try buffer.entry("path", path)
-            try buffer.entry("append", append)
-            field += 1
-        } else {
-            try next("sink", sink)
+        try buffer.keyed {
+            try buffer.entry("url", url)
+            try field("method", method, defaults.method)
+            try field("headers", headers, defaults.headers)
+            try field("body", body, defaults.body)
+            try field("bodyOffset", bodyOffset, defaults.bodyOffset)
+            if case .file(let path, let append) = sink {
+                // The common sink written directly, as its synthesized conformance writes it.
+                buffer.key("sink")
+                try buffer.keyed {
+                    buffer.key("file")
+                    try buffer.keyed {
+                        try buffer.entry("path", path)
+                        try buffer.entry("append", append)
+                    }
+                }
+            } else {
+                try field("sink", sink, defaults.sink)
+            }
+            try field("resumeOffset", resumeOffset, defaults.resumeOffset)
+            try field("rangeLength", rangeLength, defaults.rangeLength)
+            try field("segments", segments, defaults.segments)
+            try buffer.entry("segmentMap", ifPresent: segmentMap)
+            try field("holdRedirectAndAuth", holdRedirectAndAuth, defaults.holdRedirectAndAuth)
+            try field("askResponse", askResponse, defaults.askResponse)
+            try field("noBody", noBody, defaults.noBody)
+            try field("upgrade", upgrade, defaults.upgrade)
+            try field("decodesContent", decodesContent, defaults.decodesContent)
+            try field("http2", http2, defaults.http2)
+            try field("authentication", authentication, defaults.authentication)
+            try buffer.entry("proxy", ifPresent: proxy)
+            try buffer.entry("noProxy", ifPresent: noProxy)
+            try field("proxyAuthentication", proxyAuthentication, defaults.proxyAuthentication)
+            try field("maximumBytesPerSecond", maximumBytesPerSecond, defaults.maximumBytesPerSecond)
+            try field("maximumBodyLength", maximumBodyLength, defaults.maximumBodyLength)
+            try field("idleTimeoutMilliseconds", idleTimeoutMilliseconds, defaults.idleTimeoutMilliseconds)
+            try field("totalTimeoutMilliseconds", totalTimeoutMilliseconds, defaults.totalTimeoutMilliseconds)
+            try field("priority", priority, defaults.priority)
+            try buffer.entry("digest", ifPresent: digest)
+            try field("announcedDigest", announcedDigest, defaults.announcedDigest)
+            try buffer.entry("connection", ifPresent: connection)
+            try buffer.entry("task", ifPresent: task)
         }
-        try next("resumeOffset", resumeOffset)
-        try next("rangeLength", rangeLength)
-        try next("segments", segments)
-        try next("segmentMap", segmentMap)
-        try next("holdRedirectAndAuth", holdRedirectAndAuth)
-        try next("askResponse", askResponse)
-        try next("noBody", noBody)
-        try next("upgrade", upgrade)
-        try next("decodesContent", decodesContent)
-        try next("http2", http2)
-        try next("authentication", authentication)
-        try next("proxy", proxy)
-        try next("noProxy", noProxy)
-        try next("proxyAuthentication", proxyAuthentication)
-        try next("maximumBytesPerSecond", maximumBytesPerSecond)
-        try next("maximumBodyLength", maximumBodyLength)
-        try next("idleTimeoutMilliseconds", idleTimeoutMilliseconds)
-        try next("totalTimeoutMilliseconds", totalTimeoutMilliseconds)
-        try next("priority", priority)
-        try next("digest", digest)
-        try next("announcedDigest", announcedDigest)
-        try next("connection", connection)
-        try next("task", task)
     }
 
     package static func readRecord(
@@ -280,24 +267,20 @@ extension TransferSpec: DirectRecord {
 
 extension TransferSpec.TaskDetails: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
-        let optionals = [
-            taskDescription != nil, resumeData != nil, earliestBeginDate != nil, countOfBytesClientExpectsToSend != nil,
-            countOfBytesClientExpectsToReceive != nil, expectedChecksum != nil, maximumBytesPerSecond != nil,
-            maximumSegments != nil, credentialURL != nil,
-        ]
-        buffer.keyed(count: 3 + optionals.count { $0 })
-        try buffer.entry("kind", kind.rawValue)
-        try buffer.entry("taskDescription", ifPresent: taskDescription)
-        try buffer.entry("priority", priority)
-        try buffer.entry("resumeData", ifPresent: resumeData)
-        try buffer.entry("reportsToDelegate", reportsToDelegate)
-        try buffer.entry("earliestBeginDate", ifPresent: earliestBeginDate)
-        try buffer.entry("countOfBytesClientExpectsToSend", ifPresent: countOfBytesClientExpectsToSend)
-        try buffer.entry("countOfBytesClientExpectsToReceive", ifPresent: countOfBytesClientExpectsToReceive)
-        try buffer.entry("expectedChecksum", ifPresent: expectedChecksum)
-        try buffer.entry("maximumBytesPerSecond", ifPresent: maximumBytesPerSecond)
-        try buffer.entry("maximumSegments", ifPresent: maximumSegments)
-        try buffer.entry("credentialURL", ifPresent: credentialURL)
+        try buffer.keyed {
+            try buffer.entry("kind", kind.rawValue)
+            try buffer.entry("taskDescription", ifPresent: taskDescription)
+            try buffer.entry("priority", priority)
+            try buffer.entry("resumeData", ifPresent: resumeData)
+            try buffer.entry("reportsToDelegate", reportsToDelegate)
+            try buffer.entry("earliestBeginDate", ifPresent: earliestBeginDate)
+            try buffer.entry("countOfBytesClientExpectsToSend", ifPresent: countOfBytesClientExpectsToSend)
+            try buffer.entry("countOfBytesClientExpectsToReceive", ifPresent: countOfBytesClientExpectsToReceive)
+            try buffer.entry("expectedChecksum", ifPresent: expectedChecksum)
+            try buffer.entry("maximumBytesPerSecond", ifPresent: maximumBytesPerSecond)
+            try buffer.entry("maximumSegments", ifPresent: maximumSegments)
+            try buffer.entry("credentialURL", ifPresent: credentialURL)
+        }
     }
 
     package static func readRecord(

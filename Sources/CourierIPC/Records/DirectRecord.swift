@@ -19,10 +19,17 @@ package protocol DirectRecord: Codable {
 }
 
 extension RecordBuffer {
-    /// Starts a keyed container of `count` entries.
-    package func keyed(count: Int) {
-        tag(.keyed)
-        withUnsafeBytes(of: UInt32(count).littleEndian) { bytes.append(contentsOf: $0) }
+    /// A keyed container of the entries `body` writes: its count is the number of keys written in it, set once
+    /// `body` returns (as the `Codable` containers keep theirs).
+    package func keyed(_ body: () throws -> Void) rethrows {
+        let slot = container(.keyed)
+        let outer = entries
+        entries = 0
+        defer {
+            setCount(entries, at: slot)
+            entries = outer
+        }
+        try body()
     }
 
     /// Starts an unkeyed container of `count` values.
@@ -31,8 +38,9 @@ extension RecordBuffer {
         withUnsafeBytes(of: UInt32(count).littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    /// An entry's key.
+    /// An entry's key, counted in the innermost open ``keyed(_:)`` container.
     package func key(_ name: StaticString) {
+        entries += 1
         varint(UInt64(name.utf8CodeUnitCount))
         bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
     }
@@ -228,21 +236,21 @@ extension RecordReader {
             let (text, end) = try readString(at: offset, codingPath: codingPath)
             return (text as! Value, end)
         }
+        func integer<Number: FixedWidthInteger>(_ number: Number.Type) throws -> (Value, Int) {
+            let (read, end) = try readInteger(number, at: offset, codingPath: codingPath)
+            return (read as! Value, end)
+        }
         if type == Int.self {
-            let (number, end) = try readInteger(Int.self, at: offset, codingPath: codingPath)
-            return (number as! Value, end)
+            return try integer(Int.self)
         }
         if type == Int64.self {
-            let (number, end) = try readInteger(Int64.self, at: offset, codingPath: codingPath)
-            return (number as! Value, end)
+            return try integer(Int64.self)
         }
         if type == Int32.self {
-            let (number, end) = try readInteger(Int32.self, at: offset, codingPath: codingPath)
-            return (number as! Value, end)
+            return try integer(Int32.self)
         }
         if type == UInt64.self {
-            let (number, end) = try readInteger(UInt64.self, at: offset, codingPath: codingPath)
-            return (number as! Value, end)
+            return try integer(UInt64.self)
         }
         if type == Bool.self {
             return (try bool(at: offset, codingPath: codingPath) as! Value, offset + 1)

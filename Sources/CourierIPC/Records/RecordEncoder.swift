@@ -55,6 +55,8 @@ package final class RecordBuffer {
     var bytes: [UInt8] = []
     /// Whether a ``DirectRecord`` writes itself (false: through its `encode(to:)`, to compare the two).
     var direct = true
+    /// The entries written so far in the innermost keyed container a ``DirectRecord`` has open (``keyed(_:)``).
+    var entries: UInt32 = 0
 
     func tag(_ tag: RecordFormat.Tag) {
         bytes.append(tag.rawValue)
@@ -112,11 +114,7 @@ package final class RecordBuffer {
     }
 
     func setCount(_ count: UInt32, at slot: Int) {
-        withUnsafeBytes(of: count.littleEndian) { count in
-            for index in 0..<4 {
-                bytes[slot + index] = count[index]
-            }
-        }
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: count.littleEndian, toByteOffset: slot, as: UInt32.self) }
     }
 
     /// Writes `value`: the types with a form of their own directly, any other through its `encode(to:)` (an empty
