@@ -51,12 +51,16 @@ package struct RecordEncoder {
 }
 
 /// The bytes being written, shared by every encoder and container of one record.
+///
+/// `bytes` and `entries` are `@exclusivity(unchecked)`: one record is written by one call on one thread, and no access
+/// to them overlaps another (none is held across a call that reaches them), so the runtime's check of each access
+/// could find nothing; it took half the time of writing an event (1.9 → 0.9 µs without it).
 package final class RecordBuffer {
-    var bytes: [UInt8] = []
+    @exclusivity(unchecked) var bytes: [UInt8] = []
     /// Whether a ``DirectRecord`` writes itself (false: through its `encode(to:)`, to compare the two).
     var direct = true
     /// The entries written so far in the innermost keyed container a ``DirectRecord`` has open (``keyed(_:)``).
-    var entries: UInt32 = 0
+    @exclusivity(unchecked) var entries: UInt32 = 0
 
     func tag(_ tag: RecordFormat.Tag) {
         bytes.append(tag.rawValue)
