@@ -73,6 +73,11 @@ package final class Journal: Sendable {
             // read its pages back from the file at every commit (565,537 `pread`s of the database for 2,000 downloads,
             // 5 with this cache; W6 through courierd 22.5 s of CPU, then 16.4 to 18.9 s). A cap, not an allocation.
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size = -16384") }
+            // Statement journals in memory: a statement inside a transaction keeps the pages it changes, to undo it
+            // alone, and SQLite spills them to a file in /var/tmp past 64 KiB; after the first spill every later
+            // statement wrote there (16 `pwrite`s a task in W6, on the disk's file system whatever the journal's).
+            // What it holds is needed only until the statement ends; nothing durable goes there.
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
         } catch let error as DatabaseError where error.isCorruption {
             throw JournalRecovery.Reason.corrupt("\(error.message ?? "\(error)")")
         }
