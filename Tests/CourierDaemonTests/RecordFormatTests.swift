@@ -159,6 +159,24 @@ struct RecordFormatTests {
         #expect(throws: JournalError.self) {
             try Journal.decode(SessionRecord.self, from: Data(#"{"v":0,"identifier":"s"}"#.utf8))
         }
+        // The same in the record format, which the task and event records read themselves.
+        struct LaterTask: Encodable {
+            var v = 3
+            var identifier = 1
+            var spec = TransferSpec(url: "http://127.0.0.1:9/")
+        }
+        struct LaterEvent: Encodable {
+            var v = 3
+            var progress = TransferProgress()
+            var payload = TransferEvent.Payload.resumed(offset: 1, expectedTotal: 2)
+        }
+        #expect(throws: JournalError.self) { try Journal.decode(TaskRecord.self, from: RecordEncoder.encode(LaterTask())) }
+        #expect(throws: JournalError.self) {
+            try Journal.decode(EventRecord.self, from: RecordEncoder.encode(LaterEvent()))
+        }
+        #expect(try Journal.decode(TaskRecord.self, from: RecordEncoder.encode(LaterTask(v: 2))).task.identifier == 1)
+        #expect(try Journal.decode(EventRecord.self, from: RecordEncoder.encode(LaterEvent(v: 2))).event.payload
+            == .resumed(offset: 1, expectedTotal: 2))
     }
 
     @Test("events written and read directly: the bytes of their Codable conformance, read back equal either way")

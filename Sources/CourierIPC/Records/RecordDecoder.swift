@@ -139,7 +139,7 @@ package struct RecordReader {
 
     // MARK: Values
 
-    func isNull(at offset: Int, codingPath: [any CodingKey]) throws -> Bool {
+    package func isNull(at offset: Int, codingPath: [any CodingKey]) throws -> Bool {
         try tag(at: offset, codingPath: codingPath) == .null
     }
 

@@ -168,15 +168,31 @@ package struct TransferSpec: Codable, Sendable, Equatable {
 extension TransferSpec {
     /// The field name of a header line (`Name: value`), lowercased.
     package static func fieldName(of line: String) -> String {
-        String(line.prefix { $0 != ":" }).trimmingCharacters(in: .whitespaces).lowercased()
+        let name = line.utf8.prefix { $0 != UInt8(ascii: ":") }
+        return String(decoding: trimmed(name), as: UTF8.self).lowercased()
     }
 
     /// A header line (`Name: value`) as its name (as written) and its value (trimmed); nil for a line with no colon.
     package static func field(of line: String) -> (name: String, value: String)? {
-        guard let colon = line.firstIndex(of: ":") else {
+        guard let colon = line.utf8.firstIndex(of: UInt8(ascii: ":")) else {
             return nil
         }
-        return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        let value = trimmed(line.utf8[line.utf8.index(after: colon)...])
+        return (String(line[..<colon]), String(decoding: value, as: UTF8.self))
+    }
+
+    /// `bytes` without the spaces and tabs around them: the only white space a header line has around its name and
+    /// value (RFC 9110 §5.6.3), trimmed byte by byte (every task's header lines are read so, by both sides).
+    private static func trimmed(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
+        var bytes = bytes
+        func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while let first = bytes.first, isSpace(first) {
+            bytes.removeFirst()
+        }
+        while let last = bytes.last, isSpace(last) {
+            bytes.removeLast()
+        }
+        return bytes
     }
 
     private enum CodingKeys: String, CodingKey {

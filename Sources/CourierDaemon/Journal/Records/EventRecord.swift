@@ -40,3 +40,40 @@ package struct EventRecord: JournalRecord {
         )
     }
 }
+
+/// Written and read without `Codable`'s containers (the same bytes): the journal writes one for every event.
+extension EventRecord: DirectRecord {
+    package func writeRecord(to buffer: RecordBuffer) throws {
+        try buffer.keyed {
+            try buffer.entry("v", Self.form)
+            try buffer.entry("progress", event.progress)
+            try buffer.entry("payload", event.payload)
+        }
+    }
+
+    package static func readRecord(
+        from reader: RecordReader,
+        at offset: Int,
+        codingPath: [any CodingKey]
+    ) throws -> (value: Self, end: Int) {
+        var form: Int?
+        var progress: TransferProgress?
+        var payload: TransferEvent.Payload?
+        let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
+            if try reader.isNull(at: value, codingPath: codingPath) {
+                return nil
+            }
+            if reader.is(key, "v") { return try reader.read(&form, at: value, codingPath: codingPath) }
+            if reader.is(key, "progress") { return try reader.read(&progress, at: value, codingPath: codingPath) }
+            if reader.is(key, "payload") { return try reader.read(&payload, at: value, codingPath: codingPath) }
+            return nil
+        }
+        if try Self.form(form, codingPath: codingPath) == 1 && payload == nil {
+            // An event journaled before events were the seam's own (``EarlierEvent``).
+            return try reader.readThroughCodable(Self.self, at: offset, codingPath: codingPath)
+        }
+        guard let progress else { throw reader.missing("progress", codingPath: codingPath) }
+        guard let payload else { throw reader.missing("payload", codingPath: codingPath) }
+        return (Self(IPCMessage.BackgroundEvent(payload, progress: progress)), end)
+    }
+}

@@ -26,3 +26,19 @@ extension JournalRecord {
         return form
     }
 }
+
+extension JournalRecord {
+    /// The form a record read directly says (1 when it says none), as ``form(of:key:)`` checks it.
+    static func form(_ read: Int?, codingPath: [any CodingKey]) throws -> Int {
+        let form = read ?? 1
+        guard (1...Self.form).contains(form) else {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: codingPath,
+                    debugDescription: "\(Self.self) in form \(form); this courierd reads forms 1 to \(Self.form)"
+                )
+            )
+        }
+        return form
+    }
+}
