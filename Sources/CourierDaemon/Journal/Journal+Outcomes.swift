@@ -34,62 +34,55 @@ extension Journal {
     }
 
     /// Ends tasks in one transaction (the attempts that ended in one batch of the engine's reports), each all or
-    /// nothing (a savepoint each): returns the events journaled, in order, and the tasks refused alone (not in the
-    /// journal any more: their session was invalidated meanwhile). A failure of the journal itself (a full disk)
-    /// throws: none was journaled.
+    /// nothing: returns the events journaled, in order, and the tasks refused alone (not in the journal any more:
+    /// their session was invalidated meanwhile). A failure of the journal itself (a full disk) throws: none was
+    /// journaled.
     package func finish(
         session: String,
         _ finishes: [Finish]
     ) throws(JournalError) -> (events: [IPCMessage.SequencedEvent], refused: [(task: Int, error: JournalError)]) {
         var bodies: [[Data]] = []
+        var unsynced: [[any DatabaseValueConvertible]?] = []
         for finish in finishes {
             var encoded: [Data] = []
             for event in finish.events {
                 encoded.append(try Journal.encode(EventRecord(event)))
             }
             bodies.append(encoded)
+            unsynced.append(try finish.unsynced.map(Journal.row(of:)))
         }
         return try write { db in
             var sequenced: [IPCMessage.SequencedEvent] = []
             var refused: [(task: Int, error: JournalError)] = []
-            for (finish, bodies) in zip(finishes, bodies) {
+            for (index, finish) in finishes.enumerated() {
+                // A task is refused by its first write, or not at all: each is all or nothing without a savepoint (a
+                // savepoint each cost two statements and a copy of every page the task's writes changed).
                 do {
-                    try db.inSavepoint {
-                        sequenced += try Journal.finish(finish, bodies: bodies, session: session, in: db)
-                        return .commit
-                    }
+                    try Journal.update(
+                        db,
+                        session: session,
+                        task: finish.task,
+                        sql: "state = ?, retryAt = NULL",
+                        arguments: [JournaledTask.State.completed.rawValue]
+                    )
                 } catch let error as JournalError {
                     refused.append((finish.task, error))
+                    continue
                 }
+                if let row = unsynced[index] {
+                    try Journal.insertUnsyncedFile(row, in: db)
+                }
+                let entries = zip(finish.events, bodies[index]).map { event, body in
+                    if case .downloaded = event.payload {
+                        (event: event, body: body, file: finish.file)
+                    } else {
+                        (event: event, body: body, file: String?.none)
+                    }
+                }
+                sequenced += try Journal.append(entries, task: finish.task, session: session, in: db)
             }
             return (sequenced, refused)
         }
-    }
-
-    private static func finish(
-        _ finish: Finish,
-        bodies: [Data],
-        session: String,
-        in db: Database
-    ) throws -> [IPCMessage.SequencedEvent] {
-        try Journal.update(
-            db,
-            session: session,
-            task: finish.task,
-            sql: "state = ?, retryAt = NULL",
-            arguments: [JournaledTask.State.completed.rawValue]
-        )
-        if let unsynced = finish.unsynced {
-            try Journal.insert(unsynced, in: db)
-        }
-        let entries = zip(finish.events, bodies).map { event, body in
-            if case .downloaded = event.payload {
-                (event: event, body: body, file: finish.file)
-            } else {
-                (event: event, body: body, file: String?.none)
-            }
-        }
-        return try Journal.append(entries, task: finish.task, session: session, in: db)
     }
 
     /// Records a failed attempt: the task waits until `date` before its next one.

@@ -53,17 +53,22 @@ package struct UnsyncedFile: Sendable, Equatable {
 }
 
 extension Journal {
-    /// Records `file` in the transaction of `db` (a task's finish).
-    static func insert(_ file: UnsyncedFile, in db: Database) throws {
+    /// The values of `file`'s row, encoded before the transaction that inserts it (``insertUnsyncedFile(_:in:)``).
+    static func row(of file: UnsyncedFile) throws(JournalError) -> [any DatabaseValueConvertible] {
+        [
+            file.path, file.session, file.task, file.length, file.digest.description, file.boot,
+            try Journal.encode(file.request), file.acknowledged,
+        ]
+    }
+
+    /// Records a file's ``row(of:)`` in the transaction of `db` (a task's finish).
+    static func insertUnsyncedFile(_ row: [any DatabaseValueConvertible], in db: Database) throws {
         try db.executeCached(
             sql: """
                 INSERT OR REPLACE INTO unsyncedFile (path, session, task, length, digest, boot, request, acknowledged)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [
-                file.path, file.session, file.task, file.length, file.digest.description, file.boot,
-                try Journal.encode(file.request), file.acknowledged,
-            ]
+            arguments: StatementArguments(row)
         )
     }
 
