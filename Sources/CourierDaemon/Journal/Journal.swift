@@ -63,6 +63,13 @@ package final class Journal: Sendable {
     private static func openChecked(at url: URL) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.journalMode = .wal
+        // One connection, one courierd (its lock file): the write-ahead log's index in the connection's memory instead
+        // of a shared `-shm` file, and no file locks taken and released around every transaction (six `fcntl`s a task
+        // in W6). Set before the first read, so SQLite never maps the shared index. The journal is read by another
+        // connection only once this one is closed (tests, the next courierd).
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
+        }
         let queue: DatabaseQueue
         do {
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
