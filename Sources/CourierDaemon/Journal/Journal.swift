@@ -301,8 +301,8 @@ package final class Journal: Sendable {
 
     /// A file was renamed into `directory`, and the commit about to be made names it: the name is flushed with the
     /// commit, before anyone acts on it (``GroupCommit``), instead of by the caller.
-    package func namedFile(in directory: URL) {
-        groupCommit.namedFile(in: directory.path)
+    package func namedFile(in directory: String) {
+        groupCommit.namedFile(in: directory)
     }
 
     func write<Value>(_ body: (Database) throws -> Value) throws(JournalError) -> Value {

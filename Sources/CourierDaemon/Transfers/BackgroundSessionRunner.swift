@@ -59,6 +59,8 @@ package final class BackgroundSessionRunner: TaskObserver {
     package let identifier: String
     let journal: Journal
     let paths: DaemonPaths
+    /// `paths.downloads` as a path: each finished download is named under it.
+    let downloadsPath: String
     let settings: TransferSettings
     /// Flushes the finished downloads handed over unflushed (every runner's: one per courierd).
     let flusher: FileFlusher
@@ -90,6 +92,7 @@ package final class BackgroundSessionRunner: TaskObserver {
         self.undelivered = undelivered
         self.journal = journal
         self.paths = paths
+        downloadsPath = paths.downloads.path
         self.settings = settings
         self.flusher = flusher
         self.logger = logger

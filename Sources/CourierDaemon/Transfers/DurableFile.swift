@@ -32,17 +32,38 @@ package enum DurableFile {
     /// bytes later, and the journal the name, with the commit that names it (``Journal/namedFile(in:)``). Throws
     /// `cannotMoveFile`.
     package static func move(_ source: URL, to destination: URL, flushing: Bool = true) throws(CourierError) {
-        guard !flushing || sync(source.path) != nil else {
-            throw CourierError(.cannotMoveFile, "cannot flush \(source.path): \(String(cString: strerror(errno)))")
+        try move(source.path, to: destination.path, flushing: flushing)
+    }
+
+    /// ``move(_:to:flushing:)`` by paths. When the destination's directory is missing, `makeDirectory` makes it and
+    /// the rename is tried once more: a caller that moves many files into one directory does not look for it each
+    /// time.
+    package static func move(
+        _ source: String,
+        to destination: String,
+        flushing: Bool = true,
+        makeDirectory: () throws -> Void = {}
+    ) throws(CourierError) {
+        guard !flushing || sync(source) != nil else {
+            throw CourierError(.cannotMoveFile, "cannot flush \(source): \(String(cString: strerror(errno)))")
         }
-        guard rename(source.path, destination.path) == 0 else {
+        var renamed = rename(source, destination) == 0
+        if !renamed && errno == ENOENT && access(source, F_OK) == 0 {
+            do {
+                try makeDirectory()
+            } catch {
+                throw CourierError(.cannotMoveFile, "cannot make the directory of \(destination): \(error)")
+            }
+            renamed = rename(source, destination) == 0
+        }
+        guard renamed else {
             throw CourierError(
                 .cannotMoveFile,
-                "cannot rename \(source.path) to \(destination.path): \(String(cString: strerror(errno)))"
+                "cannot rename \(source) to \(destination): \(String(cString: strerror(errno)))"
             )
         }
         if flushing {
-            DurableDirectory.sync(destination.deletingLastPathComponent().path)
+            DurableDirectory.sync((destination as NSString).deletingLastPathComponent)
         }
     }
 }
