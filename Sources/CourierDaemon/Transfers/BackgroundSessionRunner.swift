@@ -302,7 +302,9 @@ package final class BackgroundSessionRunner: TaskObserver {
     }
 
     /// Pushes every event in the outbox to the app's connection (or, with none, hands the completions to
-    /// `undelivered`); nothing when another push already took them.
+    /// `undelivered`); nothing when another push already took them. A message holds at most ``catchUpPage`` events,
+    /// as a catch-up's: events recorded while a push waited on a slow connection come in pages, and the connection's
+    /// bound is checked for each (once it withholds one, the rest come from the journal).
     private func pushOutbox() {
         pushing.withLock { pushes in
             let (events, sink) = state.withLock { state in
@@ -326,7 +328,15 @@ package final class BackgroundSessionRunner: TaskObserver {
             guard !state.withLock({ $0.behind }) else {
                 return
             }
-            give(IPCMessage.Events(session: identifier, events: events, finished: false), to: sink)
+            var start = events.startIndex
+            while start < events.endIndex {
+                let end = min(start + Self.catchUpPage, events.endIndex)
+                let page = IPCMessage.Events(session: identifier, events: Array(events[start..<end]), finished: false)
+                guard give(page, to: sink) == .queued else {
+                    return
+                }
+                start = end
+            }
         }
     }
 
