@@ -82,9 +82,14 @@ extension IPCMessage.SequencedEvent: DirectRecord {
 extension IPCMessage.BackgroundEvent: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
         try buffer.keyed {
-            try buffer.entry("progress", progress)
-            try buffer.entry("payload", payload)
+            try writeEntries(to: buffer)
         }
+    }
+
+    /// Its entries, for a record that holds them beside keys of its own (the journal's `EventRecord`).
+    package func writeEntries(to buffer: RecordBuffer) throws {
+        try buffer.entry("progress", progress)
+        try buffer.entry("payload", payload)
     }
 
     package static func readRecord(
@@ -92,16 +97,44 @@ extension IPCMessage.BackgroundEvent: DirectRecord {
         at offset: Int,
         codingPath: [any CodingKey]
     ) throws -> (value: Self, end: Int) {
+        var fields = RecordFields()
+        let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
+            try fields.read(key, at: value, from: reader, codingPath: codingPath)
+        }
+        guard let event = try fields.event(reader: reader, codingPath: codingPath) else {
+            throw reader.missing("payload", codingPath: codingPath)
+        }
+        return (event, end)
+    }
+
+    /// An event's fields as its keyed container is read, in one pass: a record that holds them beside keys of its own
+    /// (the journal's `EventRecord`) reads those keys itself.
+    package struct RecordFields {
         var progress: TransferProgress?
         var payload: TransferEvent.Payload?
-        let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
+
+        package init() {}
+
+        /// Reads the entry `key` at `value` when it is one of an event's, and says where it ends; nil otherwise.
+        package mutating func read(
+            _ key: UnsafeRawBufferPointer,
+            at value: Int,
+            from reader: RecordReader,
+            codingPath: [any CodingKey]
+        ) throws -> Int? {
             if reader.is(key, "progress") { return try reader.read(&progress, at: value, codingPath: codingPath) }
             if reader.is(key, "payload") { return try reader.read(&payload, at: value, codingPath: codingPath) }
             return nil
         }
-        guard let progress else { throw reader.missing("progress", codingPath: codingPath) }
-        guard let payload else { throw reader.missing("payload", codingPath: codingPath) }
-        return (Self(payload, progress: progress), end)
+
+        /// The event; nil when the container had no payload (an earlier form, for the caller to read otherwise).
+        package func event(reader: RecordReader, codingPath: [any CodingKey]) throws -> IPCMessage.BackgroundEvent? {
+            guard let payload else {
+                return nil
+            }
+            guard let progress else { throw reader.missing("progress", codingPath: codingPath) }
+            return IPCMessage.BackgroundEvent(payload, progress: progress)
+        }
     }
 }
 

@@ -76,11 +76,16 @@ extension IPCMessage.TaskSnapshot: DirectRecord {
 extension IPCMessage.BackgroundTask: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
         try buffer.keyed {
-            try buffer.entry("identifier", identifier)
-            try buffer.entry("spec", spec)
-            try buffer.entry("createdInBackground", ifPresent: createdInBackground)
-            try buffer.entry("startAfter", ifPresent: startAfter)
+            try writeEntries(to: buffer)
         }
+    }
+
+    /// Its entries, for a record that holds them beside keys of its own (the journal's `TaskRecord`).
+    package func writeEntries(to buffer: RecordBuffer) throws {
+        try buffer.entry("identifier", identifier)
+        try buffer.entry("spec", spec)
+        try buffer.entry("createdInBackground", ifPresent: createdInBackground)
+        try buffer.entry("startAfter", ifPresent: startAfter)
     }
 
     package static func readRecord(
@@ -88,14 +93,37 @@ extension IPCMessage.BackgroundTask: DirectRecord {
         at offset: Int,
         codingPath: [any CodingKey]
     ) throws -> (value: Self, end: Int) {
-        var identifier: Int?
-        var spec: TransferSpec?
-        var createdInBackground: Bool?
-        var startAfter: Date?
+        var fields = RecordFields()
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
             if try reader.isNull(at: value, codingPath: codingPath) {
                 return nil
             }
+            return try fields.read(key, at: value, from: reader, codingPath: codingPath)
+        }
+        guard let task = try fields.task(reader: reader, codingPath: codingPath) else {
+            // The earlier form, the task's parts instead of a spec.
+            return try reader.readThroughCodable(Self.self, at: offset, codingPath: codingPath)
+        }
+        return (task, end)
+    }
+
+    /// A task's fields as its keyed container is read, in one pass: a record that holds them beside keys of its own
+    /// (the journal's `TaskRecord`) reads those keys itself.
+    package struct RecordFields {
+        var identifier: Int?
+        var spec: TransferSpec?
+        var createdInBackground: Bool?
+        var startAfter: Date?
+
+        package init() {}
+
+        /// Reads the entry `key` at `value` when it is one of a task's, and says where it ends; nil otherwise.
+        package mutating func read(
+            _ key: UnsafeRawBufferPointer,
+            at value: Int,
+            from reader: RecordReader,
+            codingPath: [any CodingKey]
+        ) throws -> Int? {
             if reader.is(key, "identifier") { return try reader.read(&identifier, at: value, codingPath: codingPath) }
             if reader.is(key, "spec") { return try reader.read(&spec, at: value, codingPath: codingPath) }
             if reader.is(key, "createdInBackground") {
@@ -104,15 +132,19 @@ extension IPCMessage.BackgroundTask: DirectRecord {
             if reader.is(key, "startAfter") { return try reader.read(&startAfter, at: value, codingPath: codingPath) }
             return nil
         }
-        guard let spec else {
-            // The earlier form, the task's parts instead of a spec.
-            return try reader.readThroughCodable(Self.self, at: offset, codingPath: codingPath)
+
+        /// The task; nil when the container had no spec (the earlier form, its parts: for the caller to read
+        /// otherwise).
+        package func task(reader: RecordReader, codingPath: [any CodingKey]) throws -> IPCMessage.BackgroundTask? {
+            guard let spec else {
+                return nil
+            }
+            guard let identifier else { throw reader.missing("identifier", codingPath: codingPath) }
+            var task = IPCMessage.BackgroundTask(identifier: identifier, spec: spec)
+            task.createdInBackground = createdInBackground
+            task.startAfter = startAfter
+            return task
         }
-        guard let identifier else { throw reader.missing("identifier", codingPath: codingPath) }
-        var task = Self(identifier: identifier, spec: spec)
-        task.createdInBackground = createdInBackground
-        task.startAfter = startAfter
-        return (task, end)
     }
 }
 

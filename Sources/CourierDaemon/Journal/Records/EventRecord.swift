@@ -46,8 +46,7 @@ extension EventRecord: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
         try buffer.keyed {
             try buffer.entry("v", Self.form)
-            try buffer.entry("progress", event.progress)
-            try buffer.entry("payload", event.payload)
+            try event.writeEntries(to: buffer)
         }
     }
 
@@ -57,23 +56,19 @@ extension EventRecord: DirectRecord {
         codingPath: [any CodingKey]
     ) throws -> (value: Self, end: Int) {
         var form: Int?
-        var progress: TransferProgress?
-        var payload: TransferEvent.Payload?
+        var fields = IPCMessage.BackgroundEvent.RecordFields()
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
-            if try reader.isNull(at: value, codingPath: codingPath) {
-                return nil
-            }
             if reader.is(key, "v") { return try reader.read(&form, at: value, codingPath: codingPath) }
-            if reader.is(key, "progress") { return try reader.read(&progress, at: value, codingPath: codingPath) }
-            if reader.is(key, "payload") { return try reader.read(&payload, at: value, codingPath: codingPath) }
-            return nil
+            return try fields.read(key, at: value, from: reader, codingPath: codingPath)
         }
-        if try Self.form(form, codingPath: codingPath) == 1 && payload == nil {
+        let readForm = try Self.form(form, codingPath: codingPath)
+        guard let event = try fields.event(reader: reader, codingPath: codingPath) else {
+            guard readForm == 1 else {
+                throw reader.missing("payload", codingPath: codingPath)
+            }
             // An event journaled before events were the seam's own (``EarlierEvent``).
             return try reader.readThroughCodable(Self.self, at: offset, codingPath: codingPath)
         }
-        guard let progress else { throw reader.missing("progress", codingPath: codingPath) }
-        guard let payload else { throw reader.missing("payload", codingPath: codingPath) }
-        return (Self(IPCMessage.BackgroundEvent(payload, progress: progress)), end)
+        return (Self(event), end)
     }
 }

@@ -53,10 +53,7 @@ extension TaskRecord: DirectRecord {
     package func writeRecord(to buffer: RecordBuffer) throws {
         try buffer.keyed {
             try buffer.entry("v", Self.form)
-            try buffer.entry("identifier", task.identifier)
-            try buffer.entry("spec", task.spec)
-            try buffer.entry("createdInBackground", ifPresent: task.createdInBackground)
-            try buffer.entry("startAfter", ifPresent: task.startAfter)
+            try task.writeEntries(to: buffer)
         }
     }
 
@@ -66,32 +63,22 @@ extension TaskRecord: DirectRecord {
         codingPath: [any CodingKey]
     ) throws -> (value: Self, end: Int) {
         var form: Int?
-        var identifier: Int?
-        var spec: TransferSpec?
-        var createdInBackground: Bool?
-        var startAfter: Date?
+        var fields = IPCMessage.BackgroundTask.RecordFields()
         let end = try reader.readKeyed(at: offset, codingPath: codingPath) { key, value in
             if try reader.isNull(at: value, codingPath: codingPath) {
                 return nil
             }
             if reader.is(key, "v") { return try reader.read(&form, at: value, codingPath: codingPath) }
-            if reader.is(key, "identifier") { return try reader.read(&identifier, at: value, codingPath: codingPath) }
-            if reader.is(key, "spec") { return try reader.read(&spec, at: value, codingPath: codingPath) }
-            if reader.is(key, "createdInBackground") {
-                return try reader.read(&createdInBackground, at: value, codingPath: codingPath)
-            }
-            if reader.is(key, "startAfter") { return try reader.read(&startAfter, at: value, codingPath: codingPath) }
-            return nil
+            return try fields.read(key, at: value, from: reader, codingPath: codingPath)
         }
-        if try Self.form(form, codingPath: codingPath) == 1 && spec == nil {
+        let readForm = try Self.form(form, codingPath: codingPath)
+        guard let task = try fields.task(reader: reader, codingPath: codingPath) else {
+            guard readForm == 1 else {
+                throw reader.missing("spec", codingPath: codingPath)
+            }
             // A task journaled as its parts (``IPCMessage/BackgroundTask/Parts``).
             return try reader.readThroughCodable(Self.self, at: offset, codingPath: codingPath)
         }
-        guard let identifier else { throw reader.missing("identifier", codingPath: codingPath) }
-        guard let spec else { throw reader.missing("spec", codingPath: codingPath) }
-        var task = IPCMessage.BackgroundTask(identifier: identifier, spec: spec)
-        task.createdInBackground = createdInBackground
-        task.startAfter = startAfter
         return (Self(task), end)
     }
 }
