@@ -15,20 +15,10 @@ package protocol JournalRecord: Codable, Sendable {
 extension JournalRecord {
     /// The form of the record `container` reads (1 when it says none).
     static func form<Key: CodingKey>(of container: KeyedDecodingContainer<Key>, key: Key) throws -> Int {
-        let form = try container.decodeIfPresent(Int.self, forKey: key) ?? 1
-        guard (1...Self.form).contains(form) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: key,
-                in: container,
-                debugDescription: "\(Self.self) in form \(form); this courierd reads forms 1 to \(Self.form)"
-            )
-        }
-        return form
+        try form(try container.decodeIfPresent(Int.self, forKey: key), codingPath: container.codingPath + [key])
     }
-}
 
-extension JournalRecord {
-    /// The form a record read directly says (1 when it says none), as ``form(of:key:)`` checks it.
+    /// The form a record says, `read` (1 when it says none); a form newer than this courierd's is refused.
     static func form(_ read: Int?, codingPath: [any CodingKey]) throws -> Int {
         let form = read ?? 1
         guard (1...Self.form).contains(form) else {
