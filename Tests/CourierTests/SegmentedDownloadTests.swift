@@ -93,7 +93,10 @@ struct SegmentedDownloadTests {
             let resumeData = try await withCheckedThrowingContinuation { continuation in
                 task.cancel { data in continuation.resume(returning: data) }
             }
-            let data = try #require(resumeData, "no resume data; the task's last events: \(delegate.events(of: task).suffix(4))")
+            let data = try #require(
+                resumeData,
+                "no resume data; the task's last events: \(delegate.events(of: task).suffix(4))"
+            )
             let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
             let segments = try #require(object["segments"] as? [[String: Any]])
             #expect(segments.count == 4)
