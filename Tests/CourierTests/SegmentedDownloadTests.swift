@@ -76,10 +76,11 @@ struct SegmentedDownloadTests {
             configuration.maximumSegmentsPerDownload = 4
             let (session, delegate) = makeRecordingSession(configuration)
             defer { session.invalidateAndCancel() }
-            // About 160 kB/s per connection: once 600 kB are in, every segment has some bytes and none is done, and
-            // the whole would take 12 s more (a loaded machine runs the cancel late, never after the end; at twice
-            // this rate, 6 s were once not enough under the whole suite's load).
-            let path = "/bytes/\(Self.count)?seed=43&trickle=16384&interval=100"
+            // About 80 kB/s per connection: once 600 kB are in, every segment has some bytes and none is done, and
+            // the whole would take 25 s more (a loaded machine runs the cancel late, never after the end; at twice
+            // this rate, 12 s were not enough under the whole suite's load on a slower machine: the download ended
+            // first).
+            let path = "/bytes/\(Self.count)?seed=43&trickle=16384&interval=200"
             let task = session.downloadTask(with: server.url(path))
             task.resume()
             _ = try await delegate.log.wait(timeout: .seconds(30), "600 kB over four connections") { events in
@@ -105,7 +106,8 @@ struct SegmentedDownloadTests {
 
             let resumed = session.downloadTask(withResumeData: data)
             resumed.resume()
-            let error = try await delegate.completion(of: resumed)
+            // The rest at the same rate: about 25 s.
+            let error = try await delegate.completion(of: resumed, timeout: .seconds(50))
             #expect(error == nil)
             let file = try #require(delegate.downloadedFiles(of: resumed).first ?? nil)
             #expect(TestServer.sha256Hex(file) == TestServer.sha256Hex(TestServer.bytes(count: Self.count, seed: 43)))
