@@ -1,4 +1,7 @@
-import Dispatch
+import CourierConcurrency
+#if canImport(Glibc)
+import Glibc
+#endif
 public import Testing
 
 /// A trait for suites whose tests block their thread while they wait (semaphores, `usleep` polling, a child process's
@@ -6,14 +9,21 @@ public import Testing
 /// pool, which has as many threads as the machine has cores (two here). Without it, two such tests running at once in
 /// a parallel `swift test` held the whole pool, and every other test's `await` waited for them (seen as time-outs in
 /// the engine tests and a starved detached task in the lifecycle's issue example).
-public struct BlockingWaitsTrait: SuiteTrait, TestTrait, TestScoping {
-    public var isRecursive: Bool { true }
+///
+/// At most ``BlockingTestSlots/limit`` such tests run at once; the others wait for a slot before they start (not in
+/// the middle), so a test never waits for a thread once it runs, and the machine is not asked to run every server,
+/// courierd and child process of the suite at once.
+public struct BlockingWaitsTrait: SuiteTrait, TestScoping {
+    /// The scope is the suite's: its tests run in it, as child tasks (which keep the executor preference).
+    public var isRecursive: Bool { false }
 
     public func provideScope(
         for test: Test,
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
+        await BlockingTestSlots.shared.acquire()
+        defer { BlockingTestSlots.shared.release() }
         try await withTaskExecutorPreference(BlockingWaitsExecutor.shared) {
             try await function()
         }
@@ -25,15 +35,108 @@ extension Trait where Self == BlockingWaitsTrait {
     public static var blockingWaits: Self { BlockingWaitsTrait() }
 }
 
-/// Runs each job on Dispatch's global concurrent queue, whose thread pool grows when its threads block (unlike the
-/// cooperative pool).
+/// How many ``BlockingWaitsTrait`` tests run at once: a slot is taken before a test starts and given back when it ends,
+/// in the order asked.
+final class BlockingTestSlots: Sendable {
+    static let shared = BlockingTestSlots(limit: 3 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+
+    let limit: Int
+
+    private struct Slots {
+        var free: Int
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let slots: LockedValue<Slots>
+
+    init(limit: Int) {
+        self.limit = limit
+        slots = LockedValue(Slots(free: limit))
+    }
+
+    func acquire() async {
+        await withCheckedContinuation { continuation in
+            let taken = slots.withLock { slots in
+                guard slots.free > 0 else {
+                    slots.waiting.append(continuation)
+                    return false
+                }
+                slots.free -= 1
+                return true
+            }
+            if taken {
+                continuation.resume()
+            }
+        }
+    }
+
+    func release() {
+        let next = slots.withLock { slots -> CheckedContinuation<Void, Never>? in
+            guard !slots.waiting.isEmpty else {
+                slots.free += 1
+                return nil
+            }
+            return slots.waiting.removeFirst()
+        }
+        next?.resume()
+    }
+}
+
+/// Runs each job on a thread of its own pool, which starts another thread whenever a job comes and no thread is idle,
+/// so that a job never waits for another job's blocking wait to end. Dispatch's global concurrent queue, used here
+/// before, grows only when its monitor (once a second) finds none of its threads runnable, up to twice the cores
+/// while any is: under a parallel `swift test` on two cores, a job waited past 10 s (the lifecycle's concurrency test)
+/// and a detached flush past 60 s. A thread idle for ``idleLifetime`` ends.
 final class BlockingWaitsExecutor: TaskExecutor {
     static let shared = BlockingWaitsExecutor()
 
+    /// How long a thread with nothing to run waits for a job before it ends.
+    static let idleLifetime = 5.0
+
+    private struct Pool {
+        var jobs: [UnownedJob] = []
+        /// Threads waiting for a job (each takes one before it ends, if one is there).
+        var idle = 0
+    }
+
+    private let pool = WaitableValue(Pool())
+
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        DispatchQueue.global().async {
-            job.runSynchronously(on: self.asUnownedTaskExecutor())
+        let needsThread = pool.withLock { pool in
+            pool.jobs.append(job)
+            return pool.jobs.count > pool.idle
+        }
+        guard needsThread else { return }
+        do {
+            try TestThread.start(name: "blocking-waits") { self.work() }
+        } catch {
+            fatalError("BlockingWaitsExecutor: pthread_create failed (\(error.code))")
+        }
+    }
+
+    private func work() {
+        while let job = next() {
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+
+    /// The next job, or nil once none came for ``idleLifetime``.
+    private func next() -> UnownedJob? {
+        let deadline = MonotonicDeadline(after: Self.idleLifetime)
+        pool.withLock { $0.idle += 1 }
+        while true {
+            let waiting = pool.wait(until: { !$0.jobs.isEmpty }, deadline: deadline)
+            let (job, ends) = pool.withLock { pool -> (UnownedJob?, Bool) in
+                if pool.jobs.isEmpty && waiting {
+                    return (nil, false)  // another thread took it: wait again
+                }
+                pool.idle -= 1
+                return (pool.jobs.isEmpty ? nil : pool.jobs.removeFirst(), true)
+            }
+            if ends {
+                return job
+            }
         }
     }
 }

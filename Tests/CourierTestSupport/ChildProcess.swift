@@ -234,34 +234,34 @@ public final class ChildProcess: Sendable {
 
         // The reaper first: once it runs, the child is reaped whatever fails below.
         do {
-            try startThread(name: "cp-\(spawned)-wait") { Self.reap(spawned, monitor) }
+            try TestThread.start(name: "cp-\(spawned)-wait") { Self.reap(spawned, monitor) }
         } catch {
             kill(spawned, SIGKILL)
             var status: Int32 = 0
             while waitpid(spawned, &status, 0) == -1 && errno == EINTR {}
-            throw failure("pthread_create", (error as? ThreadError)?.code ?? EAGAIN)
+            throw failure("pthread_create", error.code)
         }
         do {
             if case .stream(let handler) = standardOutput {
                 let fd = stdoutPipe.read
-                try startThread(name: "cp-\(spawned)-out") { Self.read(fd, into: handler, monitor) }
+                try TestThread.start(name: "cp-\(spawned)-out") { Self.read(fd, into: handler, monitor) }
                 stdoutPipe.read = -1
             }
             if case .stream(let handler) = standardError {
                 let fd = stderrPipe.read
-                try startThread(name: "cp-\(spawned)-err") { Self.read(fd, into: handler, monitor) }
+                try TestThread.start(name: "cp-\(spawned)-err") { Self.read(fd, into: handler, monitor) }
                 stderrPipe.read = -1
             }
             if case .bytes(let bytes) = standardInput {
                 let fd = stdinPipe.write
-                try startThread(name: "cp-\(spawned)-in") { Self.write(bytes, to: fd) }
+                try TestThread.start(name: "cp-\(spawned)-in") { Self.write(bytes, to: fd) }
                 stdinPipe.write = -1
             }
         } catch {
             // The child is killed; the reaper reaps it and the readers already started see end of file. The `defer`
             // above closes the descriptors no thread took.
             self.send(SIGKILL)
-            throw failure("pthread_create", (error as? ThreadError)?.code ?? EAGAIN)
+            throw failure("pthread_create", error.code)
         }
     }
 
@@ -576,45 +576,6 @@ fileprivate final class Monitor<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-/// `pthread_create` failing, with its result.
-private struct ThreadError: Error {
-    var code: Int32
-}
-
-/// The body of a thread started by ``startThread(name:_:)``, passed through `pthread_create`'s context pointer.
-private final class ThreadBody: Sendable {
-    let name: String
-    let body: @Sendable () -> Void
-
-    init(name: String, body: @escaping @Sendable () -> Void) {
-        self.name = name
-        self.body = body
-    }
-}
-
-/// Starts a detached thread running `body`, named `name` (cut to the 15 bytes Linux keeps) for debuggers and
-/// sanitizer reports.
-private func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws {
-    let context = Unmanaged.passRetained(ThreadBody(name: name, body: body)).toOpaque()
-    var thread = pthread_t()
-    let result = pthread_create(
-        &thread,
-        nil,
-        { context in
-            let thread = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
-            _ = GNU.pthread_setname_np(pthread_self(), String(decoding: thread.name.utf8.prefix(15), as: UTF8.self))
-            thread.body()
-            return nil
-        },
-        context
-    )
-    guard result == 0 else {
-        Unmanaged<ThreadBody>.fromOpaque(context).release()
-        throw ThreadError(code: result)
-    }
-    pthread_detach(thread)
-}
-
 /// A NUL-terminated array of `strdup`ed C strings, for `posix_spawn`'s `argv` and `envp`; ``free()`` releases it.
 private struct CStringArray {
     let pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
@@ -636,36 +597,4 @@ private struct CStringArray {
         self.pointers.deinitialize(count: self.count + 1)
         self.pointers.deallocate()
     }
-}
-
-/// Three glibc functions that `<spawn.h>`, `<unistd.h>` and `<pthread.h>` declare only under `_GNU_SOURCE`, which
-/// Swift's Glibc module is not built with (and a package required by version cannot pass `-D_GNU_SOURCE`). They are
-/// looked up once, by name, in the process's global scope (`dlsym(RTLD_DEFAULT, …)`), which finds a sanitizer's
-/// interceptor first when there is one, as a direct call would.
-private enum GNU {
-    typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
-    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-    typealias SetName = @convention(c) (pthread_t, UnsafePointer<CChar>?) -> Int32
-
-    private static func symbol<Function>(_ name: String, as type: Function.Type) -> Function {
-        // RTLD_DEFAULT is the null handle.
-        guard let address = dlsym(nil, name) else {
-            fatalError("ChildProcess: glibc has no \(name) (glibc 2.34 or later is needed)")
-        }
-        return unsafeBitCast(address, to: type)
-    }
-
-    /// `pipe2(2)` (glibc 2.9): both descriptors made with O_CLOEXEC atomically, so that no child spawned by another
-    /// thread in between inherits them, as `pipe` + `fcntl` would allow.
-    static let pipe2 = symbol("pipe2", as: Pipe2.self)
-
-    /// `posix_spawn_file_actions_addclosefrom_np(3)` (glibc 2.34): closes every descriptor from the given one up in
-    /// the child (`close_range(2)` where the kernel has it).
-    static let posix_spawn_file_actions_addclosefrom_np = symbol(
-        "posix_spawn_file_actions_addclosefrom_np",
-        as: AddCloseFrom.self
-    )
-
-    /// `pthread_setname_np(3)`: the name shown by debuggers, `top -H` and sanitizer reports.
-    static let pthread_setname_np = symbol("pthread_setname_np", as: SetName.self)
 }
