@@ -101,8 +101,10 @@ package final class DaemonConnection: Sendable {
             .init(app: app, pid: getpid(), launchCommand: launchCommand, inForeground: inForeground)
         )
         guard let frame = try? hello.frame(), UnixSocket.write(frame.encoded, to: descriptor) else {
+            // A courierd that accepted (its backlog did) and then ended: stopped or killed just then. The same as a
+            // connection lost later, so that a session's opening tries again instead of failing its tasks.
             Glibc.close(descriptor)
-            return .failure(CourierError(.backgroundSessionWasDisconnected, "courierd closed the connection at hello"))
+            return .failure(CourierError(.networkConnectionLost, "courierd closed the connection at hello"))
         }
         let connection = DaemonConnection(descriptor: descriptor)
         // Later moves between the foreground and the background, until the connection ends; one made since the hello
