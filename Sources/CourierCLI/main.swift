@@ -23,7 +23,7 @@ Task {
         } else {
             try command.run()
         }
-        exit(0)
+        CourierCommand.end(0)
     } catch {
         CourierCommand.exit(reporting: error)
     }
