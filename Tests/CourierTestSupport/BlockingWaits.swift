@@ -10,9 +10,10 @@ public import Testing
 /// a parallel `swift test` held the whole pool, and every other test's `await` waited for them (seen as time-outs in
 /// the engine tests and a starved detached task in the lifecycle's issue example).
 ///
-/// At most ``BlockingTestSlots/limit`` such tests run at once; the others wait for a slot before they start (not in
-/// the middle), so a test never waits for a thread once it runs, and the machine is not asked to run every server,
-/// courierd and child process of the suite at once.
+/// At most ``BlockingSuiteSlots/limit`` such suites run at once; the others wait for a slot before they start (so the
+/// wait counts in no test's time limit), a test never waits for a thread once it runs, and the machine is not asked
+/// to run every server, courierd and child process of the whole suite at once (with no limit, the timing tests of
+/// other suites failed by the dozen on two cores).
 public struct BlockingWaitsTrait: SuiteTrait, TestScoping {
     /// The scope is the suite's: its tests run in it, as child tasks (which keep the executor preference).
     public var isRecursive: Bool { false }
@@ -22,8 +23,8 @@ public struct BlockingWaitsTrait: SuiteTrait, TestScoping {
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
-        await BlockingTestSlots.shared.acquire()
-        defer { BlockingTestSlots.shared.release() }
+        await BlockingSuiteSlots.shared.acquire()
+        defer { BlockingSuiteSlots.shared.release() }
         try await withTaskExecutorPreference(BlockingWaitsExecutor.shared) {
             try await function()
         }
@@ -35,10 +36,10 @@ extension Trait where Self == BlockingWaitsTrait {
     public static var blockingWaits: Self { BlockingWaitsTrait() }
 }
 
-/// How many ``BlockingWaitsTrait`` tests run at once: a slot is taken before a test starts and given back when it ends,
-/// in the order asked.
-final class BlockingTestSlots: Sendable {
-    static let shared = BlockingTestSlots(limit: 3 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+/// How many ``BlockingWaitsTrait`` suites run at once: a slot is taken before a suite starts and given back when it
+/// ends, in the order asked.
+final class BlockingSuiteSlots: Sendable {
+    static let shared = BlockingSuiteSlots(limit: 3 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
 
     let limit: Int
 
