@@ -77,7 +77,8 @@ struct ConcurrencyTests {
         harness.enterBackground()
         let ready = DispatchGroup()
         ready.enter()
-        // A thread of its own: Dispatch's global pool may be held by other suites' waits for longer than this test's.
+        // A thread of its own: Dispatch's global pool (on Linux also Swift concurrency's) may stay busy past this
+        // test's wait under a parallel `swift test`.
         try TestThread.start(name: "expire") {
             harness.clock.advance(by: .seconds(15))  // the expiration time
             ready.leave()

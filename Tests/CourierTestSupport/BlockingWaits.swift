@@ -10,7 +10,7 @@ public import Testing
 /// a parallel `swift test` held the whole pool, and every other test's `await` waited for them (seen as time-outs in
 /// the engine tests and a starved detached task in the lifecycle's issue example).
 ///
-/// At most ``BlockingSuiteSlots/limit`` such suites run at once; the others wait for a slot before they start (so the
+/// At most three such suites per core run at once; the others wait for a slot before they start (so the
 /// wait counts in no test's time limit), a test never waits for a thread once it runs, and the machine is not asked
 /// to run every server, courierd and child process of the whole suite at once (with no limit, the timing tests of
 /// other suites failed by the dozen on two cores).
@@ -41,8 +41,6 @@ extension Trait where Self == BlockingWaitsTrait {
 final class BlockingSuiteSlots: Sendable {
     static let shared = BlockingSuiteSlots(limit: 3 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
 
-    let limit: Int
-
     private struct Slots {
         var free: Int
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -51,7 +49,6 @@ final class BlockingSuiteSlots: Sendable {
     private let slots: LockedValue<Slots>
 
     init(limit: Int) {
-        self.limit = limit
         slots = LockedValue(Slots(free: limit))
     }
 
