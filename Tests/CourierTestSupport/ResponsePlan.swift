@@ -41,6 +41,9 @@ struct ResponsePlan {
         var trickle: (bytes: Int, interval: TimeAmount)?
         /// Close the connection (HTTP/2: reset the stream) after this many body bytes.
         var cut: Int?
+        /// After this many body bytes, send nothing more: the response stays open until the client goes away (a
+        /// transfer caught mid-way however late the client acts).
+        var hold: Int?
         /// Abort the TCP connection with an RST (SO_LINGER 0) after this many body bytes.
         var reset: Int?
         /// HTTP/2: reset the stream with RST_STREAM and this error code after this many body bytes (HTTP/1: close).

@@ -98,6 +98,7 @@ final class ResponseWriter {
     /// How writing stops early (ResponsePlan.Faults).
     private enum Stop {
         case close
+        case hold
         case tcpReset
         case streamReset(code: UInt32)
         case goAway(code: UInt32)
@@ -110,6 +111,7 @@ final class ResponseWriter {
         let faults = plan.faults
         var stops: [(Int, Stop)] = []
         if let cut = faults.cut { stops.append((cut, .close)) }
+        if let hold = faults.hold { stops.append((hold, .hold)) }
         if let reset = faults.reset { stops.append((reset, .tcpReset)) }
         if let streamReset = faults.streamReset { stops.append((streamReset.after, .streamReset(code: streamReset.code))) }
         if let goAway = faults.goAway, goAway.code != 0 { stops.append((goAway.after, .goAway(code: goAway.code))) }
@@ -136,6 +138,7 @@ final class ResponseWriter {
                 context.flush()
                 switch stop.stop {
                 case .close: cutConnection()
+                case .hold: break
                 case .tcpReset: resetConnection()
                 case .streamReset(let code): resetStream(code: code)
                 case .goAway(let code): sendGoAway(code: code)

@@ -215,8 +215,9 @@ struct ResumeTests {
             let (session, delegate) = makeRecordingSession()
             defer { session.invalidateAndCancel() }
             let count = 600_000
-            // 12 s for the whole body: the cancel (after 20 kB) comes before its end however loaded the machine is.
-            let task = session.downloadTask(with: server.url("/bytes/\(count)?seed=26&trickle=2000&interval=40"))
+            // The server sends 100 kB, then nothing until the client goes: the cancel comes mid-way however late a
+            // loaded machine runs it.
+            let task = session.downloadTask(with: server.url("/bytes/\(count)?seed=26&hold=100000"))
             task.resume()
             try await delegate.log.wait { events in
                 events.contains {
@@ -235,7 +236,7 @@ struct ResumeTests {
             let onDisk = try #require(resumeField(resumeData, "bytesOnDisk") as? Int)
             #expect(onDisk > 0 && onDisk < count)
             let edited = try rewriteResumeURL(resumeData) {
-                $0.replacingOccurrences(of: "&trickle=2000&interval=40", with: "")
+                $0.replacingOccurrences(of: "&hold=100000", with: "")
             }
             let resumed = session.downloadTask(withResumeData: edited)
             resumed.resume()

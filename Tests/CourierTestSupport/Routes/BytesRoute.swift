@@ -103,6 +103,7 @@ enum BytesRoute {
             faults.trickle = (bytes, .milliseconds(Int64(max(0, request.queryInt("interval") ?? 100))))
         }
         faults.cut = request.queryInt("cut")
+        faults.hold = request.queryInt("hold")
         faults.reset = request.queryInt("reset")
         if let after = request.queryInt("rst") {
             faults.streamReset = (after, UInt32(clamping: request.queryInt("rstCode") ?? 2))
