@@ -17,7 +17,8 @@ struct AsyncTests {
             let work = Task {
                 try await session.data(from: server.url("/bytes/10000000?trickle=1000&interval=10"))
             }
-            try await eventually { !server.requests.isEmpty }
+            // The unstructured task runs on the global pool, which the whole suite's load can keep busy for seconds.
+            try await eventually(.seconds(30), "the request") { !server.requests.isEmpty }
             work.cancel()
             let result = try await withTimeout { await work.result }
             #expect(throws: CourierError.self) { try result.get() }
