@@ -72,7 +72,12 @@ swift build --build-tests "${scratch_args[@]}"
 
 # In parallel, as every Swift developer runs it (about 30 s here; serial took about 100 s). Suites whose tests block
 # their thread while they wait run off the cooperative pool (`.blockingWaits`,
-# Tests/CourierTestSupport/BlockingWaits.swift), so that they cannot starve the others.
+# Tests/CourierTestSupport/BlockingWaits.swift), so that they cannot starve the others. At most four tests per core at
+# once (swift-testing's width): unbounded, every test starts at once, and on a two-core machine a few hundred sessions,
+# servers and daemons (700 threads) left a test's own task unscheduled for tens of seconds, so tests that act
+# mid-transfer failed one by one in CI runs. Measured on two cores, the whole suite: unbounded 148-165 s, four
+# per core 151 s, three per core 174 s.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$((4 * $(nproc)))}"
 log "swift test"
 swift_tests "swift test" || status=$?
 
