@@ -2,7 +2,7 @@
 # courierd at scale, by hand: 100,000 tasks journaled in one background session (enqueue rate, courierd's resident
 # memory and journal, `courier tasks`, restart to serving), then 100,000 downloads of 1 KiB through courierd with its
 # memory, write-ahead log and journal sampled every 10 s (Tests/CourierDaemonTests/DaemonScaleTests.swift;
-# docs/reliability.md). The test command runs 2,000 of each, sampled every second. About 15 minutes here.
+# docs/reliability.md). The test command runs 2,000 of each, sampled four times a second. About 15 minutes here.
 #
 #   bash scripts/daemon-scale.sh
 #   COURIER_SCALE_TASKS=20000 COURIER_SCALE_TRANSFERS=20000 COURIER_SCALE_SAMPLE=5 bash scripts/daemon-scale.sh
