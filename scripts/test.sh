@@ -77,7 +77,8 @@ swift build --build-tests "${scratch_args[@]}"
 # servers and daemons (700 threads) left a test's own task unscheduled for tens of seconds, so tests that act
 # mid-transfer failed one by one in CI runs. Measured on two cores, the whole suite: unbounded 148-165 s, four
 # per core 151 s, three per core 174 s.
-export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$((4 * $(nproc)))}"
+width="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$((4 * $(nproc)))}"
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="$width"
 log "swift test"
 swift_tests "swift test" || status=$?
 
