@@ -82,6 +82,11 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="$width"
 log "swift test"
 swift_tests "swift test" || status=$?
 
+# The test that counts the whole process's threads and descriptors, in a process of its own (other suites running at
+# once move both by tens).
+log "swift test --filter noLeaks, alone"
+COURIER_TEST_PROCESS_CENSUS=1 swift_tests "the process census" --filter noLeaks || status=$?
+
 # The session and task tests once more, written once and run against another backend: every spec, decision and event
 # crosses the backend seam through its encoding, as it will to courierd (docs/task-machine.md; about 15 s).
 log "swift test --filter CourierTests, serialised backend"
