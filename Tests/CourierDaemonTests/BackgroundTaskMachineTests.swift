@@ -61,7 +61,8 @@ struct BackgroundTaskMachineTests {
         return [
             .finishDownload(
                 leading: leading,
-                completion: .completed(nil, whole, response: entity)
+                completion: .completed(nil, whole, response: entity),
+                length: length
             )
         ]
     }

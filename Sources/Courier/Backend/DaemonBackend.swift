@@ -596,13 +596,19 @@ final class DaemonBackend: TransferBackend {
         guard let sink else {
             return nil
         }
-        unlink(sink)
-        guard link(path, sink) != 0 else {
+        // A replayed event finds the link it made before: made again, to the file courierd has now.
+        var linked = link(path, sink) == 0
+        if !linked, errno == EEXIST {
+            unlink(sink)
+            linked = link(path, sink) == 0
+        }
+        guard !linked else {
             chmod(sink, FileCreationMask.fileMode)
             return nil
         }
         let linkError = errno
         do {
+            unlink(sink)
             try FileManager.default.copyItem(atPath: path, toPath: sink)
             chmod(sink, FileCreationMask.fileMode)
             return nil

@@ -24,4 +24,18 @@ extension FileManager {
     package func removeFile(at url: URL) {
         _ = unlink(url.path)
     }
+
+    /// Makes the directory at `url` with `mode` (less the umask), and its missing parents: one `mkdir` when it exists
+    /// or only its last component is missing (a staging directory, asked for at every download), `FileManager`'s
+    /// walk up the path otherwise.
+    package func makeDirectory(at url: URL, mode: mode_t) throws {
+        if mkdir(url.path, mode) == 0 || errno == EEXIST {
+            return
+        }
+        try createDirectory(
+            at: url,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: Int(mode)]
+        )
+    }
 }

@@ -368,11 +368,7 @@ final class SessionCore: Sendable {
         do {
             // 0700: the files in it are made with the usual mode (0666 less the umask) for the app to move, and
             // must not be readable by other users while they are written (the temporary directory is shared).
-            try FileManager.default.createDirectory(
-                at: stagingDirectory,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
+            try FileManager.default.makeDirectory(at: stagingDirectory, mode: 0o700)
         } catch {
             return .failure(CourierError(.cannotCreateFile, "cannot create the staging directory: \(error)"))
         }

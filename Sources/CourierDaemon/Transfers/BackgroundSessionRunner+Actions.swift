@@ -99,13 +99,14 @@ extension BackgroundSessionRunner {
             record { () throws(JournalError) in
                 [try journal.appendEvent(event, task: identifier, session: self.identifier)]
             }
-        case .finishDownload(let leading, let completion):
+        case .finishDownload(let leading, let completion, let length):
             settings.counters.ended(completion)
             finishDownload(
                 task,
                 leading: leading,
                 completion: completion,
                 location: end?.file,
+                length: length,
                 digest: end?.fileDigest
             )
         case .finish(let events):
@@ -230,7 +231,8 @@ extension BackgroundSessionRunner {
         }
     }
 
-    /// Moves the finished download under the downloads directory, then journals `leading`, `downloaded` and
+    /// Moves the finished download (`length` bytes, as `task(_:ended:)` found it; -1: not found) under the downloads
+    /// directory, then journals `leading`, `downloaded` and
     /// `completion` in one transaction (or `completion` with why the file could not move). A file the engine hashed
     /// (`digest`) moves with its bytes unflushed (its name is flushed: it is how courierd finds the file again): the
     /// transaction records it as an ``UnsyncedFile`` and the ``FileFlusher`` flushes it in a later batch; any other is
@@ -240,6 +242,7 @@ extension BackgroundSessionRunner {
         leading: [IPCMessage.BackgroundEvent],
         completion: IPCMessage.BackgroundEvent,
         location: URL?,
+        length: Int64,
         digest: Checksum?
     ) {
         let identifier = task.identifier
@@ -253,9 +256,7 @@ extension BackgroundSessionRunner {
             // A path, not a URL: `appendingPathComponent` parses and checks the whole URL again (2 % of courierd's
             // W6 samples).
             let destination = downloadsPath + "/" + UniqueFileName.make() + ".download"
-            if let digest, let boot = BootIdentifier.current,
-                let length = FileManager.default.fileLength(atPath: location.path)
-            {
+            if let digest, let boot = BootIdentifier.current, length >= 0 {
                 unsynced = UnsyncedFile(
                     path: destination,
                     session: self.identifier,

@@ -28,9 +28,9 @@ package enum BackgroundTaskAction: Sendable, Equatable {
     case keepForNextAttempt(TransferCheckpoint, resumeData: Data?, retry: Retry?)
     /// Journal and announce one event.
     case record(IPCMessage.BackgroundEvent)
-    /// The download succeeded: move its file under the daemon's downloads directory, then journal `leading`,
-    /// `downloaded` and `completion` (or `completion` with the failure to move) in one transaction.
-    case finishDownload(leading: [IPCMessage.BackgroundEvent], completion: IPCMessage.BackgroundEvent)
+    /// The download succeeded: move its file (`length` bytes) under the daemon's downloads directory, then journal
+    /// `leading`, `downloaded` and `completion` (or `completion` with the failure to move) in one transaction.
+    case finishDownload(leading: [IPCMessage.BackgroundEvent], completion: IPCMessage.BackgroundEvent, length: Int64)
     /// Journal the task's last events in one transaction; its upload copy goes.
     case finish([IPCMessage.BackgroundEvent])
     /// Journal the task's changed spec (its delayed start decided: no begin date, maybe a new request).

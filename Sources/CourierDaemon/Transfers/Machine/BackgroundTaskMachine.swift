@@ -315,7 +315,13 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         if let entity {
             leading += responseEvents(entity)
         }
-        return [.finishDownload(leading: leading, completion: .complete(nil, response: entity, progress: counters))]
+        return [
+            .finishDownload(
+                leading: leading,
+                completion: .complete(nil, response: entity, progress: counters),
+                length: length
+            )
+        ]
     }
 
     /// The upload succeeded: `response` and the start of its body go to the app.
