@@ -52,12 +52,9 @@ struct BackgroundTaskMachineTests {
         at length: Int64,
         expected: Int64
     ) -> [BackgroundTaskAction] {
+        // No progress event first, even for bytes the machine had not heard of: the completion carries them.
         let whole = TransferProgress(received: length, expectedToReceive: expected)
-        var leading = IPCMessage.BackgroundEvent.response(entity, requested: url.absoluteString, progress: whole)
-        if expected < 0 {
-            // The machine had not heard of these bytes: reported first.
-            leading.insert(IPCMessage.BackgroundEvent(.progress, progress: whole), at: 0)
-        }
+        let leading = IPCMessage.BackgroundEvent.response(entity, requested: url.absoluteString, progress: whole)
         return [
             .finishDownload(
                 leading: leading,

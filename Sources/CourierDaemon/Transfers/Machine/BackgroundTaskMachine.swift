@@ -305,9 +305,12 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
             return []
         }
         enter(.finished)
-        // The file is whole: the counters say so even where the last progress was not reported.
+        // The file is whole: the counters say so even where the last progress was not reported. No progress event
+        // before the end: the completion carries the counters, and the app reports the bytes not yet reported before
+        // the file (`didWriteData`, then `didFinishDownloadingTo`); an event more per download would be journaled,
+        // sent, read and deleted for nothing. (An upload's keeps it: its bytes sent come before its response.)
         received = max(received, length)
-        var leading = progressEvent().map { [$0] } ?? []
+        var leading: [IPCMessage.BackgroundEvent] = []
         // The entity's response: the last exchange's, or (when the attempt made none that arrived) the one remembered.
         let entity =
             response.map { EntityResponse.reported(final: $0, entity: journaled.checkpoint?.entity, length: length) }
