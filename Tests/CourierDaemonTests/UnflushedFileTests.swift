@@ -20,12 +20,21 @@ struct UnflushedFileTests {
     static let identifier = "com.example.unflushed"
     static let session = IPCMessage.OpenSession(request: 1, identifier: identifier)
 
-    static func create(_ task: Int, path: String, on client: inout Client, server: TestServer) throws {
-        let spec = IPCMessage.BackgroundTask(
+    /// Creates download `task` of `path`; `headerLines` go in its spec as the app's task would put them (a name may
+    /// repeat).
+    static func create(
+        _ task: Int,
+        path: String,
+        headerLines: [String] = [],
+        on client: inout Client,
+        server: TestServer
+    ) throws {
+        var spec = IPCMessage.BackgroundTask(
             identifier: task,
             kind: .download,
             request: TaskRequest(URLRequest(url: server.url(path)))
         )
+        spec.spec.headers += headerLines
         let answer = try client.request { .createTask(.init(request: $0, session: identifier, task: spec)) }
         guard case .reply(let reply)? = answer, reply.result == .taskCreated else {
             Issue.record("task \(task) not created: \(String(describing: answer))")
@@ -79,8 +88,10 @@ struct UnflushedFileTests {
         let appFile = app.appendingPathComponent("taken.bin")
 
         var (client, _) = try Client.opening(Self.session, on: daemon)
-        // Task 1: handed over, linked where the app keeps it (as a background Session does), acknowledged.
-        try Self.create(1, path: "/bytes/\(3 << 20)?seed=61", on: &client, server: server)
+        // Task 1: handed over, linked where the app keeps it (as a background Session does), acknowledged. A header
+        // name on two lines: the repair must send them as the attempt did, not joined.
+        let takenPath = "/bytes/\(3 << 20)?seed=61"
+        try Self.create(1, path: takenPath, headerLines: ["X-Tag: first", "X-Tag: second"], on: &client, server: server)
         let first = try Self.untilComplete(1, on: &client)
         let handed = try #require(first.file)
         #expect(first.error == nil)
@@ -119,6 +130,12 @@ struct UnflushedFileTests {
             usleep(50_000)
         }
         #expect(FileManager.default.contents(atPath: appFile.path) == taken, "the app's file was not fetched again")
+        // Fetched again as the task's attempt was: its header lines as they were, in order.
+        let fetches = server.requests.filter { $0.uri == takenPath }
+        #expect(fetches.count == 2, "\(fetches.map(\.uri))")
+        for fetch in fetches {
+            #expect(fetch.headers.filter { $0.0.lowercased() == "x-tag" }.map(\.1) == ["first", "second"])
+        }
         // The task the app had not acknowledged ran again: it hears of it once more, with the server's bytes.
         (client, _) = try Client.opening(Self.session, on: daemon)
         let again = try Self.untilComplete(2, on: &client)

@@ -49,7 +49,7 @@ extension Journal {
                 encoded.append(try Journal.encode(EventRecord(event)))
             }
             bodies.append(encoded)
-            unsynced.append(try finish.unsynced.map(Journal.row(of:)))
+            unsynced.append(finish.unsynced.map(Journal.row(of:)))
         }
         return try write { db in
             var sequenced: [IPCMessage.SequencedEvent] = []

@@ -16,8 +16,6 @@ package struct UnsyncedFile: Sendable, Equatable {
     package var digest: Checksum
     /// ``BootIdentifier/current`` when the file was written: in the same boot, the page cache still holds its bytes.
     package var boot: String
-    /// The request that fetched it, to fetch it again when the app already has the file.
-    package var request: TaskRequest
     /// The app acknowledged the event that handed the file over: courierd deletes its own name once the bytes are
     /// flushed (until then it is the only way to find the app's copy again).
     package var acknowledged = false
@@ -28,8 +26,7 @@ package struct UnsyncedFile: Sendable, Equatable {
         task: Int,
         length: Int64,
         digest: Checksum,
-        boot: String,
-        request: TaskRequest
+        boot: String
     ) {
         self.path = path
         self.session = session
@@ -37,7 +34,6 @@ package struct UnsyncedFile: Sendable, Equatable {
         self.length = length
         self.digest = digest
         self.boot = boot
-        self.request = request
     }
 
     /// Whether the file at ``path`` holds the bytes it was handed over with (read from disk now).
@@ -53,20 +49,20 @@ package struct UnsyncedFile: Sendable, Equatable {
 }
 
 extension Journal {
-    /// The values of `file`'s row, encoded before the transaction that inserts it (``insertUnsyncedFile(_:in:)``).
-    static func row(of file: UnsyncedFile) throws(JournalError) -> [any DatabaseValueConvertible] {
-        [
-            file.path, file.session, file.task, file.length, file.digest.description, file.boot,
-            try Journal.encode(file.request), file.acknowledged,
-        ]
+    /// The values of `file`'s row, made before the transaction that inserts it (``insertUnsyncedFile(_:in:)``).
+    static func row(of file: UnsyncedFile) -> [any DatabaseValueConvertible] {
+        [file.path, file.session, file.task, file.length, file.digest.description, file.boot, file.acknowledged]
     }
 
-    /// Records a file's ``row(of:)`` in the transaction of `db` (a task's finish).
+    /// Records a file's ``row(of:)`` in the transaction of `db` (a task's finish). Its `request` column is an empty
+    /// blob: the row's first form kept there the request that fetched the file (without its credentials, its repeated
+    /// header lines joined), which nothing reads any more; a damaged file is fetched again from its task's spec
+    /// (``taskSpec(session:task:)``).
     static func insertUnsyncedFile(_ row: [any DatabaseValueConvertible], in db: Database) throws {
         try db.executeCached(
             sql: """
                 INSERT OR REPLACE INTO unsyncedFile (path, session, task, length, digest, boot, request, acknowledged)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, x'', ?)
                 """,
             arguments: StatementArguments(row)
         )
@@ -100,13 +96,29 @@ extension Journal {
                 task: row["task"],
                 length: row["length"],
                 digest: digest,
-                boot: row["boot"],
-                request: try Journal.decode(TaskRequest.self, from: row["request"])
+                boot: row["boot"]
             )
             file.acknowledged = row["acknowledged"]
             files.append(file)
         }
         return files
+    }
+
+    /// The spec of task `task` of `session`, as its app made it: from the task table, or, once the app acknowledged
+    /// its end, from the ended tasks the history keeps; nil when neither has it any more.
+    package func taskSpec(session: String, task: Int) throws(JournalError) -> IPCMessage.BackgroundTask? {
+        try read { db in
+            for table in ["task", "endedTask"] {
+                if let body = try Data.fetchOne(
+                    db,
+                    sql: "SELECT spec FROM \(table) WHERE session = ? AND identifier = ?",
+                    arguments: [session, task]
+                ) {
+                    return try Journal.decode(TaskRecord.self, from: body).task
+                }
+            }
+            return nil
+        }
     }
 
     /// `paths` are on disk (flushed, or fetched again): their records go. Returns those whose events the app had

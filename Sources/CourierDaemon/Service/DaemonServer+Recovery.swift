@@ -10,14 +10,15 @@ import Glibc
 /// names any more).
 extension DaemonServer {
     /// Deletes the files the journal no longer names, starts a runner for every journaled session and hands it the
-    /// session's tasks; then deletes what the earlier run left in the staging directory (partial files were adopted
-    /// by then).
+    /// session's tasks, starts fetching again the files a power cut damaged after their apps took them (each on its
+    /// session's runner's `Session`); then deletes what the earlier run left in the staging directory (partial files
+    /// were adopted by then).
     func restoreSessions() {
         // Before any transfer starts: a download finishing meanwhile would be a file the journal does not name yet.
         sweepUnreferencedFiles()
-        // Listed before the repairs start: they fetch into the staging directory too.
+        // Listed before the repairs and the attempts start: they fetch into the staging directory too.
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: paths.staging.path)) ?? []
-        recoverUnsyncedFiles()
+        let damaged = recoverUnsyncedFiles()
         do {
             for (configuration, _) in try journal.sessionConfigurations() {
                 let runner = makeRunner(configuration)
@@ -25,6 +26,11 @@ extension DaemonServer {
             }
         } catch {
             logger.error("journaled sessions not restored", metadata: ["error": "\(error)"])
+        }
+        if !damaged.isEmpty {
+            repairs.start(damaged, staging: paths.staging) { [sessions] identifier in
+                sessions.runner(identifier)?.session
+            }
         }
         for name in leftovers {
             try? FileManager.default.removeItem(at: paths.staging.appendingPathComponent(name))
@@ -69,14 +75,14 @@ extension DaemonServer {
     /// same boot (courierd was killed, the machine was not), the page cache still holds their bytes: they are queued to
     /// be flushed. After another boot each is read back and checked against its digest: a whole one is queued too; a
     /// damaged or missing one whose app has not acknowledged it makes its task run again from zero (the app hears of it
-    /// again, with a whole file); one the app already has is fetched again in place (``FileRepairs``).
-    func recoverUnsyncedFiles() {
+    /// again, with a whole file); one the app already has is returned, to be fetched again in place (``FileRepairs``).
+    func recoverUnsyncedFiles() -> [UnsyncedFile] {
         let files: [UnsyncedFile]
         do {
             files = try journal.unsyncedFiles()
         } catch {
             logger.error("unflushed downloads not read from the journal", metadata: ["error": "\(error)"])
-            return
+            return []
         }
         var damagedAndHeld: [UnsyncedFile] = []
         for file in files {
@@ -107,8 +113,6 @@ extension DaemonServer {
                 )
             }
         }
-        if !damagedAndHeld.isEmpty {
-            repairs.start(damagedAndHeld, staging: paths.staging)
-        }
+        return damagedAndHeld
     }
 }

@@ -120,7 +120,7 @@ package final class DaemonServer: @unchecked Sendable {
             delay: settings.fileFlushDelay,
             logger: logger
         )
-        repairs = FileRepairs(journal: journal, flusher: flusher, logger: logger)
+        repairs = FileRepairs(journal: journal, logger: logger)
         self.idleReclaimDelay = idleReclaimDelay
         self.clientOutboxLimit = clientOutboxLimit
         self.uid = uid

@@ -3,9 +3,6 @@ import CourierConcurrency
 import Foundation
 package import Logging
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,46 +13,106 @@ import Glibc
 /// name and the app's are links to one file, so the app's copy is whole again wherever the app moved it (a copy the
 /// app made to another file system is the app's). A file the server no longer sends (another digest, an error) is
 /// left as it is, with its record: the next start of courierd tries again.
+///
+/// Each is fetched as its task's attempts were: from the task's journaled spec (``Journal/taskSpec(session:task:)``:
+/// its header lines in order, its credentials, ``IPCMessage/BackgroundTask/attemptRequest``) on its session's own
+/// `Session` (the runner's: the app's trusted certificates, headers and timeouts), or, when that session is gone, on a
+/// plain one of this object's.
 package final class FileRepairs: Sendable {
-    private let journal: Journal
-    private let flusher: FileFlusher
-    private let logger: Logger
-    private let session = LockedValue<Session?>(nil)
+    private struct State {
+        /// The plain session, made for the first file whose session is gone.
+        var fallback: Session?
+        var stopped = false
+    }
 
-    package init(journal: Journal, flusher: FileFlusher, logger: Logger) {
+    private let journal: Journal
+    private let logger: Logger
+    private let state = LockedValue(State())
+
+    package init(journal: Journal, logger: Logger) {
         self.journal = journal
-        self.flusher = flusher
         self.logger = logger
     }
 
-    /// Repairs `files` one after another in the background, fetched into `staging`.
-    func start(_ files: [UnsyncedFile], staging: URL) {
-        var configuration = SessionConfiguration.ephemeral
-        configuration.temporaryDirectory = staging
-        configuration.engineLoopCount = 1
-        let session = Session(configuration: configuration)
-        self.session.withLock { $0 = session }
+    /// Repairs `files` one after another in the background, each on `session(file.session)` when it returns one.
+    func start(_ files: [UnsyncedFile], staging: URL, session: @escaping @Sendable (String) -> Session?) {
         Task { [self] in
             for file in files {
-                await repair(file, with: session)
+                guard let on = session(file.session) ?? fallback(staging: staging) else {
+                    break
+                }
+                await repair(file, on: on)
             }
-            session.finishTasksAndInvalidate()
-            self.session.withLock { $0 = nil }
+            state.withLock { state in
+                defer { state.fallback = nil }
+                return state.fallback
+            }?.finishTasksAndInvalidate()
         }
     }
 
-    /// Cancels the repairs under way (courierd stops; the next start tries again).
+    /// Cancels the repairs under way on the plain session, and makes no other start (courierd stops, and so do the
+    /// sessions' runners; the next start tries again).
     func stop() {
-        session.withLock { $0 }?.invalidateAndCancel()
+        state.withLock { state in
+            state.stopped = true
+            return state.fallback
+        }?.invalidateAndCancel()
     }
 
-    private func repair(_ file: UnsyncedFile, with session: Session) async {
+    private func fallback(staging: URL) -> Session? {
+        state.withLock { state in
+            guard !state.stopped else {
+                return nil
+            }
+            if let session = state.fallback {
+                return session
+            }
+            var configuration = SessionConfiguration.ephemeral
+            configuration.temporaryDirectory = staging
+            configuration.engineLoopCount = 1
+            let session = Session(configuration: configuration)
+            state.fallback = session
+            return session
+        }
+    }
+
+    private func repair(_ file: UnsyncedFile, on session: Session) async {
         let metadata: Logger.Metadata = ["session": "\(file.session)", "task": "\(file.task)", "file": "\(file.path)"]
+        let spec: IPCMessage.BackgroundTask
         do {
-            let (location, response) = try await session.download(for: file.request.urlRequest)
-            defer { unlink(location.path) }
-            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            guard status == 200, file.holdsItsBytes(at: location.path) else {
+            guard let journaled = try journal.taskSpec(session: file.session, task: file.task) else {
+                logger.error(
+                    "a file an app was handed was damaged by a power cut; its task is no longer journaled",
+                    metadata: metadata
+                )
+                return
+            }
+            spec = journaled
+        } catch {
+            logger.error(
+                "a file an app was handed was damaged by a power cut; its task was not read from the journal",
+                metadata: metadata.merging(["error": "\(error)"]) { $1 }
+            )
+            return
+        }
+        await withCheckedContinuation { (fetched: CheckedContinuation<Void, Never>) in
+            let observer = FetchEnd { [self] end in
+                mend(file, with: end, metadata: metadata)
+                fetched.resume()
+            }
+            session.observedDownload(spec.attemptRequest, template: spec.spec, observer: observer).resume()
+        }
+    }
+
+    /// Writes the fetched file's bytes into the damaged one when they are the bytes it was handed over with; called
+    /// before the fetched file is deleted.
+    private func mend(_ file: UnsyncedFile, with end: TaskEnd, metadata: Logger.Metadata) {
+        do {
+            if let error = end.error {
+                throw error
+            }
+            let status = end.response?.head.status ?? 0
+            guard status == 200, let location = end.file, file.holdsItsBytes(at: location.path) else {
                 logger.error(
                     "a file an app was handed was damaged by a power cut; the server now sends other bytes",
                     metadata: metadata.merging(["status": "\(status)"]) { $1 }
@@ -92,5 +149,21 @@ package final class FileRepairs: Sendable {
         try handle.truncate(atOffset: 0)
         try handle.write(contentsOf: bytes)
         try handle.synchronize()
+    }
+}
+
+/// Hears the end of a repair's fetch (``TaskObserver``): `ended` runs once, on the session's delegate queue, while the
+/// fetched file is still there.
+private final class FetchEnd: TaskObserver {
+    private let ended: @Sendable (TaskEnd) -> Void
+
+    init(_ ended: @escaping @Sendable (TaskEnd) -> Void) {
+        self.ended = ended
+    }
+
+    func task(_ task: SessionTask, progressed progress: TaskProgress) {}
+
+    func task(_ task: SessionTask, ended end: TaskEnd) {
+        ended(end)
     }
 }

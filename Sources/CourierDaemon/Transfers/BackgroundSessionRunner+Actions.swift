@@ -263,8 +263,7 @@ extension BackgroundSessionRunner {
                     task: identifier,
                     length: length,
                     digest: digest,
-                    boot: boot,
-                    request: task.spec.request
+                    boot: boot
                 )
             }
             // A file handed over unflushed (``UnsyncedFile``) has its name flushed with the journal's commit that

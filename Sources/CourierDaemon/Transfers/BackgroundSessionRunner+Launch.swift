@@ -119,11 +119,8 @@ extension BackgroundSessionRunner {
     /// The attempt's task, made from the journaled spec as the app's task built it (its header lines, proxy and
     /// HTTP/2 setting go on the wire as they are: ``SessionTask/follow(_:in:)``).
     private func makeBareTask(for journaled: JournaledTask, in session: Session) -> SessionTask {
-        var request = journaled.spec.request
+        let request = journaled.spec.attemptRequest
         let template = journaled.spec.spec
-        if let withCredentials = template.task?.credentialURL.flatMap(URL.init(string:)) {
-            request.setURL(withCredentials)
-        }
         switch journaled.spec.kind {
         case .upload:
             let file = URL(fileURLWithPath: journaled.spec.uploadFile ?? "")
@@ -136,11 +133,6 @@ extension BackgroundSessionRunner {
         case .download, .data:  // (admission refuses data tasks)
             if let resumeData = resumeData(for: journaled) {
                 return session.observedDownload(resumeData: resumeData, template: template, observer: self)
-            }
-            // Resuming needs the bytes of the entity itself: a background download asks for no content coding
-            // unless the app chose one.
-            if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
-                request.setHeaderField("Accept-Encoding", "identity")
             }
             return session.observedDownload(request, template: template, observer: self)
         }
