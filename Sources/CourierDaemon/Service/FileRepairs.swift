@@ -38,10 +38,10 @@ package final class FileRepairs: Sendable {
     func start(_ files: [UnsyncedFile], staging: URL, session: @escaping @Sendable (String) -> Session?) {
         Task { [self] in
             for file in files {
-                guard let on = session(file.session) ?? fallback(staging: staging) else {
+                guard let fetching = session(file.session) ?? fallback(staging: staging) else {
                     break
                 }
-                await repair(file, on: on)
+                await repair(file, on: fetching)
             }
             state.withLock { state in
                 defer { state.fallback = nil }
