@@ -232,11 +232,10 @@ extension BackgroundSessionRunner {
     }
 
     /// Moves the finished download (`length` bytes, as `task(_:ended:)` found it; -1: not found) under the downloads
-    /// directory, then journals `leading`, `downloaded` and
-    /// `completion` in one transaction (or `completion` with why the file could not move). A file the engine hashed
-    /// (`digest`) moves with its bytes unflushed (its name is flushed: it is how courierd finds the file again): the
-    /// transaction records it as an ``UnsyncedFile`` and the ``FileFlusher`` flushes it in a later batch; any other is
-    /// flushed before it is journaled.
+    /// directory, then journals `leading`, `downloaded` and `completion` in one transaction (or `completion` with why
+    /// the file could not move). A file the engine hashed (`digest`) moves with its bytes unflushed (its name is
+    /// flushed: it is how courierd finds the file again): the transaction records it as an ``UnsyncedFile`` and the
+    /// ``FileFlusher`` flushes it in a later batch; any other is flushed before it is journaled.
     private func finishDownload(
         _ task: JournaledTask,
         leading: [IPCMessage.BackgroundEvent],
