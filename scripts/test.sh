@@ -86,6 +86,9 @@ swift_tests "swift test" || status=$?
 # once move both by tens).
 log "swift test --filter noLeaks, alone"
 COURIER_TEST_PROCESS_CENSUS=1 swift_tests "the process census" --filter noLeaks || status=$?
+# The stress tests' memory bounds (the process's RSS) likewise, one test at a time in a process of their own.
+log "swift test --filter StressTests, alone"
+COURIER_TEST_PROCESS_CENSUS=1 swift_tests "the stress tests' memory" --filter StressTests || status=$?
 
 # The session and task tests once more, written once and run against another backend: every spec, decision and event
 # crosses the backend seam through its encoding, as it will to courierd (docs/task-machine.md; about 15 s).

@@ -8,7 +8,9 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Stress", .timeLimit(.minutes(5)))
+/// Every test runs in every pass; their memory bounds (the process's RSS) are checked where the process runs this suite
+/// alone (``measuresWholeProcess``: scripts/test.sh runs it so after the whole suite), one test at a time.
+@Suite("Stress", .serialized, .timeLimit(.minutes(5)))
 struct StressTests {
     @Test("10,000 tasks with 1,000 in flight: every byte checked, memory bounded")
     func tenThousand() async throws {
@@ -62,10 +64,12 @@ struct StressTests {
             #expect(checked == total)
             #expect(failures == 0)
             let growth = max(peak, after) - before
-            #expect(
-                growth < (200 << 20) * memoryBoundFactor,
-                "RSS grew by \(growth >> 20) MiB (before \(before >> 20) MiB)"
-            )
+            if measuresWholeProcess {
+                #expect(
+                    growth < (200 << 20) * memoryBoundFactor,
+                    "RSS grew by \(growth >> 20) MiB (before \(before >> 20) MiB)"
+                )
+            }
             #expect(session.allTasks.isEmpty)
         }
     }
@@ -107,7 +111,9 @@ struct StressTests {
         #expect(tasks.allSatisfy { $0.state == .suspended })
         #expect(session.allTasks.isEmpty)
         let growth = residentMemory() - before
-        #expect(growth < (300 << 20) * memoryBoundFactor, "100k idle tasks took \(growth >> 20) MiB")
+        if measuresWholeProcess {
+            #expect(growth < (300 << 20) * memoryBoundFactor, "100k idle tasks took \(growth >> 20) MiB")
+        }
     }
 }
 
