@@ -74,7 +74,7 @@ struct LifecycleTests {
     /// `COURIER_TEST_PROCESS_CENSUS=1 swift test --filter noLeaks`, as scripts/test.sh runs it.
     @Test(
         "start/shutdown cycles leave no threads or file descriptors behind",
-        .enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_PROCESS_CENSUS"] == "1")
+        .enabled(if: measuresWholeProcess)
     )
     func noLeaks() async throws {
         // Warm up once so lazily created process-wide resources are not counted.

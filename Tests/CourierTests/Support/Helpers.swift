@@ -63,12 +63,6 @@ extension HTTPURLResponse {
 /// Sanitizers multiply memory use (shadow memory, quarantines).
 let memoryBoundFactor = runningUnderSanitizer ? 8 : 1
 
-/// Whether this process runs the tests that measure the whole process (its RSS, threads, descriptors) alone:
-/// `COURIER_TEST_PROCESS_CENSUS=1`, which scripts/test.sh sets for runs of those tests in a process of their own.
-/// Elsewhere other suites run in the same process at once, and move those figures by hundreds of MiB (a whole-suite
-/// run over HTTP/2 put 336 MiB of other tests' memory in the stress test's growth).
-let measuresWholeProcess = ProcessInfo.processInfo.environment["COURIER_TEST_PROCESS_CENSUS"] == "1"
-
 /// The resident set size of this process, in bytes.
 func residentMemory() -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
