@@ -71,7 +71,7 @@ struct BackgroundTaskMachineTests {
         #expect(machine.phase == .starting)
         // A second look while it starts starts nothing more.
         #expect(machine.launch(conditionsWait: nil, stopping: false, now: Self.start).isEmpty)
-        #expect(machine.attemptMade(stopping: false, now: Self.start) == [.journalState(.running), .runAttempt])
+        #expect(machine.attemptMade(stopping: false, now: Self.start) == [.runAttempt])
         #expect(machine.phase == .running)
     }
 
@@ -272,7 +272,7 @@ struct BackgroundTaskMachineTests {
         #expect((try? machine.command(.suspend).get()) == [.journalState(.suspended)])
         #expect(
             machine.attemptMade(stopping: false, now: Self.start)
-                == [.journalState(.running), .runAttempt, .suspendAttempt, .journalState(.suspended)]
+                == [.runAttempt, .suspendAttempt, .journalState(.suspended)]
         )
         var last: [BackgroundTaskAction] = []
         for _ in 0..<1000 {

@@ -5,8 +5,11 @@ package import Foundation
 package struct JournaledTask: Sendable, Equatable {
     /// Where a journaled task is in its life.
     package enum State: String, Sendable, Codable {
-        /// Accepted, not moving bytes: waiting for its turn, for conditions, or for a retry (``retryAt``).
+        /// Accepted, not suspended: waiting for its turn, for conditions or for a retry (``retryAt``), or moving
+        /// bytes (an attempt's start is not journaled: a restart starts the task again either way).
         case waiting
+        /// Written when the app resumes a task it suspended during an attempt (and by earlier versions at every
+        /// attempt's start); restored as ``waiting`` is.
         case running
         case suspended
         /// Its completion event is journaled; the record goes once the app acknowledged it.

@@ -208,7 +208,8 @@ package struct BackgroundTaskMachine: Sendable, Equatable {
         attemptEntity = nil
         checkpointedAt = now
         checkpointedBytes = received
-        var actions: [BackgroundTaskAction] = [.journalState(.running), .runAttempt]
+        // Not journaled: a restart starts every unfinished task that is not suspended again, running or not.
+        var actions: [BackgroundTaskAction] = [.runAttempt]
         // A resumed download has moved its partial file into the session's staging directory: say where at once, so
         // that a crash before the next checkpoint does not lose it.
         if journaled.checkpoint?.partial != nil || journaled.spec.resumeData != nil {
