@@ -115,7 +115,8 @@ package final class BackgroundSessionRunner: TaskObserver {
         }
         sessionConfiguration.temporaryDirectory = paths.staging
         sessionConfiguration.resumeDataDirectory = paths.partials
-        sessionConfiguration.engineLoopCount = 1
+        // The engine's loops are the library's default (the cores, at most 4), as an app's session has: with one loop
+        // on two cores, 200 downloads of 8 MiB ended after 2.9-3.2 s instead of 2.6-2.7 s.
         sessionConfiguration.sharedBandwidthLimiters = settings.bandwidthLimiter.map { [$0] } ?? []
         let session = Session(configuration: sessionConfiguration, delegate: nil, delegateQueue: nil)
         session.sessionDescription = "courierd:\(configuration.identifier)"
