@@ -39,8 +39,11 @@ struct Courierd: ParsableCommand {
     @Option(help: "Seconds between a waiting task's looks at the power supply and the network")
     var conditionPoll: Double = 10
 
-    @Option(help: "Seconds finished downloads handed over unflushed gather before one flush of the batch")
+    @Option(help: "Seconds finished downloads handed over unflushed gather before one flush of the batch, while no transfer runs")
     var fileFlushDelay: Double = 0.25
+
+    @Option(help: "Seconds at most a batch of finished downloads waits for the running transfers to end before it is flushed")
+    var fileFlushPatience: Double = 5
 
     @Option(help: "Seconds before an app is relaunched a second time for its background events; each later relaunch doubles it (the first is at once)")
     var relaunchDelay: Double = 60
@@ -121,6 +124,7 @@ struct Courierd: ParsableCommand {
             settings.retryPolicy = RetryPolicy(initialDelay: retryDelay)
             settings.conditionPollInterval = conditionPoll
             settings.fileFlushDelay = fileFlushDelay
+            settings.fileFlushPatience = fileFlushPatience
             settings.bandwidthLimiter = bandwidthLimiter(logger: logger)
             settings.slots = TransferSlots(limit: maxTransfers)
             server = try DaemonServer(

@@ -118,6 +118,8 @@ package final class DaemonServer: @unchecked Sendable {
             journal: journal,
             directory: paths.downloads,
             delay: settings.fileFlushDelay,
+            patience: settings.fileFlushPatience,
+            transfersRunning: { [slots = settings.slots] in slots.counts.running > 0 },
             logger: logger
         )
         repairs = FileRepairs(journal: journal, logger: logger)

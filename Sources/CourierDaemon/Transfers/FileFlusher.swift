@@ -11,39 +11,61 @@ import Glibc
 /// batch (every file of the batch at once; `fsync` of each when `syncfs` fails), then one journal transaction that
 /// forgets the batch's records, then the files the apps have acknowledged meanwhile are deleted.
 ///
-/// A batch starts ``delay`` after the first file of it was queued; files queued while a batch is flushed make the
-/// next one. ``drain()`` (courierd's clean stop) flushes what is queued before it returns.
+/// A flush is kept out of the transfers' way: a batch is flushed ``delay`` after a file is queued while no transfer
+/// runs (`transfersRunning`), or ``patience`` after one is queued while transfers run, whichever comes first. (A
+/// `syncfs` while downloads write holds them up: 200 downloads of 8 MiB ended after 3.7-4.3 s with a flush every
+/// 0.25 s, after 2.4-2.6 s with none until they had ended.) Files queued while a batch is flushed make the next one.
+/// ``drain()`` (courierd's clean stop) flushes what is queued before it returns.
 package final class FileFlusher: Sendable {
     private struct State {
         var queued: [String] = []
-        var scheduled = false
+        /// Counts the batches flushed: a flush scheduled for an earlier batch does nothing.
+        var batch = 0
+        /// When the queued batch's flush is scheduled.
+        var due: DispatchTime?
     }
 
     private let journal: Journal
     private let directory: URL
     private let delay: TimeInterval
+    private let patience: TimeInterval
+    private let transfersRunning: @Sendable () -> Bool
     private let logger: Logger
     private let queue = DispatchQueue(label: "courierd.file-flusher")
     private let state = LockedValue(State())
 
-    /// Flushes files under `directory` (courierd's downloads directory), `delay` seconds after a batch's first file.
-    package init(journal: Journal, directory: URL, delay: TimeInterval, logger: Logger) {
+    /// Flushes files under `directory` (courierd's downloads directory): `delay` seconds after a file is queued while
+    /// `transfersRunning` is false, at most `patience` seconds after one is queued while it is true.
+    package init(
+        journal: Journal,
+        directory: URL,
+        delay: TimeInterval,
+        patience: TimeInterval,
+        transfersRunning: @escaping @Sendable () -> Bool,
+        logger: Logger
+    ) {
         self.journal = journal
         self.directory = directory
         self.delay = delay
+        self.patience = max(patience, delay)
+        self.transfersRunning = transfersRunning
         self.logger = logger
     }
 
     /// Queues `path` (recorded in the journal as unflushed) for the next batch.
     package func enqueue(_ path: String) {
-        let schedule = state.withLock { state -> Bool in
+        let due = DispatchTime.now() + (transfersRunning() ? patience : delay)
+        let schedule = state.withLock { state -> Int? in
             state.queued.append(path)
-            defer { state.scheduled = true }
-            return !state.scheduled
+            if let scheduled = state.due, scheduled <= due {
+                return nil
+            }
+            state.due = due
+            return state.batch
         }
-        if schedule {
-            queue.asyncAfter(deadline: .now() + delay) { [self] in
-                self.flushBatch()
+        if let batch = schedule {
+            queue.asyncAfter(deadline: due) { [self] in
+                self.flushBatch(batch)
             }
         }
     }
@@ -51,7 +73,7 @@ package final class FileFlusher: Sendable {
     /// Flushes every file queued so far, on the caller's thread once the queue is free.
     package func drain() {
         queue.sync {
-            flushBatch()
+            flushBatch(nil)
         }
     }
 
@@ -60,11 +82,16 @@ package final class FileFlusher: Sendable {
         state.withLock { $0.queued.count }
     }
 
-    private func flushBatch() {
+    /// Flushes the queued files: those of `scheduled` (nil: whatever is queued), unless that batch was flushed.
+    private func flushBatch(_ scheduled: Int?) {
         let batch = state.withLock { state -> [String] in
+            guard scheduled == nil || scheduled == state.batch else {
+                return []
+            }
             defer {
                 state.queued = []
-                state.scheduled = false
+                state.due = nil
+                state.batch += 1
             }
             return state.queued
         }

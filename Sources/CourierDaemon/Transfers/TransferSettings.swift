@@ -11,8 +11,11 @@ package struct TransferSettings: Sendable {
     package var checkpointBytes: Int64 = 16 << 20
     /// How often a task waiting for power or an unmetered network looks again.
     package var conditionPollInterval: TimeInterval = 10
-    /// How long a batch of finished downloads handed over unflushed gathers before one flush (``FileFlusher``).
+    /// How long a batch of finished downloads handed over unflushed gathers before one flush while no transfer
+    /// runs (``FileFlusher``)…
     package var fileFlushDelay: TimeInterval = 0.25
+    /// …and how long at most while transfers run.
+    package var fileFlushPatience: TimeInterval = 5
     /// courierd's `--limit-rate`: what all its transfers receive together, every session's included.
     package var bandwidthLimiter: BandwidthLimiter?
     /// courierd's `--max-transfers` and the priorities it honours across all sessions.
