@@ -225,6 +225,60 @@ struct BackgroundTransferTests {
         try await server.shutdown()
     }
 
+    /// What a crash can leave: the rename of the attempt's finished file kept, the commit that journaled its end lost
+    /// (or the file lost): the journal's checkpoint names a file that is gone.
+    @Test("the app's resume data taken over by a running attempt, courierd SIGKILLed, the file gone: it starts from zero, not failing")
+    func resumeDataTakenOverThenLost() async throws {
+        let server = try await TestServer.start()
+        let daemon = Daemon()
+        defer { daemon.cleanup() }
+        try daemon.start()
+        var (client, _) = try Client.opening(Self.session, on: daemon)
+        let count = 2 << 20
+        // About 3 s.
+        let url = server.url("/bytes/\(count)?seed=14&trickle=65536&interval=100")
+        try Self.create(Self.download(1, url), on: &client)
+        _ = try client.events { $0.event.isProgress }
+        let cancel = try client.request {
+            .command(.init(request: $0, session: Self.identifier, task: 1, verb: .cancelProducingResumeData))
+        }
+        guard case .reply? = cancel else {
+            Issue.record("cancel refused: \(String(describing: cancel))")
+            return
+        }
+        let cancelled = try client.events(until: Self.isCompletion)
+        let resumeData = try #require(cancelled.last?.event.completion?.error?.resumeData, "no resume data")
+        try client.send(.acknowledge(.init(session: Self.identifier, through: cancelled.last!.sequence)))
+        let resumed = IPCMessage.BackgroundTask(
+            identifier: 2,
+            kind: .download,
+            request: TaskRequest(URLRequest(url: url)),
+            resumeData: resumeData
+        )
+        try Self.create(resumed, on: &client)
+        // A progress event: the attempt runs from the staging directory, and a checkpoint names its file there.
+        _ = try client.events { $0.task == 2 && $0.event.isProgress }
+        client.close()
+        daemon.kill()
+        let staged = FileManager.default.enumerator(atPath: daemon.paths.staging.path)?.allObjects as? [String] ?? []
+        let files = staged.filter { $0.hasSuffix(".part") }
+        #expect(files.count == 1, "\(staged)")
+        for file in files {
+            try FileManager.default.removeItem(at: daemon.paths.staging.appendingPathComponent(file))
+        }
+
+        try daemon.start()
+        (client, _) = try Client.opening(Self.session, on: daemon)
+        defer { client.close() }
+        let events = try client.events { $0.task == 2 && $0.event.isCompletion }
+        let completion = events.last { $0.task == 2 && $0.event.isCompletion }?.event.completion
+        #expect(completion != nil && completion?.error == nil, "task 2 ended with \(String(describing: completion))")
+        let file = try #require(Self.finishedFile(events.filter { $0.task == 2 }))
+        #expect(FileManager.default.contents(atPath: file) == TestServer.bytes(count: count, seed: 14))
+        #expect(daemon.stop() == .exited(0))
+        try await server.shutdown()
+    }
+
     @Test("courierd --limit-rate caps what all its transfers receive together (6 MiB at 1 MiB/s: about 6 s)")
     func limitRate() async throws {
         let server = try await TestServer.start()

@@ -76,11 +76,6 @@ struct JournalTests {
         // The next identifier is past every journaled task.
         #expect(try reopened.openSession(Self.session, app: "com.example.podcasts") == 8)
         #expect(try reopened.sessions().map(\.identifier) == [Self.session.identifier])
-        // A checkpoint whose partial file is gone is forgotten.
-        try reopened.clearCheckpoint(session: Self.session.identifier, task: 7)
-        let cleared = try reopened.tasks(session: Self.session.identifier)[1]
-        #expect(cleared.checkpoint == nil)
-        #expect(cleared.bytesOnDisk == 0)
     }
 
     @Test("typed errors: an unknown session, a duplicate task, an unknown task")

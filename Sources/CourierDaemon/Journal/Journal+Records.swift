@@ -213,11 +213,6 @@ extension Journal {
         }
     }
 
-    /// Forgets the task's checkpoint (its partial file is gone): the next attempt starts from zero.
-    package func clearCheckpoint(session: String, task: Int) throws(JournalError) {
-        try updateTask(session: session, task: task, sql: "checkpoint = NULL, bytesOnDisk = 0", arguments: [])
-    }
-
     package func setState(_ state: JournaledTask.State, session: String, task: Int) throws(JournalError) {
         try updateTask(session: session, task: task, sql: "state = ?", arguments: [state.rawValue])
     }

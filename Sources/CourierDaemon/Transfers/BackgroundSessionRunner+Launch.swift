@@ -205,10 +205,12 @@ extension BackgroundSessionRunner {
                 "partial file not adopted; the download starts again from zero",
                 metadata: ["session": "\(identifier)", "task": "\(task.identifier)", "error": "\(error)"]
             )
-            // Forgotten in the journal too, so that the next start does not look for it again.
-            task.checkpoint = nil
+            // A checkpoint that names no file, in the journal too: the next attempt starts from zero. (None at all
+            // would send it back to the app's resume data, whose file an earlier attempt took: it would fail.)
+            let empty = TransferCheckpoint()
+            task.checkpoint = empty
             task.bytesOnDisk = 0
-            try? journal.clearCheckpoint(session: identifier, task: task.identifier)
+            _ = try? journal.checkpoint(empty, session: identifier, task: task.identifier)
             return
         }
         partial.file = destination.path
