@@ -169,8 +169,8 @@ extension SessionTask {
                 body: error == nil && kind != .download ? SessionTask.join(final.chunks) : nil
             )
             work.append { _ in
-                observer.task(self, ended: end)
-                if let downloadedFile = downloaded {
+                // courierd moves a finished download's file away: no `unlink` of a name that is gone.
+                if !observer.task(self, ended: end), let downloadedFile = downloaded {
                     FileManager.default.removeFile(at: downloadedFile)
                 }
             }

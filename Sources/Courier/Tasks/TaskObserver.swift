@@ -10,7 +10,9 @@ package import Foundation
 /// exactly once, last.
 package protocol TaskObserver: AnyObject, Sendable {
     func task(_ task: SessionTask, progressed progress: TaskProgress)
-    func task(_ task: SessionTask, ended end: TaskEnd)
+    /// Returns true when the observer took ``TaskEnd/file`` (moved or deleted it): the task then leaves the path
+    /// alone; false, and the task deletes the file.
+    func task(_ task: SessionTask, ended end: TaskEnd) -> Bool
 }
 
 /// How an observed task's counters moved.
@@ -30,7 +32,8 @@ package struct TaskEnd: Sendable {
     package var response: IPCMessage.BackgroundResponse?
     /// Nil for a success.
     package var error: CourierError?
-    /// A successful download's file: deleted when ``TaskObserver/task(_:ended:)`` returns, unless it was moved.
+    /// A successful download's file: deleted when ``TaskObserver/task(_:ended:)`` returns, unless the observer says
+    /// it took it.
     package var file: URL?
     /// The file's digest, when the engine hashed it (``DownloadTask/fileDigestAlgorithm``).
     package var fileDigest: Checksum?

@@ -163,7 +163,8 @@ private final class FetchEnd: TaskObserver {
 
     func task(_ task: SessionTask, progressed progress: TaskProgress) {}
 
-    func task(_ task: SessionTask, ended end: TaskEnd) {
+    func task(_ task: SessionTask, ended end: TaskEnd) -> Bool {
         ended(end)
+        return false
     }
 }

@@ -3,27 +3,31 @@ import Foundation
 
 /// Driving the tasks' machines: one input at a time under the runner's lock, the actions carried out after it.
 extension BackgroundSessionRunner {
-    /// Gives `input` to the machine of the task whose attempt is `task` (nothing when it is not a current attempt).
+    /// Gives `input` to the machine of the task whose attempt is `task` (nothing when it is not a current attempt);
+    /// returns the actions carried out.
+    @discardableResult
     func drive(
         attemptOf task: SessionTask,
         ended end: TaskEnd? = nil,
         _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
-    ) {
+    ) -> [BackgroundTaskAction] {
         guard let identifier = state.withLock({ $0.journalIdentifiers[task.taskIdentifier] }) else {
-            return
+            return []
         }
-        drive(identifier, ended: end, input)
+        return drive(identifier, ended: end, input)
     }
 
     /// Gives `input` to the machine of task `identifier` (with whether courierd is stopping), then carries out the
     /// actions it returned, in order, with no lock held. An attempt the machine neither starts nor runs any more is
     /// forgotten (later calls of its session task are ignored); a finished machine is dropped (the journal keeps the
     /// task until its events are acknowledged). `end`: how the attempt ended, with a finished download's file.
+    /// Returns the actions carried out.
+    @discardableResult
     func drive(
         _ identifier: Int,
         ended end: TaskEnd? = nil,
         _ input: (inout BackgroundTaskMachine, _ stopping: Bool) -> [BackgroundTaskAction]
-    ) {
+    ) -> [BackgroundTaskAction] {
         let outcome = state.withLock {
             state -> (actions: [BackgroundTaskAction], task: JournaledTask, attempt: SessionTask?, finished: Bool)? in
             guard let cell = state.machines[identifier] else {
@@ -45,7 +49,7 @@ extension BackgroundSessionRunner {
             return (actions, cell.machine.journaled, attempt, phase == .finished)
         }
         guard let outcome else {
-            return
+            return []
         }
         for action in outcome.actions {
             carryOut(action, for: outcome.task, attempt: outcome.attempt, ended: end)
@@ -54,6 +58,7 @@ extension BackgroundSessionRunner {
             // Its end is journaled (a download's is, later, by journalFinishes).
             state.withLock { $0.unjournaledEnds[identifier] = nil }
         }
+        return outcome.actions
     }
 
     private func carryOut(
@@ -235,7 +240,8 @@ extension BackgroundSessionRunner {
     /// directory, then journals `leading`, `downloaded` and `completion` in one transaction (or `completion` with why
     /// the file could not move). A file the engine hashed (`digest`) moves with its bytes unflushed (its name is
     /// flushed: it is how courierd finds the file again): the transaction records it as an ``UnsyncedFile`` and the
-    /// ``FileFlusher`` flushes it in a later batch; any other is flushed before it is journaled.
+    /// ``FileFlusher`` flushes it in a later batch; any other is flushed before it is journaled. A file that cannot
+    /// move is deleted (the attempt's task leaves it to this: ``task(_:ended:)``).
     private func finishDownload(
         _ task: JournaledTask,
         leading: [IPCMessage.BackgroundEvent],
@@ -282,6 +288,7 @@ extension BackgroundSessionRunner {
             )
             events += [downloaded, completion]
         } catch {
+            location.map { _ = unlink($0.path) }
             var failed = completion
             failed.payload = .complete(
                 TransferCompletion(
@@ -380,7 +387,7 @@ extension BackgroundSessionRunner {
 
 extension BackgroundTaskAction {
     /// A download's end, journaled later with its batch (``BackgroundSessionRunner/journalFinishes()``).
-    fileprivate var isFinishDownload: Bool {
+    var isFinishDownload: Bool {
         if case .finishDownload = self { true } else { false }
     }
 }
