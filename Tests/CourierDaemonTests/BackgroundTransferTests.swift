@@ -178,19 +178,8 @@ struct BackgroundTransferTests {
         var (client, _) = try Client.opening(Self.session, on: daemon)
         let count = 2 << 20
         let url = server.url("/bytes/\(count)?seed=12&trickle=65536&interval=50")
-        try Self.create(Self.download(1, url), on: &client)
-        _ = try client.events { $0.event.isProgress }
-        let cancel = try client.request {
-            .command(.init(request: $0, session: Self.identifier, task: 1, verb: .cancelProducingResumeData))
-        }
-        guard case .reply? = cancel else {
-            Issue.record("cancel refused: \(String(describing: cancel))")
-            return
-        }
-        let cancelled = try client.events(until: Self.isCompletion)
-        let resumeData = try #require(cancelled.last?.event.completion?.error?.resumeData, "no resume data")
+        let resumeData = try Self.resumeDataOfCancelledTask(1, url, on: &client)
         let partial = try #require(PartialDownload(resumeData: resumeData, directory: daemon.paths.partials)?.file)
-        try client.send(.acknowledge(.init(session: Self.identifier, through: cancelled.last!.sequence)))
         // Task 2 holds the slot (about 1.5 s); task 3 goes on from the resume data once it has it.
         try Self.create(Self.download(2, server.url("/bytes/1000000?seed=13&trickle=65536&interval=100")), on: &client)
         _ = try client.events { $0.task == 2 && $0.event.isProgress }
@@ -225,6 +214,23 @@ struct BackgroundTransferTests {
         try await server.shutdown()
     }
 
+    /// Task `task` downloads `url` until its first progress, is cancelled producing resume data, and its events are
+    /// acknowledged: the resume data.
+    static func resumeDataOfCancelledTask(_ task: Int, _ url: URL, on client: inout Client) throws -> Data {
+        try create(download(task, url), on: &client)
+        _ = try client.events { $0.event.isProgress }
+        let cancel = try client.request {
+            .command(.init(request: $0, session: identifier, task: task, verb: .cancelProducingResumeData))
+        }
+        guard case .reply? = cancel else {
+            throw CourierError(.unknown, "cancel refused: \(String(describing: cancel))")
+        }
+        let cancelled = try client.events(until: isCompletion)
+        let resumeData = try #require(cancelled.last?.event.completion?.error?.resumeData, "no resume data")
+        try client.send(.acknowledge(.init(session: identifier, through: cancelled.last!.sequence)))
+        return resumeData
+    }
+
     /// What a crash can leave: the rename of the attempt's finished file kept, the commit that journaled its end lost
     /// (or the file lost): the journal's checkpoint names a file that is gone.
     @Test("the app's resume data taken over by a running attempt, courierd SIGKILLed, the file gone: it starts from zero, not failing")
@@ -237,18 +243,7 @@ struct BackgroundTransferTests {
         let count = 2 << 20
         // About 3 s.
         let url = server.url("/bytes/\(count)?seed=14&trickle=65536&interval=100")
-        try Self.create(Self.download(1, url), on: &client)
-        _ = try client.events { $0.event.isProgress }
-        let cancel = try client.request {
-            .command(.init(request: $0, session: Self.identifier, task: 1, verb: .cancelProducingResumeData))
-        }
-        guard case .reply? = cancel else {
-            Issue.record("cancel refused: \(String(describing: cancel))")
-            return
-        }
-        let cancelled = try client.events(until: Self.isCompletion)
-        let resumeData = try #require(cancelled.last?.event.completion?.error?.resumeData, "no resume data")
-        try client.send(.acknowledge(.init(session: Self.identifier, through: cancelled.last!.sequence)))
+        let resumeData = try Self.resumeDataOfCancelledTask(1, url, on: &client)
         let resumed = IPCMessage.BackgroundTask(
             identifier: 2,
             kind: .download,
