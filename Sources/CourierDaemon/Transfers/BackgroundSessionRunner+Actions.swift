@@ -288,7 +288,7 @@ extension BackgroundSessionRunner {
             )
             events += [downloaded, completion]
         } catch {
-            location.map { _ = unlink($0.path) }
+            location.map(FileManager.default.removeFile)
             var failed = completion
             failed.payload = .complete(
                 TransferCompletion(
