@@ -93,8 +93,20 @@ for target in "${targets[@]}"; do
     cat "$work/$target/summary"
     if [ "$(cat "$work/$target/status")" != 0 ]; then
         status=1
+        # The verdict (the sanitizer's or libFuzzer's "ERROR:" and "SUMMARY:" lines, a Swift trap's message, the first
+        # frames in Courier's code) on one line and the input in base64 on another: scripts/test.sh repeats both
+        # under "what failed:" at its end, so an output kept only in part still says what crashed, where, and on what.
         log "$target failed: see the input in Tests/Fuzz/Crashes/$target; libFuzzer said:" >&2
         tail -40 "$work/$target/log" >&2
+        verdict="$(grep -E '(^==[0-9]+== ?ERROR|^SUMMARY|Fatal error|Precondition failed)' "$work/$target/log" |
+            head -3 | tr '\n' ' ')"
+        frames="$(grep -E '^ *#[0-9]+ .* in .*(Courier|cr_|cr__)' "$work/$target/log" | head -4 |
+            sed -E 's/^ *(#[0-9]+) 0x[0-9a-f]+ in /\1 /' | cut -c1-160 | tr '\n' ' ')"
+        echo "fuzz: FAILED $target: ${verdict:-libFuzzer exited with an error} ${frames}"
+        for input in "$work/$target"/crashes/*; do
+            [ -f "$input" ] || continue
+            echo "fuzz: FAILED $target: input $(basename "$input") (base64): $(head -c 3000 "$input" | base64 -w0)"
+        done
     fi
 done
 exit "$status"

@@ -152,9 +152,10 @@ fi
 # Coverage-guided fuzzing of everything Courier reads from outside, 30 s per target, two at a time (about 3 minutes
 # with the fuzzer's build; scripts/fuzz.sh, docs/reliability.md). An input that crashes lands in Tests/Fuzz/Crashes.
 fuzz_status=0
-bash scripts/fuzz.sh 30 || fuzz_status=$?
+bash scripts/fuzz.sh 30 | tee "$private_home/fuzz.out" || fuzz_status=${PIPESTATUS[0]}
 if [ "$fuzz_status" -ne 0 ]; then
     fail "fuzzing found a crash (exit status $fuzz_status; see Tests/Fuzz/Crashes)"
+    grep '^fuzz: FAILED' "$private_home/fuzz.out" | while IFS= read -r line; do fail "  $line"; done
     status=$fuzz_status
 fi
 
