@@ -10,9 +10,6 @@ import Glibc
 /// packet); for a name, any route off the machine (IPv4 or IPv6, other than the loopback's), since the name cannot be
 /// resolved without one.
 enum Connectivity {
-    /// How often a waiting task looks again.
-    static let pollInterval: DispatchTimeInterval = .milliseconds(250)
-
     static func isAvailable(for url: URL?) -> Bool {
         guard let host = url?.host?.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), !host.isEmpty else {
             return hasRouteOffMachine()
@@ -29,15 +26,10 @@ enum Connectivity {
         return routes(to: address.pointee)
     }
 
-    /// Calls `ready` once, on a global queue, when ``isAvailable(for:)`` becomes true, or at `deadline`.
+    /// Calls `ready` once when ``isAvailable(for:)`` becomes true after a change of the routing table, or at
+    /// `deadline` (``RouteChangeWatch``).
     static func waitForRoute(to url: URL?, until deadline: Date?, _ ready: @escaping @Sendable () -> Void) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + pollInterval) {
-            if isAvailable(for: url) || deadline.map({ Date() >= $0 }) == true {
-                ready()
-            } else {
-                waitForRoute(to: url, until: deadline, ready)
-            }
-        }
+        RouteChangeWatch.shared.wait(for: url, until: deadline, ready: ready)
     }
 
     /// Whether the kernel has a route for a datagram to `address` (connect on a UDP socket sends nothing).

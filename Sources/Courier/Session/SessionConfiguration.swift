@@ -137,9 +137,10 @@ public struct SessionConfiguration: Sendable {
 
     /// Whether a task that finds no network waits for one instead of failing (`notConnectedToInternet`, or a host
     /// name that cannot be resolved while the system has no route off the machine): its delegate hears
-    /// `urlSession(_:taskIsWaitingForConnectivity:)` once, and the task begins when a route returns (looked at every
-    /// 250 ms), bounded by `timeoutIntervalForResource` (then `timedOut`). Default false. A background session's
-    /// tasks always wait: courierd retries network failures itself.
+    /// `urlSession(_:taskIsWaitingForConnectivity:)` once, and the task begins when a route returns (looked at when
+    /// the kernel announces a change of links, addresses or routes), bounded by `timeoutIntervalForResource` (then
+    /// `timedOut`). Default false. A background session's tasks always wait: courierd retries network failures
+    /// itself.
     public var waitsForConnectivity = false
 
     /// The oldest TLS version the session's connections accept. Default `.TLSv10` (whatever the TLS library
