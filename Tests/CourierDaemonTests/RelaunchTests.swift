@@ -321,7 +321,7 @@ struct RelaunchTests {
         let entries = Self.entries(log)
         #expect(exited, "the relaunched app did not finish; its log: \(entries)")
         let relaunched = Set(entries.filter { $0["event"] as? String == "relaunched" }.compactMap { $0["pid"] as? Int })
-        // (Twice, once, under the whole suite's load: the log says what the first relaunched app did before the second.)
+        // Once: wakes that come while the relaunch is being made do not start a second process (RelaunchGraceTests).
         #expect(relaunched.count == 1, "relaunched as \(relaunched); the log: \(entries)")
         // The relaunched app got standard input, output and error from courierd, and nothing else: none of courierd's
         // connections to the test server (14 downloads were running), its socket or its journal.

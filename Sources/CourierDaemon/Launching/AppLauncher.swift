@@ -117,7 +117,9 @@ package final class AppLauncher: Sendable {
                 launch(app: app, session: session, command: command, at: postponed, stillNeeded: stillNeeded)
                 return
             }
-            state.withLock { _ = $0.scheduled.remove(app) }
+            // `app` stays scheduled until its process is recorded (or no launch is made): a wake meanwhile must not
+            // find it neither scheduled nor launched and start a second process.
+            defer { state.withLock { _ = $0.scheduled.remove(app) } }
             guard stillNeeded() else {
                 return
             }
