@@ -30,15 +30,16 @@ final class RouteChangeWatch: @unchecked Sendable {
             let number = nextNumber
             nextNumber += 1
             waiters[number] = Waiter(url: url, ready: ready)
-            guard source != nil || startWatching() else {
+            // Without the kernel's announcements, the task is not held back; with them, it looks once more itself (a
+            // change between the caller's look and the subscription was not announced). The other waiters were
+            // looked at when they came and hear every change since.
+            guard source != nil || startWatching(), !Connectivity.isAvailable(for: url) else {
                 finish(number)
                 return
             }
             if let deadline {
                 queue.asyncAfter(deadline: .now() + max(0, deadline.timeIntervalSinceNow)) { [self] in finish(number) }
             }
-            // A change between the caller's look and the subscription was not announced to this socket.
-            lookAgain()
         }
     }
 
