@@ -108,7 +108,15 @@ final class ConnectionOutbox: @unchecked Sendable {
 
     /// Writes what is queued (after one journal flush for the frames queued since the last), until the socket is full
     /// (the write source calls again when it has room) or nothing is left.
+    ///
+    /// Nothing once the outbox is closed: a sender that found it open may schedule a flush after ``close()`` ran on
+    /// `queue`, when the descriptor may be closed and its number another connection's. ``close()`` writes what the
+    /// socket takes itself.
     private func flush() {
+        guard !state.withLock({ $0.closed }) else {
+            waitForRoom(false)
+            return
+        }
         while true {
             takeUnsynced()
             switch writeQueued() {

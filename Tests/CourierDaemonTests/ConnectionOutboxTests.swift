@@ -1,0 +1,64 @@
+import CourierConcurrency
+import Dispatch
+import Foundation
+import Testing
+
+@testable import CourierDaemon
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection's outbox after `close()`: its descriptor is closed and its number reused by the next socket, so
+/// nothing queued by another thread at that moment may be written, or watched for room, afterwards.
+@Suite("connection outbox")
+struct ConnectionOutboxTests {
+    @Test("frames queued while the outbox closes never reach the socket that reuses its descriptor")
+    func nothingAfterClose() throws {
+        let frame = Data(repeating: 0x5A, count: 512)
+        for round in 0..<200 {
+            let (old, oldPeer) = try Self.socketPair()
+            let outbox = ConnectionOutbox(descriptor: old, limit: 1 << 30, durability: {}, caughtUp: {})
+            let senders = 2
+            let started = DispatchSemaphore(value: 0)
+            let done = DispatchGroup()
+            for _ in 0..<senders {
+                DispatchQueue.global().async(group: done) {
+                    started.signal()
+                    while outbox.send(frame) {}
+                }
+            }
+            for _ in 0..<senders {
+                started.wait()
+            }
+            outbox.close()
+            close(old)
+            // The lowest free number: `old`'s, unless another test took it meanwhile.
+            let (reused, reusedPeer) = try Self.socketPair()
+            done.wait()
+            // Long enough for a flush queued by a sender that passed the outbox's check before it closed.
+            usleep(2_000)
+            var byte: UInt8 = 0
+            let read = recv(reusedPeer, &byte, 1, Int32(MSG_DONTWAIT))
+            let readErrno = errno
+            close(reused)
+            close(reusedPeer)
+            close(oldPeer)
+            #expect(
+                read < 0 && (readErrno == EAGAIN || readErrno == EWOULDBLOCK),
+                "round \(round): the closed outbox wrote to descriptor \(reused) (was \(old))"
+            )
+            if read >= 0 {
+                return
+            }
+        }
+    }
+
+    private static func socketPair() throws -> (Int32, Int32) {
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        return (ends[0], ends[1])
+    }
+}
