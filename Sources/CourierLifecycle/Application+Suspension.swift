@@ -26,7 +26,14 @@ extension Application {
             return
         }
         let mark = DaemonConnections.receiveMark()
-        self.configuration.processControl.suspend()
+        // courierd hears it before the stop (each connection writes it on this thread): it continues the process for
+        // what it writes from now on, and counts an idle instance's time from here. What it wrote before that, and
+        // this process has received, is looked at here: no stop, as if courierd had continued the process at once.
+        ApplicationPresence.publish(suspended: true)
+        if !DaemonConnections.hasReceived(since: mark), self.wakesWaiting.withLock({ $0 }) == 0 {
+            self.configuration.processControl.suspend()
+        }
+        ApplicationPresence.publish(suspended: false)
         let resumption = self.resumptions.withLock { count in
             count += 1
             return count

@@ -54,6 +54,38 @@ struct ConnectionOutboxTests {
         }
     }
 
+    @Test("afterWritten calls once what was queued before it is in the socket, not before, and never after a close")
+    func afterWritten() throws {
+        let (end, peer) = try Self.socketPair()
+        defer {
+            close(end)
+            close(peer)
+        }
+        let outbox = ConnectionOutbox(descriptor: end, limit: 1 << 30, durability: {}, caughtUp: {})
+        let calls = WaitableValue<[String]>([])
+        // Nothing queued: at once.
+        outbox.afterWritten { calls.withLock { $0.append("empty") } }
+        #expect(calls.withLock { $0 } == ["empty"])
+        // More than the socket holds: the call waits for the peer to read.
+        let frame = Data(repeating: 7, count: 4 << 20)
+        #expect(outbox.send(frame))
+        outbox.afterWritten { calls.withLock { $0.append("written") } }
+        #expect(!calls.wait(atMost: 0.3) { $0.count > 1 }, "called before the frame was in the socket")
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var read = 0
+        while read < frame.count {
+            let count = recv(peer, &buffer, buffer.count, 0)
+            try #require(count > 0)
+            read += count
+        }
+        #expect(calls.wait(atMost: 5) { $0 == ["empty", "written"] })
+        // Queued and never written: the outbox closes first.
+        #expect(outbox.send(frame))
+        outbox.afterWritten { calls.withLock { $0.append("closed") } }
+        outbox.close()
+        #expect(!calls.wait(atMost: 0.3) { $0.count > 2 })
+    }
+
     private static func socketPair() throws -> (Int32, Int32) {
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {

@@ -53,6 +53,7 @@ enum SampleMessages {
             .stopDaemon(.init(request: 8)),
             .forceQuit(.init(request: 9, app: "a")),
             .appState(.init(inForeground: false)),
+            .appState(.init(inForeground: false, suspended: true)),
             .reply(
                 .init(
                     request: 7,

@@ -38,7 +38,9 @@ extension BackgroundWorkService {
         if let link {
             delivered = link.send(.wake(.init(wake: number, reason: reason)))
             if delivered {
-                resumeWhileStopped(app, pid: link.pid, until: number)
+                // Suspended by its lifecycle: continued once the wake is in its socket, so that it knows courierd
+                // continued it (and stays in the background), and stops again by itself when the work is done.
+                link.continueIfSuspended()
             }
         }
         if !delivered, launcher.launchedProcessRuns(app) {
@@ -68,32 +70,6 @@ extension BackgroundWorkService {
             self?.overran(number)
         }
         return true
-    }
-
-    /// Resumes the app (SIGCONT, marked as courierd's) when it is found stopped with wake `number` not yet read: the
-    /// wake may have been written while its lifecycle was suspending it. Looked at again every quarter second until
-    /// the wake ends; after 5 s a stopped app is resumed even with nothing unread (it may have stopped between reading
-    /// the wake and starting it). An app resumed with its wake already under way stops again by itself.
-    func resumeWhileStopped(_ app: String, pid: pid_t, until number: UInt64, since start: Date = Date()) {
-        let lastResort = Date().timeIntervalSince(start) > 5
-        let resumed = state.withLock { state -> Bool in
-            guard state.inFlight[number] != nil, let link = state.links[app], link.pid == pid, ProcessState.isStopped(pid),
-                lastResort || UnixSocket.unreadByPeer(link.connection) > 0
-            else {
-                return false
-            }
-            kill(pid, SIGCONT)
-            return true
-        }
-        if resumed {
-            logger.info("resumed a suspended app for background work", metadata: ["app": "\(app)", "pid": "\(pid)"])
-        }
-        let stillInFlight = state.withLock { $0.inFlight[number] != nil && $0.links[app]?.pid == pid }
-        if stillInFlight {
-            queue.asyncAfter(deadline: .now() + 0.25) { [weak self] in
-                self?.resumeWhileStopped(app, pid: pid, until: number, since: lastResort ? Date() : start)
-            }
-        }
     }
 
     /// Launches the app for `reason`; false when it cannot be (no launch command, force-quit, spawn failed, or a

@@ -28,6 +28,8 @@ package final class BackgroundWorkService: Sendable {
         let send: @Sendable (IPCMessage) -> Bool
         /// Fetching an app the user is looking at is pointless: it is not fetched then.
         var inForeground: Bool
+        /// Continues the process when its lifecycle said it suspended it, once what was sent is in its socket.
+        let continueIfSuspended: @Sendable () -> Void
     }
 
     /// A delivery the app has not finished.
@@ -111,7 +113,8 @@ package final class BackgroundWorkService: Sendable {
         pid: pid_t,
         connection: Int32,
         inForeground: Bool,
-        send: @escaping @Sendable (IPCMessage) -> Bool
+        send: @escaping @Sendable (IPCMessage) -> Bool,
+        continueIfSuspended: @escaping @Sendable () -> Void
     ) -> Result<String?, JournalError> {
         let token: String
         do {
@@ -124,7 +127,13 @@ package final class BackgroundWorkService: Sendable {
             return .failure(error)
         }
         let (scheduler, pending) = state.withLock { state in
-            state.links[app] = Link(connection: connection, pid: pid, send: send, inForeground: inForeground)
+            state.links[app] = Link(
+                connection: connection,
+                pid: pid,
+                send: send,
+                inForeground: inForeground,
+                continueIfSuspended: continueIfSuspended
+            )
             state.scheduler.setMinimumInterval(registration.fetchInterval, of: app, at: Date())
             return (state.scheduler, state.pending.removeValue(forKey: app) ?? [])
         }

@@ -1,5 +1,6 @@
 import Courier
 import CourierConcurrency
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -18,6 +19,8 @@ final class ClientConnection: Sendable {
         var app: String?
         var inForeground = true
         var heardState = false
+        /// When the app last said its lifecycle is stopping the process; nil once it said it was continued.
+        var suspendedSince: Date?
         /// The version frames are written in: the newest both read (the hello says the app's).
         var writeVersion = IPCFrame.jsonVersion
     }
@@ -49,11 +52,46 @@ final class ClientConnection: Sendable {
         set { said.withLock { $0.heardState = newValue } }
     }
 
-    /// Whether this is an instance of `app` (nil: of any app) that the user cannot see: in the background and stopped
-    /// (suspended by its lifecycle). A stopped foreground process was stopped by its user (Ctrl-Z), and is left alone.
+    /// Since when the app says its lifecycle has suspended it (in the background: the user cannot see it); nil while
+    /// it runs, and for a foreground app (one its user stopped with Ctrl-Z is left alone).
+    var suspendedSince: Date? {
+        said.withLock { $0.inForeground ? nil : $0.suspendedSince }
+    }
+
+    /// The app said it is suspended (`appState`), or continued. Returns whether this began a suspension.
+    func saySuspended(_ suspended: Bool, at now: Date = Date()) -> Bool {
+        said.withLock { said in
+            defer { said.suspendedSince = suspended ? said.suspendedSince ?? now : nil }
+            return suspended && said.suspendedSince == nil
+        }
+    }
+
+    /// Whether courierd wrote to this connection what the app has not read yet: in the socket, or still queued.
+    var holdsUnread: Bool {
+        outbox.holdsUnwritten || UnixSocket.unreadByPeer(descriptor) > 0
+    }
+
+    /// Continues the process, when its app said its lifecycle suspended it, for what courierd queued for it: once
+    /// that is written to the socket and the process is stopped (``SuspendedProcess``), if it is still unread then.
+    func continueIfSuspended() {
+        guard suspendedSince != nil else {
+            return
+        }
+        // Once what was queued is in its socket: the process, continued, finds it there and knows courierd woke it.
+        // Only while it is there: a process that read it before it stopped, or was continued and stopped again since,
+        // would take a continue with nothing to read for its user's, and come to the foreground.
+        outbox.afterWritten { [weak self, pid] in
+            SuspendedProcess.continueOnceStopped(pid) { [weak self] in
+                self.map { $0.suspendedSince != nil && UnixSocket.unreadByPeer($0.descriptor) > 0 } ?? false
+            }
+        }
+    }
+
+    /// Whether this is an instance of `app` (nil: of any app) that the user cannot see: its lifecycle said it
+    /// suspended it in the background, and it is stopped.
     func isSuspendedInstance(of app: String?) -> Bool {
-        let (name, inForeground) = said.withLock { ($0.app, $0.inForeground) }
-        return (app == nil || name == app) && !inForeground && pid > 0 && ProcessState.isStopped(pid)
+        let name = said.withLock { $0.app }
+        return (app == nil || name == app) && suspendedSince != nil && pid > 0 && ProcessState.isStopped(pid)
     }
 
     private let outbox: ConnectionOutbox

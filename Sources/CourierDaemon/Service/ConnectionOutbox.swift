@@ -45,6 +45,11 @@ final class ConnectionOutbox: @unchecked Sendable {
         /// An event was withheld since the outbox last drained.
         var withheld = false
         var closed = false
+        /// Bytes queued and written since the outbox opened.
+        var queuedTotal = 0
+        var writtenTotal = 0
+        /// ``afterWritten(_:)``'s calls waiting, each for `writtenTotal` to reach its count, in order.
+        var waitingForWrites: [(through: Int, call: @Sendable () -> Void)] = []
     }
 
     private let descriptor: Int32
@@ -73,6 +78,29 @@ final class ConnectionOutbox: @unchecked Sendable {
         queue = DispatchQueue(label: "courierd.connection.\(descriptor)")
     }
 
+    /// Whether frames are queued and not yet written to the socket.
+    var holdsUnwritten: Bool {
+        state.withLock { $0.bytes > 0 && !$0.closed }
+    }
+
+    /// Calls `call` once everything queued so far is in the socket: at once when it is, else on the outbox's queue
+    /// after the write that puts the last of it there; never when the outbox closes first.
+    func afterWritten(_ call: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            guard !state.closed else {
+                return false
+            }
+            guard state.writtenTotal < state.queuedTotal else {
+                return true
+            }
+            state.waitingForWrites.append((state.queuedTotal, call))
+            return false
+        }
+        if now {
+            call()
+        }
+    }
+
     /// Queues `frame` (an answer); false when the connection is closed.
     func send(_ frame: Data) -> Bool {
         enqueue([frame], bounded: false) != .closed
@@ -97,6 +125,7 @@ final class ConnectionOutbox: @unchecked Sendable {
             }
             state.unsynced += frames
             state.bytes += size
+            state.queuedTotal += size
             defer { state.flushing = true }
             return (.queued, !state.flushing)
         }
@@ -191,6 +220,7 @@ final class ConnectionOutbox: @unchecked Sendable {
                     state.withLock { state in
                         state.closed = true
                         state.flushing = false
+                        state.waitingForWrites = []
                     }
                     pending = []
                     pendingOffset = 0
@@ -199,7 +229,14 @@ final class ConnectionOutbox: @unchecked Sendable {
                 }
             }
             pendingOffset += count
-            state.withLock { $0.bytes -= count }
+            let written = state.withLock { state -> [@Sendable () -> Void] in
+                state.bytes -= count
+                state.writtenTotal += count
+                let ready = state.waitingForWrites.prefix { $0.through <= state.writtenTotal }
+                state.waitingForWrites.removeFirst(ready.count)
+                return ready.map(\.call)
+            }
+            written.forEach { $0() }
         }
         pending.removeAll(keepingCapacity: pending.count <= 64 << 10)
         pendingOffset = 0
@@ -227,7 +264,10 @@ final class ConnectionOutbox: @unchecked Sendable {
     /// Ends the outbox before the descriptor closes: what the socket takes now is written (a failure answering a bad
     /// frame), the rest is dropped, and the write source is gone once this returns. A second call does nothing.
     func close() {
-        state.withLock { $0.closed = true }
+        state.withLock { state in
+            state.closed = true
+            state.waitingForWrites = []
+        }
         let cancelled = DispatchSemaphore(value: 0)
         let hasSource = queue.sync { () -> Bool in
             takeUnsynced()

@@ -139,6 +139,8 @@ extension DaemonServer {
             ) { message in
                 // Strong: the service drops the link when the connection closes (`disconnected`, before the close).
                 connection.send(message)
+            } continueIfSuspended: {
+                connection.continueIfSuspended()
             }
             reply(registration.request, on: connection) { () throws(JournalError) in
                 .registered(deviceToken: try answer.get())
@@ -162,10 +164,19 @@ extension DaemonServer {
     }
 
     /// The app moved between the foreground and the background: in the foreground, its relaunch delay resets
-    /// (docs/background-model.md #8).
+    /// (docs/background-model.md #8). Its lifecycle is stopping the process (suspended): what courierd wrote to it
+    /// that it has not read continues it once it is stopped, and an idle instance's wait for its reclaim starts.
     func appState(_ state: IPCMessage.AppState, on connection: ClientConnection) {
         let cameToForeground = state.inForeground && !connection.inForeground
         connection.inForeground = state.inForeground
+        if let suspended = state.suspended, connection.saySuspended(suspended), !state.inForeground {
+            // Written (or queued) while it was suspending: it would wait unread until something else continued it.
+            // (Each of the app's connections says so, and looks at its own.)
+            if connection.holdsUnread {
+                connection.continueIfSuspended()
+            }
+            scheduleIdleReclaim(of: connection.pid)
+        }
         if let app = connection.app {
             instances.note(
                 pid: connection.pid,
@@ -221,8 +232,8 @@ extension DaemonServer {
             // A suspended instance (in the background, stopped) is continued for its session's events, as for a fetch
             // or a push: the events are queued for its socket first, so it knows courierd woke it, and suspends itself
             // once they are delivered. (A foreground app is not looked at: one its user stopped stays stopped.)
-            if delivery != .gone, connection.isSuspendedInstance(of: app) {
-                kill(connection.pid, SIGCONT)
+            if delivery != .gone {
+                connection.continueIfSuspended()
             }
             return delivery
         }

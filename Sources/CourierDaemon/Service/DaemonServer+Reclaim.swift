@@ -16,57 +16,54 @@ extension DaemonServer {
     /// hours. Launching the app again costs little: courierd does it for the next events, fetch or push.
     package static let defaultIdleReclaimDelay: Double = 600
 
-    /// Looks, every quarter of ``idleReclaimDelay`` (at most every 5 s) until courierd stops, for suspended instances
-    /// to reclaim; nothing when they are never reclaimed for being idle.
-    func scheduleIdleReclaim() {
-        guard let delay = idleReclaimDelay else {
+    /// Schedules the idle-reclaim check of `pid`, an instance whose lifecycle said it suspended it: one
+    /// ``idleReclaimDelay`` after the suspension (``reclaimIfIdle(_:now:)``); nothing when one is scheduled already or
+    /// instances are never reclaimed for being idle.
+    func scheduleIdleReclaim(of pid: pid_t, after delay: TimeInterval? = nil) {
+        guard let wait = delay ?? idleReclaimDelay,
+            state.withLock({ !$0.stopping && $0.idleChecks.insert(pid).inserted })
+        else {
             return
         }
-        let interval = min(5, max(0.05, delay / 4))
-        DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [self] in
-            guard !state.withLock({ $0.stopping }) else {
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, wait)) { [weak self] in
+            guard let self else {
                 return
             }
-            reclaimIdleInstances(now: Date())
-            scheduleIdleReclaim()
+            state.withLock { _ = $0.idleChecks.remove(pid) }
+            reclaimIfIdle(pid, now: Date())
         }
     }
 
-    /// Reclaims the instances that have been suspended (in the background and stopped) for ``idleReclaimDelay`` with
-    /// no work left: none of the sessions they hold, on any of their connections (an app has one for its lifecycle
-    /// and one per background session), has a task that has not ended or an event not acknowledged. An instance that
-    /// gets work, or comes back, starts its wait again when it is next idle.
-    func reclaimIdleInstances(now: Date) {
+    /// Reclaims `pid` when it has been suspended (in the background and stopped) for ``idleReclaimDelay`` with no work
+    /// left: none of the sessions it holds, on any of its connections (an app has one for its lifecycle and one per
+    /// background session), has a task that has not ended or an event not acknowledged. Suspended since less long (it
+    /// was continued and suspended again): looked at again when the delay is up. Suspended with work: looked at again
+    /// one delay later (work ends while an instance is suspended only through events, and those continue it).
+    func reclaimIfIdle(_ pid: pid_t, now: Date) {
         guard let delay = idleReclaimDelay else {
             return
         }
-        let byProcess = Dictionary(grouping: state.withLock { Array($0.connections.values) }, by: \.pid)
-        let idle = byProcess.filter { _, connections in
-            connections.allSatisfy { $0.isSuspendedInstance(of: nil) && !hasWork($0) }
-        }
-        let due = state.withLock { state -> [pid_t] in
-            state.idleSince = state.idleSince.filter { idle[$0.key] != nil }
-            var due: [pid_t] = []
-            for pid in idle.keys {
-                let since = state.idleSince[pid] ?? now
-                state.idleSince[pid] = since
-                if now.timeIntervalSince(since) >= delay {
-                    due.append(pid)
-                    state.idleSince[pid] = nil
-                }
-            }
-            return due
-        }
-        guard !due.isEmpty else {
+        let connections = state.withLock { $0.connections.values.filter { $0.pid == pid } }
+        let since = connections.map(\.suspendedSince)
+        guard !connections.isEmpty, since.allSatisfy({ $0 != nil }), let latest = since.compactMap({ $0 }).max(),
+            connections.allSatisfy({ $0.isSuspendedInstance(of: nil) })
+        else {
             return
         }
-        for pid in due {
-            logger.info(
-                "reclaiming a suspended instance with no work left",
-                metadata: ["app": "\(idle[pid]?.first?.app ?? "-")", "pid": "\(pid)", "idleFor": "\(delay)"]
-            )
+        let suspendedFor = now.timeIntervalSince(latest)
+        guard suspendedFor >= delay else {
+            scheduleIdleReclaim(of: pid, after: delay - suspendedFor)
+            return
         }
-        _ = reclaim(due.flatMap { idle[$0] ?? [] })
+        guard !connections.contains(where: hasWork) else {
+            scheduleIdleReclaim(of: pid)
+            return
+        }
+        logger.info(
+            "reclaiming a suspended instance with no work left",
+            metadata: ["app": "\(connections.first?.app ?? "-")", "pid": "\(pid)", "idleFor": "\(suspendedFor)"]
+        )
+        _ = reclaim(connections)
     }
 
     /// Whether a session `connection` holds has a task that has not ended or an event not acknowledged yet.

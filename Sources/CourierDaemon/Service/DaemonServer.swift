@@ -20,8 +20,8 @@ package final class DaemonServer: @unchecked Sendable {
     struct State {
         var stopping = false
         var connections: [Int32: ClientConnection] = [:]
-        /// Since when each suspended process has had no work (``reclaimIdleInstances(now:)``).
-        var idleSince: [pid_t: Date] = [:]
+        /// The suspended processes with an idle-reclaim check scheduled (``scheduleIdleReclaim(of:)``).
+        var idleChecks: Set<pid_t> = []
         /// The downloads of each session that finished while its app was away, until the batch's notification.
         var finishedWhileAway: [String: Set<Int>] = [:]
     }
@@ -162,7 +162,6 @@ package final class DaemonServer: @unchecked Sendable {
     /// every session's transfers. Returns false when a transfer engine was not destroyed in time or a libuv loop closed with handles
     /// still open.
     package func run() -> Bool {
-        scheduleIdleReclaim()
         // The apps of the courierd before this one reconnect from now: their grace starts here, not before the
         // journal was restored.
         launcher.accepting()

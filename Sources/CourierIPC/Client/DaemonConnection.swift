@@ -107,14 +107,15 @@ package final class DaemonConnection: Sendable {
             return .failure(CourierError(.networkConnectionLost, "courierd closed the connection at hello"))
         }
         let connection = DaemonConnection(descriptor: descriptor)
-        // Later moves between the foreground and the background, until the connection ends; one made since the hello
-        // was written is sent at once.
-        let presence = ApplicationPresence.addObserver { inForeground in
-            connection.send(.appState(.init(inForeground: inForeground)))
+        // Later moves between the foreground and the background, and the process's suspensions, until the connection
+        // ends (written on the transition's thread: a suspension's is sent before the process stops); one made since
+        // the hello was written is sent at once.
+        let presence = ApplicationPresence.addObserver { presence in
+            connection.send(.appState(.init(inForeground: presence.inForeground, suspended: presence.suspended)))
         }
-        let now = ApplicationPresence.isInForeground
-        if now != inForeground {
-            connection.send(.appState(.init(inForeground: now)))
+        let now = ApplicationPresence.current
+        if now.inForeground != inForeground || now.suspended {
+            connection.send(.appState(.init(inForeground: now.inForeground, suspended: now.suspended)))
         }
         DaemonConnections.opened(connection)
         Thread.detachNewThread {

@@ -428,13 +428,17 @@ extension IPCMessage {
         }
     }
 
-    /// The app moved between the foreground and the background. Tasks it creates in the background are
-    /// discretionary and wait for its relaunch delay; coming to the foreground resets that delay.
+    /// The app moved between the foreground and the background, or its lifecycle is about to stop the process
+    /// (suspended) or it was continued. Tasks it creates in the background are discretionary and wait for its relaunch
+    /// delay; coming to the foreground resets that delay. `suspended` is written before the process stops, so
+    /// courierd knows a stopped instance from the moment it stops, without looking (nil: not said).
     package struct AppState: Codable, Sendable, Equatable {
         package var inForeground: Bool
+        package var suspended: Bool?
 
-        package init(inForeground: Bool) {
+        package init(inForeground: Bool, suspended: Bool? = nil) {
             self.inForeground = inForeground
+            self.suspended = suspended
         }
     }
 
