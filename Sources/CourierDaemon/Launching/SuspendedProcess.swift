@@ -19,12 +19,11 @@ enum SuspendedProcess {
     static let stopWindow: TimeInterval = 2
     static let lookInterval: DispatchTimeInterval = .milliseconds(5)
 
-    /// SIGCONT to `pid` once it is stopped, while `stillSuspended()`; `continued` is called after the signal is sent
-    /// (on a global queue, or on the caller's thread when it was stopped already).
+    /// SIGCONT to `pid` once it is stopped (on the caller's thread when it is already, else on a global queue),
+    /// while `stillSuspended()`. Returns at once.
     static func continueOnceStopped(
         _ pid: pid_t,
         while stillSuspended: @escaping @Sendable () -> Bool,
-        continued: @escaping @Sendable () -> Void = {},
         deadline: Date = Date().addingTimeInterval(stopWindow)
     ) {
         guard pid > 0, stillSuspended() else {
@@ -32,14 +31,13 @@ enum SuspendedProcess {
         }
         if ProcessState.isStopped(pid) {
             kill(pid, SIGCONT)
-            continued()
             return
         }
         guard Date() < deadline, ProcessState.of(pid) != nil else {
             return
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + lookInterval) {
-            continueOnceStopped(pid, while: stillSuspended, continued: continued, deadline: deadline)
+            continueOnceStopped(pid, while: stillSuspended, deadline: deadline)
         }
     }
 }

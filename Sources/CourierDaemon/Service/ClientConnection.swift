@@ -80,9 +80,13 @@ final class ClientConnection: Sendable {
         // Once what was queued is in its socket: the process, continued, finds it there and knows courierd woke it.
         // Only while it is there: a process that read it before it stopped, or was continued and stopped again since,
         // would take a continue with nothing to read for its user's, and come to the foreground.
+        // (The outbox open: the descriptor is still this connection's.)
         outbox.afterWritten { [weak self, pid] in
             SuspendedProcess.continueOnceStopped(pid) { [weak self] in
-                self.map { $0.suspendedSince != nil && UnixSocket.unreadByPeer($0.descriptor) > 0 } ?? false
+                guard let self, outbox.isOpen, suspendedSince != nil else {
+                    return false
+                }
+                return UnixSocket.unreadByPeer(descriptor) > 0
             }
         }
     }

@@ -78,6 +78,11 @@ final class ConnectionOutbox: @unchecked Sendable {
         queue = DispatchQueue(label: "courierd.connection.\(descriptor)")
     }
 
+    /// Whether frames may still be queued and written: ``close()`` was not called and the peer did not fail.
+    var isOpen: Bool {
+        state.withLock { !$0.closed }
+    }
+
     /// Whether frames are queued and not yet written to the socket.
     var holdsUnwritten: Bool {
         state.withLock { $0.bytes > 0 && !$0.closed }
