@@ -66,11 +66,6 @@ final class ClientConnection: Sendable {
         }
     }
 
-    /// Whether courierd wrote to this connection what the app has not read yet: in the socket, or still queued.
-    var holdsUnread: Bool {
-        outbox.holdsUnwritten || UnixSocket.unreadByPeer(descriptor) > 0
-    }
-
     /// Continues the process, when its app said its lifecycle suspended it, for what courierd queued for it: once
     /// that is written to the socket and the process is stopped (``SuspendedProcess``), if it is still unread then.
     func continueIfSuspended() {

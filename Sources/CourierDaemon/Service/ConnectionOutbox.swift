@@ -83,11 +83,6 @@ final class ConnectionOutbox: @unchecked Sendable {
         state.withLock { !$0.closed }
     }
 
-    /// Whether frames are queued and not yet written to the socket.
-    var holdsUnwritten: Bool {
-        state.withLock { $0.bytes > 0 && !$0.closed }
-    }
-
     /// Calls `call` once everything queued so far is in the socket: at once when it is, else on the outbox's queue
     /// after the write that puts the last of it there; never when the outbox closes first.
     func afterWritten(_ call: @escaping @Sendable () -> Void) {

@@ -171,10 +171,8 @@ extension DaemonServer {
         connection.inForeground = state.inForeground
         if let suspended = state.suspended, connection.saySuspended(suspended), !state.inForeground {
             // Written (or queued) while it was suspending: it would wait unread until something else continued it.
-            // (Each of the app's connections says so, and looks at its own.)
-            if connection.holdsUnread {
-                connection.continueIfSuspended()
-            }
+            // (Each of the app's connections says so, and looks at its own; nothing unread, nothing is sent.)
+            connection.continueIfSuspended()
             scheduleIdleReclaim(of: connection.pid)
         }
         if let app = connection.app {

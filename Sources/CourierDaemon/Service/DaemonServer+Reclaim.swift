@@ -44,9 +44,8 @@ extension DaemonServer {
             return
         }
         let connections = state.withLock { $0.connections.values.filter { $0.pid == pid } }
-        let since = connections.map(\.suspendedSince)
-        guard !connections.isEmpty, since.allSatisfy({ $0 != nil }), let latest = since.compactMap({ $0 }).max(),
-            connections.allSatisfy({ $0.isSuspendedInstance(of: nil) })
+        guard connections.allSatisfy({ $0.isSuspendedInstance(of: nil) }),
+            let latest = connections.compactMap(\.suspendedSince).max()
         else {
             return
         }
