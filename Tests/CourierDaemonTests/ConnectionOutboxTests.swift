@@ -54,7 +54,9 @@ struct ConnectionOutboxTests {
         }
     }
 
-    @Test("afterWritten calls once what was queued before it is in the socket, not before, and never after a close")
+    @Test(
+        "afterWritten calls once what was queued before it is in the socket or the socket is full, not before, and never after a close"
+    )
     func afterWritten() throws {
         let (end, peer) = try Self.socketPair()
         defer {
@@ -66,11 +68,19 @@ struct ConnectionOutboxTests {
         // Nothing queued: at once.
         outbox.afterWritten { calls.withLock { $0.append("empty") } }
         #expect(calls.withLock { $0 } == ["empty"])
-        // More than the socket holds: the call waits for the peer to read.
+        // More than the socket holds, and a peer that reads nothing (a stopped app): called once the socket is full,
+        // with the peer's unread bytes in it.
         let frame = Data(repeating: 7, count: 4 << 20)
         #expect(outbox.send(frame))
+        outbox.afterWritten {
+            var unread: Int32 = 0
+            _ = ioctl(peer, UInt(FIONREAD), &unread)
+            calls.withLock { $0.append(unread > 0 ? "full" : "full, but nothing unread") }
+        }
+        #expect(calls.wait(atMost: 30) { $0.count > 1 })
+        // Asked again while the socket stays full: the call waits for the peer to read.
         outbox.afterWritten { calls.withLock { $0.append("written") } }
-        #expect(!calls.wait(atMost: 0.3) { $0.count > 1 }, "called before the frame was in the socket")
+        #expect(!calls.wait(atMost: 0.3) { $0.count > 2 }, "called before more was in the socket")
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var read = 0
         while read < frame.count {
@@ -78,12 +88,12 @@ struct ConnectionOutboxTests {
             try #require(count > 0)
             read += count
         }
-        #expect(calls.wait(atMost: 5) { $0 == ["empty", "written"] })
+        #expect(calls.wait(atMost: 30) { $0 == ["empty", "full", "written"] })
         // Queued and never written: the outbox closes first.
         #expect(outbox.send(frame))
         outbox.afterWritten { calls.withLock { $0.append("closed") } }
         outbox.close()
-        #expect(!calls.wait(atMost: 0.3) { $0.count > 2 })
+        #expect(!calls.wait(atMost: 0.3) { $0.count > 3 })
     }
 
     private static func socketPair() throws -> (Int32, Int32) {

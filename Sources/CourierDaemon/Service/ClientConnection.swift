@@ -67,12 +67,14 @@ final class ClientConnection: Sendable {
     }
 
     /// Continues the process, when its app said its lifecycle suspended it, for what courierd queued for it: once
-    /// that is written to the socket and the process is stopped (``SuspendedProcess``), if it is still unread then.
+    /// that is written to the socket (or the socket is full) and the process is stopped (``SuspendedProcess``), if
+    /// something is still unread then.
     func continueIfSuspended() {
         guard suspendedSince != nil else {
             return
         }
-        // Once what was queued is in its socket: the process, continued, finds it there and knows courierd woke it.
+        // Once what was queued is in its socket (or the socket is full: a stopped process makes no room for the rest):
+        // the process, continued, finds it there and knows courierd woke it.
         // Only while it is there: a process that read it before it stopped, or was continued and stopped again since,
         // would take a continue with nothing to read for its user's, and come to the foreground.
         // (The outbox open: the descriptor is still this connection's.)

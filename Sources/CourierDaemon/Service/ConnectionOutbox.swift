@@ -48,7 +48,8 @@ final class ConnectionOutbox: @unchecked Sendable {
         /// Bytes queued and written since the outbox opened.
         var queuedTotal = 0
         var writtenTotal = 0
-        /// ``afterWritten(_:)``'s calls waiting, each for `writtenTotal` to reach its count, in order.
+        /// ``afterWritten(_:)``'s calls waiting, each for `writtenTotal` to reach its count (or the socket to be full),
+        /// in order.
         var waitingForWrites: [(through: Int, call: @Sendable () -> Void)] = []
     }
 
@@ -83,8 +84,9 @@ final class ConnectionOutbox: @unchecked Sendable {
         state.withLock { !$0.closed }
     }
 
-    /// Calls `call` once everything queued so far is in the socket: at once when it is, else on the outbox's queue
-    /// after the write that puts the last of it there; never when the outbox closes first.
+    /// Calls `call` once everything queued so far is in the socket, or the socket is full (its peer has that much
+    /// unread): at once when it is written, else on the outbox's queue after the write that puts the last of it there
+    /// or finds the socket full; never when the outbox closes first.
     func afterWritten(_ call: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in
             guard !state.closed else {
@@ -214,6 +216,13 @@ final class ConnectionOutbox: @unchecked Sendable {
                     // What is out goes; what is left waits for room.
                     pending.removeFirst(pendingOffset)
                     pendingOffset = 0
+                    // The socket is full of what the peer has not read: those waiting for it to have something go
+                    // now (a stopped peer would never make room for the rest).
+                    let waiting = state.withLock { state in
+                        defer { state.waitingForWrites = [] }
+                        return state.waitingForWrites.map(\.call)
+                    }
+                    waiting.forEach { $0() }
                     return .full
                 default:
                     // The peer is gone: its reader ends the connection (the shutdown wakes it if it waits).
