@@ -127,12 +127,12 @@ extension Journal {
         try write { db in
             var acknowledged: [String] = []
             for path in paths {
-                let wasAcknowledged = try Bool.fetchOne(
-                    db,
-                    sql: "SELECT acknowledged FROM unsyncedFile WHERE path = ?",
-                    arguments: [path]
-                )
-                try db.executeCached(sql: "DELETE FROM unsyncedFile WHERE path = ?", arguments: [path])
+                // One cached statement per file (a SELECT compiled at each call was 7 % of courierd's CPU in W6).
+                let wasAcknowledged = try db.fetchCached(
+                    sql: "DELETE FROM unsyncedFile WHERE path = ? RETURNING acknowledged"
+                ) { statement in
+                    try Bool.fetchAll(statement, arguments: [path]).first
+                }
                 if wasAcknowledged == true {
                     acknowledged.append(path)
                 }
