@@ -34,6 +34,9 @@ struct ChecksumTests {
         #expect(Checksum("md5=" + hex) == nil)
         #expect(Checksum("sha-256=zz" + hex.dropFirst(2)) == nil)
         #expect(Checksum("sha-256=" + hex)?.description == "sha-256=" + hex)
+        // Every digit, in order: each byte's high nibble first.
+        let everyDigit = (0..<32).map { String(format: "%02x", $0 * 8 + $0 % 8) }.joined()
+        #expect(Checksum("sha-256=" + everyDigit.uppercased())?.hex == everyDigit)
     }
 
     @Test("an expected SHA-256 or SHA-512 that matches hands the file over", arguments: ["sha-256", "sha-512"])
