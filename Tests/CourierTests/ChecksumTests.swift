@@ -34,8 +34,8 @@ struct ChecksumTests {
         #expect(Checksum("md5=" + hex) == nil)
         #expect(Checksum("sha-256=zz" + hex.dropFirst(2)) == nil)
         #expect(Checksum("sha-256=" + hex)?.description == "sha-256=" + hex)
-        // Every digit, in order: each byte's high nibble first.
-        let everyDigit = (0..<32).map { String(format: "%02x", $0 * 8 + $0 % 8) }.joined()
+        // Every digit as a byte's high nibble and as its low one, written back in lower case.
+        let everyDigit = String(repeating: "0123456789abcdeffedcba9876543210", count: 2)
         #expect(Checksum("sha-256=" + everyDigit.uppercased())?.hex == everyDigit)
     }
 
