@@ -51,6 +51,8 @@ final class ConnectionOutbox: @unchecked Sendable {
         /// ``afterWritten(_:)``'s calls waiting, each for `writtenTotal` to reach its count (or the socket to be full),
         /// in order.
         var waitingForWrites: [(through: Int, call: @Sendable () -> Void)] = []
+        /// The last write found the socket full, and nothing was written since: its peer has that much unread.
+        var socketFull = false
     }
 
     private let descriptor: Int32
@@ -85,14 +87,15 @@ final class ConnectionOutbox: @unchecked Sendable {
     }
 
     /// Calls `call` once everything queued so far is in the socket, or the socket is full (its peer has that much
-    /// unread): at once when it is written, else on the outbox's queue after the write that puts the last of it there
-    /// or finds the socket full; never when the outbox closes first.
+    /// unread): at once when it is written or the last write found the socket full, else on the outbox's queue after
+    /// the write that puts the last of it there or finds the socket full; never when the outbox closes first.
     func afterWritten(_ call: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in
             guard !state.closed else {
                 return false
             }
-            guard state.writtenTotal < state.queuedTotal else {
+            // Full: a stopped peer makes no room, so waiting for the next write could be forever.
+            guard state.writtenTotal < state.queuedTotal, !state.socketFull else {
                 return true
             }
             state.waitingForWrites.append((state.queuedTotal, call))
@@ -219,6 +222,7 @@ final class ConnectionOutbox: @unchecked Sendable {
                     // The socket is full of what the peer has not read: those waiting for it to have something go
                     // now (a stopped peer would never make room for the rest).
                     let waiting = state.withLock { state in
+                        state.socketFull = true
                         defer { state.waitingForWrites = [] }
                         return state.waitingForWrites.map(\.call)
                     }
@@ -241,6 +245,7 @@ final class ConnectionOutbox: @unchecked Sendable {
             let written = state.withLock { state -> [@Sendable () -> Void] in
                 state.bytes -= count
                 state.writtenTotal += count
+                state.socketFull = false
                 let ready = state.waitingForWrites.prefix { $0.through <= state.writtenTotal }
                 state.waitingForWrites.removeFirst(ready.count)
                 return ready.map(\.call)
