@@ -319,6 +319,25 @@ struct FetchAndPushTests {
             #expect(try await post("", method: "GET") == (405, "MethodNotAllowed"))
             #expect(scene.entries("push").isEmpty, "a bad push reached the app")
 
+            // A request cut short (the client sends part of a head, then closes its side): 400, at once.
+            let cut = try Self.connect(toLoopbackPort: port, sending: "POST /3/device/\(token) HTTP/1.1\r\n")
+            shutdown(cut, Int32(SHUT_WR))
+            #expect(Self.readAll(cut).hasPrefix("HTTP/1.1 400 "))
+            close(cut)
+            // Clients that send part of a request and wait hold no thread of courierd's: with 100 of them connected,
+            // courierd has about as many threads as before, and a push is still answered.
+            let pid = try #require(scene.daemon.pid)
+            let threadsBefore = try Self.threads(of: pid)
+            var waiting: [Int32] = []
+            for _ in 0..<100 {
+                waiting.append(try Self.connect(toLoopbackPort: port, sending: "POST /3/device/\(token) HTTP/1.1\r\n"))
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let threadsWith = try Self.threads(of: pid)
+            #expect(threadsWith < threadsBefore + 10, "courierd had \(threadsBefore) threads, \(threadsWith) with 100 clients")
+            #expect(try await post("", method: "GET") == (405, "MethodNotAllowed"))
+            waiting.forEach { close($0) }
+
             let accepted = try await post(silent, headers: ["apns-push-type": "background", "apns-priority": "5", "apns-id": "11111111-2222-3333-4444-555555555555"])
             #expect(accepted == (200, "11111111-2222-3333-4444-555555555555"))
             #expect(await scene.waitFor("push")?["content-id"] as? String == "7")
@@ -345,5 +364,44 @@ struct FetchAndPushTests {
         }
         session.invalidateAndCancel()
         try await scene.finish()
+    }
+
+    /// A TCP connection to 127.0.0.1:`port` that has sent `text`.
+    static func connect(toLoopbackPort port: Int, sending text: String) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard descriptor >= 0, connected == 0, send(descriptor, text, text.utf8.count, Int32(MSG_NOSIGNAL)) > 0 else {
+            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
+            close(descriptor)
+            throw POSIXError(code)
+        }
+        return descriptor
+    }
+
+    /// What the peer sends until it closes (10 s at most).
+    static func readAll(_ descriptor: Int32) -> String {
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var text = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while case let count = recv(descriptor, &buffer, buffer.count, 0), count > 0 {
+            text.append(buffer, count: count)
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// The threads of process `pid` (`Threads:` in its status).
+    static func threads(of pid: pid_t) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("Threads:") })
+        return try #require(Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)))
     }
 }

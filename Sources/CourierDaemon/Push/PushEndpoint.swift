@@ -16,17 +16,19 @@ import Glibc
 /// `403 Forbidden`. The port (given, or chosen by the kernel with 0) is written to `push-port` in the runtime
 /// directory.
 ///
-/// `@unchecked Sendable`: `listener` and `port` are written once in `init`; the accept thread and the connection
-/// threads only read them.
+/// No thread waits on a client: connections are accepted by a read source on the listener, and each request is read
+/// as it arrives (``PushRequestReader``), all on the endpoint's queue; a whole request is answered on a global queue
+/// (the push is handed to courierd's apps, which may wait for the journal), and its connection closed.
+///
+/// `@unchecked Sendable`: every property is constant (the accept source is made in `init`, its handlers run on
+/// `queue`).
 package final class PushEndpoint: @unchecked Sendable {
     package let port: UInt16
-    private let listener: Int32
     private let portFile: URL
     private let logger: Logger
     private let handle: @Sendable (IPCMessage.SendPush) -> IPCMessage.PushReceipt
-
-    /// The longest request head read; a longer one is answered `400`.
-    private static let maximumHeadLength = 16 * 1024
+    private let queue = DispatchQueue(label: "courierd.push-endpoint")
+    private let accepting: any DispatchSourceRead
 
     package init(
         port: UInt16,
@@ -56,53 +58,68 @@ package final class PushEndpoint: @unchecked Sendable {
             close(descriptor)
             throw .cannotCreate(path: "127.0.0.1:\(port)", reason: reason)
         }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         self.port = UInt16(bigEndian: address.sin_port)
-        listener = descriptor
         self.portFile = portFile
         self.logger = logger
         self.handle = handle
+        accepting = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
+        accepting.setEventHandler { [weak self] in self?.acceptPending(on: descriptor) }
+        accepting.setCancelHandler { close(descriptor) }
         try? Data("\(self.port)\n".utf8).write(to: portFile, options: .atomic)
         logger.info("push endpoint listening", metadata: ["address": "127.0.0.1:\(self.port)"])
-        Thread.detachNewThread { [self] in
-            self.acceptLoop()
-        }
+        accepting.activate()
     }
 
-    /// Stops accepting; requests being answered finish.
+    /// Stops accepting (the listener closes once its source is gone); requests being read or answered finish.
     package func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
+        accepting.cancel()
         try? FileManager.default.removeItem(at: portFile)
     }
 
     deinit {
-        close(listener)
+        accepting.cancel()
     }
 
-    private func acceptLoop() {
-        AcceptLoop.run(on: listener) { descriptor in
+    /// Accepts every connection waiting, without blocking, and starts reading each one's request.
+    private func acceptPending(on listener: Int32) {
+        while true {
             var peer = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let named = withUnsafeMutablePointer(to: &peer) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+            let descriptor = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &length) }
             }
-            guard named == 0 else {
-                close(descriptor)
-                return true
+            guard descriptor >= 0 else {
+                switch errno {
+                case EINTR, ECONNABORTED:
+                    continue
+                case EMFILE, ENFILE:
+                    // Out of descriptors: the connections wait in the backlog, and the source would wake again at
+                    // once; accepting goes on a second later.
+                    logger.error("push endpoint: no descriptor left to accept a connection; trying again in 1 s")
+                    accepting.suspend()
+                    queue.asyncAfter(deadline: .now() + 1) { [self] in accepting.resume() }
+                    return
+                default:
+                    // EAGAIN: none left.
+                    return
+                }
             }
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             let peerPort = UInt16(bigEndian: peer.sin_port)
-            Thread.detachNewThread { [self] in
-                self.serve(descriptor, peerPort: peerPort)
-                close(descriptor)
+            PushRequestReader(descriptor: descriptor, queue: queue).start { [self] request in
+                DispatchQueue.global().async { [self] in
+                    serve(request, on: descriptor, peerPort: peerPort)
+                    close(descriptor)
+                }
             }
-            return true
         }
     }
 
-    private func serve(_ descriptor: Int32, peerPort: UInt16) {
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        // The request is read before any answer: closing with a request unread would reset the connection.
-        let request = read(descriptor)
+    /// Answers `request` (nil: none came whole, in time) on `descriptor`. The socket is non-blocking: an answer is a
+    /// few hundred bytes, which a new connection's send buffer always takes.
+    private func serve(_ request: PushRequestReader.Request?, on descriptor: Int32, peerPort: UInt16) {
+        // The request was read before any answer: closing with a request unread would reset the connection.
         guard Self.owner(ofLoopbackPort: peerPort, connectedTo: port) == getuid() else {
             respond(descriptor, status: 403, reason: "Forbidden", detail: "only the user running courierd may push")
             return
@@ -142,40 +159,6 @@ package final class PushEndpoint: @unchecked Sendable {
         } else {
             respond(descriptor, status: receipt.status, reason: receipt.reason ?? "BadRequest", detail: receipt.detail)
         }
-    }
-
-    private struct Request {
-        var head: PushRequestHead
-        var body: Data
-    }
-
-    /// Reads one request: the head up to the blank line, then `Content-Length` bytes of body.
-    private func read(_ descriptor: Int32) -> Request? {
-        var buffer = Data()
-        var headEnd: Range<Data.Index>?
-        while headEnd == nil {
-            guard buffer.count <= Self.maximumHeadLength else {
-                return nil
-            }
-            let chunk = UnixSocket.read(from: descriptor)
-            guard !chunk.isEmpty else {
-                return nil
-            }
-            buffer.append(chunk)
-            headEnd = buffer.range(of: Data("\r\n\r\n".utf8))
-        }
-        guard let headEnd, let head = PushRequestHead(buffer[..<headEnd.lowerBound]) else {
-            return nil
-        }
-        var body = buffer[headEnd.upperBound...]
-        while body.count < head.contentLength {
-            let chunk = UnixSocket.read(from: descriptor)
-            guard !chunk.isEmpty else {
-                return nil
-            }
-            body.append(chunk)
-        }
-        return Request(head: head, body: Data(body.prefix(head.contentLength)))
     }
 
     private func respond(_ descriptor: Int32, status: Int, reason: String, detail: String?) {

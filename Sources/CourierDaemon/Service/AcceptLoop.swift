@@ -2,7 +2,8 @@
 import Glibc
 #endif
 
-/// Accepting on a listening socket, for courierd's Unix socket and the push endpoint alike.
+/// Accepting on courierd's Unix socket, on the thread that runs ``DaemonServer/run()`` (the push endpoint accepts with
+/// a read source instead: ``PushEndpoint``).
 enum AcceptLoop {
     /// Accepts connections until the listener is shut down (or fails), `stop` becomes readable, or `accepted`
     /// returns false. Each descriptor is made close-on-exec before `accepted` gets it (`accept4` is hidden by Glibc's
