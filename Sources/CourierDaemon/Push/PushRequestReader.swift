@@ -1,3 +1,4 @@
+import Courier
 import Dispatch
 import Foundation
 
@@ -62,23 +63,15 @@ final class PushRequestReader: @unchecked Sendable {
     private func readAvailable() {
         var chunk = [UInt8](repeating: 0, count: 16 << 10)
         while done != nil {
-            let count = recv(descriptor, &chunk, chunk.count, Int32(MSG_DONTWAIT))
-            if count < 0 {
-                switch errno {
-                case EINTR:
-                    continue
-                case EAGAIN, EWOULDBLOCK:
-                    return
-                default:
-                    finish(nil)
-                    return
-                }
-            }
-            guard count > 0 else {
+            switch UnixSocket.receiveAvailable(from: descriptor, into: &chunk) {
+            case .nothingYet:
+                return
+            case .failed, .bytes(0):
                 finish(nil)
                 return
+            case .bytes(let count):
+                received.append(chunk, count: count)
             }
-            received.append(chunk, count: count)
             switch parsed() {
             case .incomplete:
                 continue

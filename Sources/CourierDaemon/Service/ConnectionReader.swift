@@ -60,17 +60,15 @@ final class ConnectionReader: @unchecked Sendable {
     /// Reads what the socket holds, without blocking, and hands over its messages.
     private func readAvailable() {
         while ending == nil {
-            let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if count < 0 {
-                switch errno {
-                case EINTR:
-                    continue
-                case EAGAIN, EWOULDBLOCK:
-                    return
-                default:
-                    end("the connection failed: \(String(cString: strerror(errno)))")
-                    return
-                }
+            let count: Int
+            switch UnixSocket.receiveAvailable(from: descriptor, into: &buffer) {
+            case .bytes(let read):
+                count = read
+            case .nothingYet:
+                return
+            case .failed(let code):
+                end("the connection failed: \(String(cString: strerror(code)))")
+                return
             }
             // The messages before a bad frame are handled, then the peer hears why it is cut off.
             var messages: [IPCMessage] = []

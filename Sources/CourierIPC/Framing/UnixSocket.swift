@@ -55,6 +55,32 @@ package enum UnixSocket {
         }
     }
 
+    /// What one read without blocking found (``receiveAvailable(from:into:)``).
+    package enum Received {
+        /// This many bytes were read into the buffer; 0: the peer closed its side.
+        case bytes(Int)
+        /// Nothing to read yet.
+        case nothingYet
+        /// The connection failed, with this `errno`.
+        case failed(Int32)
+    }
+
+    /// One `recv` into `buffer` without blocking (for a descriptor watched by a read source), retried when a signal
+    /// interrupts it.
+    package static func receiveAvailable(from descriptor: Int32, into buffer: inout [UInt8]) -> Received {
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count >= 0 {
+                return .bytes(count)
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .nothingYet
+            default: return .failed(errno)
+            }
+        }
+    }
+
     /// The next bytes from `descriptor` (up to 64 KiB); empty at end of stream or on an error.
     package static func read(from descriptor: Int32) -> Data {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
