@@ -74,6 +74,9 @@ struct SegmentedDownloadTests {
         try await withServer { server in
             var configuration = testConfiguration()
             configuration.maximumSegmentsPerDownload = 4
+            // Held segments are idle until the cancel: none may time out first (CI, under the whole suite's load, saw
+            // the task end with timedOut, and no resume data, after the 20 s of `testConfiguration()`).
+            configuration.timeoutIntervalForRequest = 120
             let (session, delegate) = makeRecordingSession(configuration)
             defer { session.invalidateAndCancel() }
             // Each response sends 200 kB, then nothing until the client goes: once 600 kB are in, every segment has
