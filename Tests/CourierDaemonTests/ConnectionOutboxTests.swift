@@ -1,4 +1,5 @@
 import CourierConcurrency
+import CourierTestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -11,7 +12,12 @@ import Glibc
 
 /// A connection's outbox after `close()`: its descriptor is closed and its number reused by the next socket, so
 /// nothing queued by another thread at that moment may be written, or watched for room, afterwards.
-@Suite("connection outbox")
+///
+/// Its tests block while they wait, and its senders spin: both on threads of their own (`.blockingWaits`,
+/// ``TestThread``), never on Dispatch's global threads, which are Swift concurrency's cooperative pool here. Two senders
+/// spinning there for 200 rounds held both of the pool's threads of a two-core machine for tens of seconds, and other
+/// suites' async body sequences, which need the pool, stalled past their idle timeout in CI.
+@Suite("connection outbox", .blockingWaits)
 struct ConnectionOutboxTests {
     @Test("frames queued while the outbox closes never reach the socket that reuses its descriptor")
     func nothingAfterClose() throws {
@@ -22,10 +28,12 @@ struct ConnectionOutboxTests {
             let senders = 2
             let started = DispatchSemaphore(value: 0)
             let done = DispatchGroup()
-            for _ in 0..<senders {
-                DispatchQueue.global().async(group: done) {
+            for sender in 0..<senders {
+                done.enter()
+                try TestThread.start(name: "outbox-send-\(sender)") {
                     started.signal()
                     while outbox.send(frame) {}
+                    done.leave()
                 }
             }
             for _ in 0..<senders {
@@ -114,7 +122,7 @@ struct ConnectionOutboxTests {
         #expect(outbox.send(Data(repeating: 7, count: 4 << 20)))
         outbox.afterWritten { calls.withLock { $0.append("called") } }
         let closed = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        try TestThread.start(name: "outbox-close") {
             outbox.close()
             closed.signal()
         }

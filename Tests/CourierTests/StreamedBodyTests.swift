@@ -165,10 +165,20 @@ struct StreamedBodyTests {
         }
     }
 
+    /// The sessions of the async-sequence tests: their bodies come from Swift tasks on the cooperative pool, which the
+    /// whole suite running at once on two cores keeps busy for seconds at a time (CI saw both tests stall past the
+    /// 20 s of `testConfiguration()` together, while another suite's threads spun on the pool). The idle timeout is
+    /// not what they test.
+    static func sequenceConfiguration() -> SessionConfiguration {
+        var configuration = testConfiguration()
+        configuration.timeoutIntervalForRequest = 120
+        return configuration
+    }
+
     @Test("swift-http-types: an async sequence body, chunked or with its length, both directions streamed")
     func asyncSequenceBody() async throws {
         try await withServer { server in
-            let session = Session(configuration: testConfiguration())
+            let session = Session(configuration: Self.sequenceConfiguration())
             defer { session.finishTasksAndInvalidate() }
             let count = 1_000_003
             var request = HTTPRequest(method: .put, url: server.url("/upload"))
@@ -207,7 +217,7 @@ struct StreamedBodyTests {
     @Test("32 MiB from a sequence faster than the network: never read more than the window ahead of what was sent")
     func readAheadIsBounded() async throws {
         try await withServer { server in
-            let session = Session(configuration: testConfiguration())
+            let session = Session(configuration: Self.sequenceConfiguration())
             defer { session.finishTasksAndInvalidate() }
             let count = 32 << 20
             let chunk = 256 << 10
