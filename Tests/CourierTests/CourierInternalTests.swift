@@ -190,3 +190,25 @@ struct HTTPRuleTests {
         #expect(storage.cookieHeader(for: URL(string: "http://b.example/")!) == nil)
     }
 }
+
+@Suite("Internals: unique file names")
+struct UniqueFileNameTests {
+    @Test("names are 32 lower-case hex digits, distinct across threads and across the pool's refills")
+    func distinct() async {
+        // 4 × 1,000 names: the pool refills every 16, so this crosses 250 refills under contention.
+        let names = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask { (0..<1_000).map { _ in UniqueFileName.make() } }
+            }
+            return await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        #expect(Set(names).count == names.count)
+        let hex = Set("0123456789abcdef")
+        #expect(names.allSatisfy { $0.count == 32 && $0.allSatisfy(hex.contains) })
+        // Random, not counted: every digit position takes many values (a counter's leading digits would not move).
+        for position in 0..<32 {
+            let digits = Set(names.map { Array($0)[position] })
+            #expect(digits.count > 8, "position \(position) took \(digits.count) values")
+        }
+    }
+}

@@ -47,6 +47,8 @@ final class SessionCore: Sendable {
     let isDownloadDelegate: Bool
     let logger: Logger?
     let stagingDirectory: URL
+    /// ``stagingDirectory``'s path, the parent of every staging file's (``makeStagingFile()``).
+    private let stagingPath: String
     /// The session's figures and spans.
     let telemetry: SessionTelemetry
 
@@ -72,8 +74,10 @@ final class SessionCore: Sendable {
         self.offersServerTrust = delegate != nil && configuration.identifier == nil
         self.logger = configuration.logger
         self.telemetry = SessionTelemetry(configuration)
-        self.stagingDirectory = configuration.temporaryDirectory
+        let stagingDirectory = configuration.temporaryDirectory
             .appendingPathComponent("courier-session-\(UUID().uuidString)", isDirectory: true)
+        self.stagingDirectory = stagingDirectory
+        self.stagingPath = stagingDirectory.path
         let sessionReference = self.sessionReference
         self.dispatcher = DelegateDispatcher(queue: queue) {
             sessionReference.session
@@ -372,9 +376,10 @@ final class SessionCore: Sendable {
         } catch {
             return .failure(CourierError(.cannotCreateFile, "cannot create the staging directory: \(error)"))
         }
-        // A file, said so: a name appended without saying is looked up on disk (a `stat` per download).
-        let name = "download-\(UniqueFileName.make()).part"
-        return .success(stagingDirectory.appendingPathComponent(name, isDirectory: false))
+        // A file, said so (a name appended without saying is looked up on disk: a `stat` per download), made from the
+        // path: appending to the URL parses and checks the whole URL again (5 µs against 2.7 µs).
+        let path = stagingPath + "/download-" + UniqueFileName.make() + ".part"
+        return .success(URL(fileURLWithPath: path, isDirectory: false))
     }
 
     private func removeStagingDirectory() {
