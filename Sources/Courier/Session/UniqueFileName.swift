@@ -12,23 +12,24 @@ import Glibc
 /// and courierd's hand-over): with two `getrandom` calls per name (`SystemRandomNumberGenerator` asks for 8 bytes at a
 /// time) that was 60,000 system calls for 10,000 downloads. `UUID()` opens `/dev/urandom` for each one.
 package enum UniqueFileName {
-    private static let bytesPerName = 16
+    /// Hex digits of one 64-bit word.
+    private static let digitsPerWord = 16
     private static let pool = LockedValue(RandomPool())
 
     package static func make() -> String {
         let (high, low) = pool.withLock { $0.next() }
-        return String(unsafeUninitializedCapacity: 2 * bytesPerName) { buffer in
+        return String(unsafeUninitializedCapacity: 2 * digitsPerWord) { buffer in
             write(high, into: buffer, at: 0)
-            write(low, into: buffer, at: bytesPerName)
-            return 2 * bytesPerName
+            write(low, into: buffer, at: digitsPerWord)
+            return 2 * digitsPerWord
         }
     }
 
-    /// `value` as 16 lower-case hex digits, most significant first, from `offset`.
+    /// `value` as lower-case hex digits, most significant first, from `offset`.
     private static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
         let digits: StaticString = "0123456789abcdef"
         digits.withUTF8Buffer { digits in
-            for index in 0..<16 {
+            for index in 0..<digitsPerWord {
                 buffer[offset + index] = digits[Int((value >> UInt64(60 - 4 * index)) & 0xF)]
             }
         }
