@@ -12,7 +12,7 @@ package enum DeviceToken {
     }
 
     package static func hex(_ data: Data) -> String {
-        data.map { String(format: "%02x", $0) }.joined()
+        data.withUnsafeBytes(HexDigits.string)
     }
 
     /// The bytes of a token in hex; nil when it is not one (wrong length, not hex).

@@ -60,16 +60,7 @@ public struct Checksum: Sendable, Hashable, Codable, CustomStringConvertible {
 
     /// The digest in lower-case hex.
     public var hex: String {
-        // Two digits per byte into one buffer: a `String(format:)` per byte was 1.5 % of courierd's CPU in W6 (each
-        // finished download's digest is journaled as text).
-        let digits = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: digest.count * 2) { buffer in
-            for (offset, byte) in digest.enumerated() {
-                buffer[2 * offset] = digits[Int(byte >> 4)]
-                buffer[2 * offset + 1] = digits[Int(byte & 0x0F)]
-            }
-            return digest.count * 2
-        }
+        digest.withUnsafeBytes(HexDigits.string)
     }
 
     /// `sha-256=HEX`: what ``init(_:)-(String)`` reads.
