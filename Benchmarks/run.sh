@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole comparison and prints the table (Benchmarks/README.md explains the figures).
-#   bash Benchmarks/run.sh                 # every workload, every client, 3 runs each (about 8 minutes after the build)
+#   bash Benchmarks/run.sh                 # every workload, every client, 3 runs each (about 20 minutes after the build)
 #   bash Benchmarks/run.sh --workloads W4 --peers courier,courier-bg   # background session against in-process
 #   bash Benchmarks/run.sh --runs 5 --workloads W1,W3
 #   bash Benchmarks/run.sh --scale 0.05    # a quick check that every client and workload works

@@ -40,10 +40,14 @@ public enum Peer: String, Sendable, Hashable, Codable, CaseIterable {
     /// Whether the harness runs this client on `workload`. The background session runs the workloads its targets are
     /// set on: W4 (at least 0.8× Courier's in-process throughput) and W6 (at least 0.5×). W2 at curl's limit
     /// (``Workload/w2AtCurlLimit``) compares memory with curl at the same number in flight: Courier's two APIs and
-    /// curl only.
+    /// curl only. W7 (ten thousand open at once) runs Courier's in-process APIs, the floor, AsyncHTTPClient and the C
+    /// reference: curl takes at most 300 at once, and FoundationNetworking's URLSession is not what issue 44 compares.
     public func runs(_ workload: Workload) -> Bool {
         if workload.name == Workload.w2AtCurlLimit.name {
             return [.courier, .courierHTTPTypes, .curl].contains(self)
+        }
+        if workload.name == Workload.w7.name {
+            return [.courier, .courierHTTPTypes, .floor, .ahc, .c].contains(self)
         }
         switch self {
         case .courierBackground: return [Workload.w4.name, Workload.w6.name].contains(workload.name)

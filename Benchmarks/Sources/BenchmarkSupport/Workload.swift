@@ -11,7 +11,7 @@ public struct Workload: Sendable, Hashable, Codable {
         case upload
     }
 
-    /// Short name used on the command line and in the table: "W1" … "W5", "W2-300".
+    /// Short name used on the command line and in the table: "W1" … "W7", "W2-300".
     public let name: String
     public let summary: String
     public let kind: Kind
@@ -21,6 +21,8 @@ public struct Workload: Sendable, Hashable, Codable {
     public let concurrency: Int
     /// The fixture each transfer reads (GET) or sends (PUT).
     public let fixture: Fixture
+    /// How fast nginx sends each response (its `limit_rate`, under `/slow/`); nil: as fast as it can.
+    public var bytesPerSecond: Int? = nil
 
     /// Bytes moved by one run.
     public var totalBytes: Int { count * fixture.size }
@@ -30,11 +32,19 @@ public struct Workload: Sendable, Hashable, Codable {
         switch kind {
         case .memory, .disk:
             // One file on the server, a distinct query per transfer (nginx ignores it).
-            "\(baseURL)/\(fixture.fileName)?i=\(index)"
+            "\(baseURL)\(fixturePath)?i=\(index)"
         case .upload:
             "\(baseURL)/upload/\(index).bin"
         }
     }
+
+    /// The fixture's path on the server: under `/slow/` when its responses are paced (``bytesPerSecond``).
+    public var fixturePath: String {
+        (bytesPerSecond == nil ? "/" : "/slow/") + fixture.fileName
+    }
+
+    /// The paced location's rate (nginx has one `limit_rate` for it): W7's.
+    public static let slowBytesPerSecond = 256
 
     /// The file transfer `index` is written to, for `.disk` workloads.
     public func outputName(_ index: Int) -> String {
@@ -65,7 +75,15 @@ public struct Workload: Sendable, Hashable, Codable {
         name: "W6", summary: "10,000 downloads of 1 KiB to disk, 32 in flight", kind: .disk, count: 10_000,
         concurrency: 32, fixture: .small)
 
-    public static let all: [Workload] = [w1, w2, w2AtCurlLimit, w3, w4, w5, w6]
+    /// Ten thousand transfers open at once (issue 44): nginx sends each 8 KiB body at 256 bytes a second, so all stay
+    /// open for about 16 s, and the harness reads what holding them costs the client (``bytesPerSecond``;
+    /// `bench-launch --open`): how long until all are open, memory and descriptors per open transfer, CPU per
+    /// second while they are.
+    public static let w7 = Workload(
+        name: "W7", summary: "10,000 GETs of 8 KiB open at once, each sent at 256 bytes/s", kind: .memory,
+        count: 10_000, concurrency: 10_000, fixture: .slow, bytesPerSecond: slowBytesPerSecond)
+
+    public static let all: [Workload] = [w1, w2, w2AtCurlLimit, w3, w4, w5, w6, w7]
 
     public static func named(_ name: String) -> Workload? {
         all.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
@@ -75,7 +93,7 @@ public struct Workload: Sendable, Hashable, Codable {
     public func scaled(to count: Int) -> Workload {
         Workload(
             name: name, summary: summary, kind: kind, count: count, concurrency: min(concurrency, count),
-            fixture: fixture)
+            fixture: fixture, bytesPerSecond: bytesPerSecond)
     }
 
     /// The same workload with `count` scaled by `factor` (at least one transfer, at most `count`); for quick runs.
@@ -83,6 +101,6 @@ public struct Workload: Sendable, Hashable, Codable {
         let scaled = max(1, min(count, Int((Double(count) * factor).rounded())))
         return Workload(
             name: name, summary: summary, kind: kind, count: scaled, concurrency: min(concurrency, scaled),
-            fixture: fixture)
+            fixture: fixture, bytesPerSecond: bytesPerSecond)
     }
 }

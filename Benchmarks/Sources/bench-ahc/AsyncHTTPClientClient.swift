@@ -22,7 +22,9 @@ struct AsyncHTTPClientClient: BenchmarkClient {
             idleTimeout: .seconds(60),
             concurrentHTTP1ConnectionsPerHostSoftLimit: plan.workload.concurrency
         )
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(120))
+        // A request waits for its pool connection up to the connect timeout: W7's 10,000 at once took AsyncHTTPClient
+        // more than 10 s to open here (getConnectionFromPoolTimeout), where Courier's requests wait up to their 60 s.
+        configuration.timeout = .init(connect: .seconds(60), read: .seconds(120))
         if let authority = plan.certificateAuthority {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.trustRoots = .file(authority.path)

@@ -5,8 +5,10 @@ import Foundation
 import Glibc
 #endif
 
-/// nginx from Debian's packages, on 127.0.0.1 and a free port, serving the fixtures and taking PUTs under
-/// `/upload/` (its DAV module writes each body to a file, so an upload is answered once all of it arrived).
+/// nginx from Debian's packages, on 127.0.0.1 and a free port, serving the fixtures (under `/slow/` too, at W7's
+/// `limit_rate`) and taking PUTs under `/upload/` (its DAV module writes each body to a file, so an upload is
+/// answered once all of it arrived). Each worker takes up to 32,768 connections: W7 opens 10,000 at once, and one
+/// worker may accept most of them.
 /// Uploads land in memory (`/dev/shm`) when it exists: on ext4, nginx spent more CPU creating and writing the
 /// files than the clients spent sending them, and that cost varied from run to run.
 final class Nginx {
@@ -59,6 +61,10 @@ final class Nginx {
                     server {
                         \(listen);
                         root \(fixtures.path);
+                        location /slow/ {
+                            alias \(fixtures.path)/;
+                            limit_rate \(Workload.slowBytesPerSecond);
+                        }
                         location /upload/ {
                             alias \(uploadFolder.path)/;
                             dav_methods PUT;
@@ -74,7 +80,7 @@ final class Nginx {
             pid \(prefix.path)/nginx.pid;
             error_log \(prefix.path)/error.log warn;
             worker_rlimit_nofile 65536;
-            events { worker_connections 8192; multi_accept on; }
+            events { worker_connections 32768; multi_accept on; }
             http {
                 access_log off;
                 sendfile on;

@@ -40,7 +40,7 @@ struct PeerCommand {
             }
             switch workload.kind {
             case .memory, .disk:
-                arguments += ["--url", "\(baseURL)/\(workload.fixture.fileName)?i=%d", "--output", output.path]
+                arguments += ["--url", "\(baseURL)\(workload.fixturePath)?i=%d", "--output", output.path]
             case .upload:
                 arguments += [
                     "--url", "\(baseURL)/upload/%d.bin",

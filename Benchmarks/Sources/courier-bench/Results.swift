@@ -25,11 +25,28 @@ struct Results: Codable {
         guard let all = runs[Key(workload: workload.name, peer: peer)], !all.isEmpty else {
             return nil
         }
+        let open = all.compactMap(\.open)
         return Measurement(
             wall: Self.median(all.map(\.wall)),
             cpu: Self.median(all.map(\.cpu)),
-            peakRSS: Int(Self.median(all.map { Double($0.peakRSS) }))
+            peakRSS: Int(Self.median(all.map { Double($0.peakRSS) })),
+            open: open.count < all.count
+                ? nil
+                : OpenTransfers(
+                    seconds: Self.median(open.map(\.seconds)),
+                    rss: Int(Self.median(open.map { Double($0.rss) })),
+                    cpuPerSecond: Self.median(open.map(\.cpuPerSecond)),
+                    descriptors: Int(Self.median(open.map { Double($0.descriptors) }))
+                )
         )
+    }
+
+    /// Resident memory per open transfer above the client's start RSS (W7), bytes; nil when either is not measured.
+    func rssPerOpenTransfer(_ workload: Workload, _ peer: Peer) -> Double? {
+        guard let open = median(workload, peer)?.open, let start = startRSS[peer] else {
+            return nil
+        }
+        return Double(open.rss - start) / Double(workload.concurrency)
     }
 
     func runCount(_ workload: Workload, _ peer: Peer) -> Int {
@@ -69,6 +86,12 @@ struct Target {
 
     /// Memory: a client's growth (peak RSS above its own start RSS) may exceed curl's growth by at most this much.
     static let growthAllowanceOverCurl = 10 << 20
+
+    /// Ten thousand open at once (W7, issue 44), each of Courier's APIs against the C reference: memory per open
+    /// transfer above the start and CPU per second while all are open at most 1.5× its, all open within 2× its time.
+    static let open: [(subject: Peer, rss: Double, cpu: Double, seconds: Double)] = [
+        (.courier, 1.5, 1.5, 2), (.courierHTTPTypes, 1.5, 1.5, 2),
+    ]
 
     /// Instructions per request (callgrind, W1's shape): at most this many times the C reference's.
     static let instructions: [(subject: Peer, ratio: Double)] = [(.courierHTTPTypes, 2), (.courier, 2.5)]
@@ -131,6 +154,7 @@ struct ResultTable {
                         + mebibytes(measured.peakRSS) + " | \(aboveStart) | \(ratio) |")
             }
         }
+        lines += openTable()
         if !results.startRSS.isEmpty {
             let starts = peers.compactMap { peer in
                 results.startRSS[peer].map { "\(peer.displayName) \(mebibytes($0)) MiB" }
@@ -168,6 +192,7 @@ struct ResultTable {
                     + "\(format(target.ratio))× Courier in-process | " + String(format: "%.2f×", ratio)
                     + " | \(met ? "yes" : "**no**") |")
         }
+        lines += openTargets()
         lines += memoryTargets()
         if let reference = results.instructionsPerRequest[.c] {
             for target in Target.instructions {
@@ -187,6 +212,63 @@ struct ResultTable {
                     + String(format: "%.0f bytes each", bytes) + " | \(bytes <= Target.queuedTaskBytes ? "yes" : "**no**") |")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// What holding the transfers of each paced workload (W7) open cost each client: a table of its own.
+    private func openTable() -> [String] {
+        var lines: [String] = []
+        for workload in workloads where workload.bytesPerSecond != nil {
+            let measured = peers.compactMap { peer in results.median(workload, peer)?.open.map { (peer, $0) } }
+            guard !measured.isEmpty else {
+                continue
+            }
+            lines += [
+                "",
+                "\(workload.name), while all \(workload.concurrency) were open (the same runs):",
+                "",
+                "| Client | All open after (s) | RSS per open transfer above start (KiB) | CPU (s) per second | "
+                    + "Descriptors |",
+                "|---|---:|---:|---:|---:|",
+            ]
+            for (peer, open) in measured {
+                let perTransfer = results.rssPerOpenTransfer(workload, peer).map { String(format: "%.1f", $0 / 1024) }
+                lines.append(
+                    "| \(peer.displayName) | " + String(format: "%.2f", open.seconds) + " | \(perTransfer ?? "–") | "
+                        + String(format: "%.3f", open.cpuPerSecond) + " | \(open.descriptors) |")
+            }
+        }
+        return lines
+    }
+
+    /// W7's targets against the C reference (``Target/open``).
+    private func openTargets() -> [String] {
+        var lines: [String] = []
+        for workload in workloads where workload.bytesPerSecond != nil {
+            guard let reference = results.median(workload, .c)?.open,
+                let referenceRSS = results.rssPerOpenTransfer(workload, .c)
+            else {
+                continue
+            }
+            for target in Target.open {
+                guard let open = results.median(workload, target.subject)?.open,
+                    let rss = results.rssPerOpenTransfer(workload, target.subject)
+                else {
+                    continue
+                }
+                let name = "\(workload.name): \(target.subject.displayName)"
+                let figures = [
+                    ("RSS per open transfer", rss / referenceRSS, target.rss),
+                    ("CPU per second while open", open.cpuPerSecond / reference.cpuPerSecond, target.cpu),
+                    ("time until all are open", open.seconds / reference.seconds, target.seconds),
+                ]
+                for (what, ratio, limit) in figures {
+                    lines.append(
+                        "| \(name), \(what) ≤ \(format(limit))× \(Peer.c.displayName) | "
+                            + String(format: "%.2f×", ratio) + " | \(ratio <= limit ? "yes" : "**no**") |")
+                }
+            }
+        }
+        return lines
     }
 
     /// Growth (peak RSS above the client's own start RSS) against curl's growth + 10 MiB, for Courier's two APIs on
