@@ -77,10 +77,41 @@ static cr_event_t* push_event(cr_loop_t* loop, cr_transfer_t* t,
   return e;
 }
 
+/* What a DATA batch's buffer may hold beyond its bytes when handed over;
+ * more goes back to the allocator first. */
+#define CR_DATA_SLACK 4096
+
+/* The batch's buffer fitted to its bytes. It was sized for the rest of the
+ * body (take_body) and lives as long as the app keeps the bytes: a slow or
+ * chunked response hands over a few hundred bytes a batch, each in a buffer
+ * of 8-256 KiB whose untouched pages the allocator cannot give to anything
+ * else. A few bytes are copied into a block of their size (the big one is
+ * freed, and taken again by the next batch); more are shrunk in place, the
+ * tail freed. Plain malloc and realloc, not the cr__ indirection: when either
+ * fails the buffer stays as it was. */
+static void fit_data(cr_running_t* run) {
+  size_t length = run->memory_length;
+  if (run->memory_capacity - length <= CR_DATA_SLACK)
+    return;
+  if (length <= CR_DATA_SLACK) {
+    char* copy = malloc(length);
+    if (copy == NULL)
+      return;
+    memcpy(copy, run->memory, length);
+    free(run->memory);
+    run->memory = copy;
+  } else {
+    char* fitted = realloc(run->memory, length);
+    if (fitted != NULL)
+      run->memory = fitted;
+  }
+}
+
 static void emit_data(cr_loop_t* loop, cr_transfer_t* t) {
   cr_event_t* e;
   if (t->run == NULL || t->run->memory_length == 0)
     return;
+  fit_data(t->run);
   e = push_event(loop, t, CR_EVENT_DATA);
   e->data = t->run->memory;
   e->data_length = t->run->memory_length;

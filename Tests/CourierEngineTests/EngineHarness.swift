@@ -4,6 +4,16 @@ import CourierTestSupport
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// glibc's `malloc_usable_size` (in `malloc.h`, which the Glibc module leaves out): the bytes a block can hold.
+private let mallocUsableSize = unsafeBitCast(
+    dlsym(nil, "malloc_usable_size"),
+    to: (@convention(c) (UnsafeMutableRawPointer?) -> Int).self
+)
+
 /// Runs `body` with a new test server and a new engine. Whatever `body` does (returns, throws, or throws because a
 /// wait in it timed out), the engine is destroyed, so that no loop calls back any more, and the server is shut down
 /// before this returns; then no engine loop may have leaked.
@@ -84,6 +94,8 @@ struct TransferRecord: Sendable {
     var headers = ""
     var body = Data()
     var dataEvents = 0
+    /// The most a DATA event's buffer held beyond its bytes (`malloc_usable_size` − `data_length`).
+    var largestDataSlack = 0
     var progressEvents = 0
     var lastReceived: Int64 = 0
     var expectedToReceive: Int64 = -1
@@ -281,6 +293,8 @@ final class EngineHarness: @unchecked Sendable {
                     record.dataEvents += 1
                     if let data = event.data {
                         record.body.append(data.assumingMemoryBound(to: UInt8.self), count: event.data_length)
+                        record.largestDataSlack = max(
+                            record.largestDataSlack, mallocUsableSize(data) - event.data_length)
                     }
                 case CR_EVENT_PROGRESS:
                     record.progressEvents += 1

@@ -177,6 +177,22 @@ struct EngineTests {
         }
     }
 
+    @Test("a body arriving in small pieces is handed over in buffers of its size, not of the rest of the body")
+    func slowBodyBuffersFitted() async throws {
+        try await withEngine { engine, server in
+            // 10,000 bytes in pieces of 200: each batch's buffer was made for what was left of the body (up to 10 KB).
+            let size = 10_000
+            let (id, _) = engine.submit(server.url("/bytes/\(size)?trickle=200&interval=20").absoluteString)
+            try await engine.waitForCompletion([id])
+            let record = engine.record(id)
+            #expect(record.error == CR_OK)
+            #expect(record.body == TestServer.bytes(count: size))
+            #expect(record.dataEvents > 10)
+            // Fitted (events.c, fit_data): at most the 4 KiB a batch may keep, and the allocator's rounding.
+            #expect(record.largestDataSlack <= 4096 + 32)
+        }
+    }
+
     @Test("idle timeout fires on a stalled body; cancel ends a running transfer once")
     func idleTimeoutAndCancel() async throws {
         try await withEngine { engine, server in
