@@ -80,7 +80,11 @@
 /* curl's default upload buffer, and the one Courier uses for bodies larger than that. */
 #define CR_UPLOAD_BUFFER_DEFAULT (64 * 1024)
 #define CR_UPLOAD_BUFFER_SIZE (256 * 1024)
-#define CR_SWEEP_INTERVAL_MS 100       /* idle-timeout sweep period        */
+/* The idle-timeout sweep's period: a tenth of the shortest idle timeout it
+ * watches, within these bounds; the shortest while an upgraded connection is
+ * open (lifecycle.c, sweep_period). */
+#define CR_SWEEP_INTERVAL_MS 100
+#define CR_SWEEP_INTERVAL_MAX_MS 10000
 /* The first memory-sink buffer of a DATA batch, when the length is unknown,
  * and at most, when it is known. */
 #define CR_MEMORY_BATCH_DEFAULT (16 * 1024)

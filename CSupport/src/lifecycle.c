@@ -426,6 +426,35 @@ void cr__fail_running(cr_loop_t* loop, const char* why) {
 
 static void on_sweep(uv_timer_t* timer);
 
+/* How often the sweep looks at the transfers it watches: a tenth of the
+ * shortest idle timeout (a timeout fires at most 10 % late), between 100 ms
+ * and 10 s; 100 ms while an upgraded connection is open (a server's close is
+ * noticed here). Each sweep walks every running transfer: with 10,000 open
+ * and idle (W7), every 100 ms made 0.028 s of CPU a second, all of the
+ * loops' CPU while they waited (2.8 ms a sweep; with the default 60 s
+ * timeout, one sweep every 6 s now). */
+static uint64_t sweep_period(uint64_t shortest_idle_ms, int upgraded) {
+  uint64_t period = shortest_idle_ms / 10;
+  if (upgraded || period < CR_SWEEP_INTERVAL_MS)
+    return CR_SWEEP_INTERVAL_MS;
+  return period > CR_SWEEP_INTERVAL_MAX_MS ? CR_SWEEP_INTERVAL_MAX_MS : period;
+}
+
+/* Starts the sweep for a transfer that needs it, or makes it run sooner. */
+static void watch_idle(cr_loop_t* loop, const cr_transfer_t* t) {
+  uint64_t period;
+  int upgraded = (t->flags & CR_FLAG_UPGRADE) != 0;
+  if (t->idle_timeout_ms <= 0 && !upgraded)
+    return;
+  period = sweep_period(t->idle_timeout_ms > 0 ? (uint64_t)t->idle_timeout_ms
+                                               : UINT64_MAX,
+                        upgraded);
+  if (loop->sweeping && period >= uv_timer_get_repeat(&loop->sweep))
+    return;
+  loop->sweeping = 1;
+  uv_timer_start(&loop->sweep, on_sweep, period, period);
+}
+
 void cr__admit(cr_loop_t* loop) {
   while (!loop->stopping && loop->active_count < loop->max_active) {
     cr_transfer_t* t;
@@ -473,11 +502,7 @@ void cr__admit(cr_loop_t* loop) {
     set_state(t, CR_TRANSFER_ACTIVE);
     loop->active_count++;
     atomic_fetch_add(&loop->stat_active, 1);
-    if ((t->idle_timeout_ms > 0 || (t->flags & CR_FLAG_UPGRADE)) && !loop->sweeping) {
-      loop->sweeping = 1;
-      uv_timer_start(&loop->sweep, on_sweep, CR_SWEEP_INTERVAL_MS,
-                     CR_SWEEP_INTERVAL_MS);
-    }
+    watch_idle(loop, t);
   }
 }
 
@@ -532,12 +557,14 @@ static void on_rate_timer(uv_timer_t* timer) {
 static void on_sweep(uv_timer_t* timer) {
   cr_loop_t* loop = timer->data;
   uint64_t now = uv_now(&loop->uv);
-  int any = 0;
+  int any = 0, upgraded = 0;
+  uint64_t shortest_idle = UINT64_MAX, period;
   cr_transfer_t* t = loop->active_head;
   while (t) {
     cr_transfer_t* next = t->list_next;
     if (t->flags & CR_FLAG_UPGRADE) {
       any = 1;
+      upgraded = 1;
       if (t->peer_closed) {
         /* The server closed an upgraded connection (sockets.c saw curl stop
          * reading it while its body waited): curl itself would wait for the
@@ -552,6 +579,8 @@ static void on_sweep(uv_timer_t* timer) {
     }
     if (t->idle_timeout_ms > 0) {
       any = 1;
+      if ((uint64_t)t->idle_timeout_ms < shortest_idle)
+        shortest_idle = (uint64_t)t->idle_timeout_ms;
       if (!t->user_paused && !t->held && !t->disk_paused && !t->rate_paused &&
           now - t->run->last_activity_ms > (uint64_t)t->idle_timeout_ms) {
         t->error = CR_ERR_TIMED_OUT;
@@ -565,6 +594,10 @@ static void on_sweep(uv_timer_t* timer) {
   if (!any) {
     loop->sweeping = 0;
     uv_timer_stop(&loop->sweep);
+  } else if ((period = sweep_period(shortest_idle, upgraded)) !=
+             uv_timer_get_repeat(&loop->sweep)) {
+    /* The transfers with the shortest timeouts ended (or shorter came). */
+    uv_timer_start(&loop->sweep, on_sweep, period, period);
   }
   cr__admit(loop);
 }

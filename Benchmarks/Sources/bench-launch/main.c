@@ -17,9 +17,9 @@
  * "Open" is the machine's count of TCP sockets (`/proc/net/sockstat`, `inuse`) 2N above its count before the start
  * (read once it has held still, the previous run's connections closed): both ends of N connections on loopback, the
  * server's end made when the handshake completes. The RSS is the most seen, the CPU rate (`/proc/PID/stat`) is
- * measured, and the descriptors (`/proc/PID/fd`) counted, over the 4 s that start 0.5 s after that; each is -1 when
- * the child never had all N open. Reading the count costs this process a few microseconds a sample; the child's
- * descriptors are listed once.
+ * measured, and the descriptors (`/proc/PID/fd`) counted, over the 4 s that start 2 s after that (the last
+ * responses handled); each is -1 when the child never had all N open. Reading the count costs this process a few
+ * microseconds a sample; the child's descriptors are listed once.
  *
  * The exit status is PROGRAM's, or 128 + the signal that killed it; 127 if it could not be started.
  * Standard input, output and error are inherited.
@@ -150,7 +150,7 @@ static pid_t watch(pid_t pid, long open_count, long sockets_before, const struct
             long sockets = tcp_sockets();
             if (sockets >= 0 && sockets_before >= 0 && sockets - sockets_before >= 2 * open_count)
                 figures->open_seconds = now;
-        } else if (window_start < 0 && now >= figures->open_seconds + 0.5) {
+        } else if (window_start < 0 && now >= figures->open_seconds + 2.0) {
             window_start = now;
             cpu_before = cpu_seconds(pid);
             figures->descriptors = descriptors(pid);

@@ -161,12 +161,12 @@ struct CourierBench: ParsableCommand {
                         let measurement = try measure(
                             peer, workload, command: commands[wire]!, nginx: nginx, scratch: scratch)
                         resultsByProtocol[wire]!.record(measurement, workload: workload, peer: peer)
-                        let open = measurement.open.map { open in
+                        let open = workload.bytesPerSecond == nil ? nil : measurement.open.map { open in
                             String(
                                 format: "; all open after %.2f s, then %.1f MiB RSS, %.3f s CPU a second, %d "
                                     + "descriptors", open.seconds, Double(open.rss) / 1_048_576, open.cpuPerSecond,
                                 open.descriptors)
-                        }
+                        } ?? "; never all \(workload.concurrency) open at once (Measurement.run)"
                         log(
                             "\(workload.name) \(wire.rawValue) \(peer.rawValue) run \(run + 1): "
                                 + String(format: "%.3f s wall, %.2f s CPU, %.1f MiB peak RSS", measurement.wall,

@@ -45,18 +45,20 @@ struct Measurement: Sendable, Codable {
             else {
                 throw HarnessError("bench-launch wrote an unreadable report: \(line)")
             }
-            guard seconds >= 0, rssKiB >= 0, cpu >= 0, descriptors >= 0 else {
-                throw HarnessError("the client never had all \(open!) transfers open at once: \(line)")
+            // All open, or the run's other figures only: with 10,000 connections at once, the server's accept queue
+            // (4,096, the kernel's somaxconn) may overflow while the client keeps both cores busy, and a connection
+            // whose SYN is dropped waits 1, 2, 4 s… for its retry, sometimes until the first transfers have ended.
+            if seconds >= 0, rssKiB >= 0, cpu >= 0, descriptors >= 0 {
+                measurement.open = OpenTransfers(
+                    seconds: seconds, rss: rssKiB * 1024, cpuPerSecond: cpu, descriptors: descriptors)
             }
-            measurement.open = OpenTransfers(
-                seconds: seconds, rss: rssKiB * 1024, cpuPerSecond: cpu, descriptors: descriptors)
         }
         return measurement
     }
 }
 
 /// What holding many transfers open cost a client (W7), as `bench-launch --open` watched it: from its start until
-/// every connection was established, then over the 4 s that start 0.5 s later.
+/// every connection was established, then over the 4 s that start 2 s later.
 struct OpenTransfers: Sendable, Codable {
     /// Seconds from the client's start until all its connections were established.
     var seconds: Double
