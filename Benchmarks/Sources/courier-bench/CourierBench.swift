@@ -166,7 +166,7 @@ struct CourierBench: ParsableCommand {
                                 format: "; all open after %.2f s, then %.1f MiB RSS, %.3f s CPU a second, %d "
                                     + "descriptors", open.seconds, Double(open.rss) / 1_048_576, open.cpuPerSecond,
                                 open.descriptors)
-                        } ?? "; never all \(workload.concurrency) open at once (Measurement.run)"
+                        } ?? "; never all \(workload.concurrency) open at once (SYN retries: Benchmarks/README.md, W7)"
                         log(
                             "\(workload.name) \(wire.rawValue) \(peer.rawValue) run \(run + 1): "
                                 + String(format: "%.3f s wall, %.2f s CPU, %.1f MiB peak RSS", measurement.wall,
