@@ -97,7 +97,8 @@ public struct SessionConfiguration: Sendable {
     /// Headers added to every request that does not already set them.
     public var httpAdditionalHeaders: [String: String]?
 
-    /// Idle timeout: a task fails with `.timedOut` when no byte moves in either direction for this long.
+    /// Idle timeout: a task fails with `.timedOut` when no byte moves in either direction for this long, noticed up to
+    /// a tenth of it later (0.1 s to 10 s: the engine checks its idle transfers that often).
     /// A request's `timeoutInterval`, when smaller, wins. Default 60 seconds.
     public var timeoutIntervalForRequest: TimeInterval = 60
 
