@@ -85,10 +85,10 @@ static cr_event_t* push_event(cr_loop_t* loop, cr_transfer_t* t,
  * body (take_body) and lives as long as the app keeps the bytes: a slow or
  * chunked response hands over a few hundred bytes a batch, each in a buffer
  * of up to 256 KiB whose untouched pages the allocator cannot give to
- * anything else. A few bytes are copied into a block of their size (the big one is
- * freed, and taken again by the next batch); more are shrunk in place, the
- * tail freed. Plain malloc and realloc, not the cr__ indirection: when either
- * fails the buffer stays as it was. */
+ * anything else. A few bytes are copied into a block of their size (the big
+ * one is freed, and taken again by the next batch); more are shrunk in
+ * place, the tail freed. Plain malloc and realloc, not the cr__ indirection:
+ * when either fails the buffer stays as it was. */
 static void fit_data(cr_running_t* run) {
   size_t length = run->memory_length;
   if (run->memory_capacity - length <= CR_DATA_SLACK)

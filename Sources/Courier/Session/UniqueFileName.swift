@@ -22,8 +22,9 @@ package enum UniqueFileName {
     /// Random bytes drawn ahead, handed out 16 at a time.
     private struct RandomPool {
         private static let bytesPerName = 16
-        private var bytes = [UInt8](repeating: 0, count: 256)
-        private var used = 256
+        private static let capacity = 256
+        private var bytes = [UInt8](repeating: 0, count: RandomPool.capacity)
+        private var used = RandomPool.capacity
 
         mutating func nextName() -> String {
             if used + RandomPool.bytesPerName > bytes.count {
