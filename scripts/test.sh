@@ -39,6 +39,17 @@ fail() {
     printf '%s\n' "$*" >>"$failures"
 }
 
+# part NAME: a part of the run starts (and the one before it ends); the time each took is listed at the end.
+timings="$private_home/timings"
+part_name="" part_started=$SECONDS
+part() {
+    if [ -n "$part_name" ]; then
+        printf '%6d s  %s\n' $((SECONDS - part_started)) "$part_name" >>"$timings"
+    fi
+    part_name="$*" part_started=$SECONDS
+    [ -z "$part_name" ] || log "$part_name"
+}
+
 # swift_tests NAME [ARGUMENTS...]: `swift test --skip-build ARGUMENTS`, its failing tests' lines kept for the end.
 swift_tests() {
     local name="$1" output="$private_home/swift-test.log" result=0
@@ -53,13 +64,13 @@ swift_tests() {
 
 # The engine's C sources with every warning an error. Package.swift carries no warning flags: SwiftPM refuses
 # unsafe flags in a package that another requires by version (scripts/dependent-check.sh).
-log "C warnings (clang -Wall -Wextra -Werror)"
+part "C warnings (clang -Wall -Wextra -Werror)"
 clang -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -fsyntax-only -ICSupport/include CSupport/src/*.c
 
 status=0
 # The engine alone, in C (about 50 s): exported symbols, the smoke check plain and under ASan+UBSan and TSan, the
 # state trace, and every engine allocation of a workload made to fail in turn under ASan (docs/engine.md).
-log "engine C checks (CSupport/tests/run.sh)"
+part "engine C checks (CSupport/tests/run.sh)"
 c_status=0
 bash CSupport/tests/run.sh || c_status=$?
 if [ "$c_status" -ne 0 ]; then
@@ -67,7 +78,7 @@ if [ "$c_status" -ne 0 ]; then
     status=$c_status
 fi
 
-log "swift build --build-tests"
+part "swift build --build-tests"
 swift build --build-tests "${scratch_args[@]}"
 
 # In parallel, as every Swift developer runs it (about 30 s here; serial took about 100 s). Suites whose tests block
@@ -79,28 +90,29 @@ swift build --build-tests "${scratch_args[@]}"
 # per core 151 s, three per core 174 s.
 width="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$((4 * $(nproc)))}"
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="$width"
-log "swift test"
+part "swift test"
 swift_tests "swift test" || status=$?
 
 # The test that counts the whole process's threads and descriptors, in a process of its own (other suites running at
 # once move both by tens).
-log "swift test --filter noLeaks, alone"
+part "swift test --filter noLeaks, alone"
 COURIER_TEST_PROCESS_CENSUS=1 swift_tests "the process census" --filter noLeaks || status=$?
 # The stress tests' memory bounds (the process's RSS) likewise, one test at a time in a process of their own.
-log "swift test --filter StressTests, alone"
+part "swift test --filter StressTests, alone"
 COURIER_TEST_PROCESS_CENSUS=1 swift_tests "the stress tests' memory" --filter StressTests || status=$?
 
 # The session and task tests once more, written once and run against another backend: every spec, decision and event
 # crosses the backend seam through its encoding, as it will to courierd (docs/task-machine.md; about 15 s).
-log "swift test --filter CourierTests, serialised backend"
+part "swift test --filter CourierTests, serialised backend"
 COURIER_TRANSFER_BACKEND=serialised swift_tests "the session tests over the serialised backend" --filter CourierTests \
     || status=$?
 
 # The session and task tests once more over HTTPS with HTTP/2: every test server a test starts plain serves TLS with
 # ALPN h2 instead, signed by one test CA the sessions trust (TestProtocol, docs/test-server.md; about 40 s).
-log "swift test --filter CourierTests, HTTP/2"
+part "swift test --filter CourierTests, HTTP/2"
 COURIER_TEST_PROTOCOL=h2 swift_tests "the session tests over HTTP/2" --filter CourierTests || status=$?
 
+part "command-line tests (scripts/cli-test.sh)"
 cli_status=0
 bash scripts/cli-test.sh || cli_status=$?
 if [ "$cli_status" -ne 0 ]; then
@@ -110,7 +122,7 @@ fi
 
 # The install step on a clean prefix (the debug build the tests used, so no second build): both binaries, the man
 # page and the three shells' completions, and the installed courier runs.
-log "scripts/install.sh on a clean prefix"
+part "scripts/install.sh on a clean prefix"
 install_status=0
 install_prefix="$(mktemp -d "${TMPDIR:-/tmp}/courier-prefix.XXXXXX")"
 bash scripts/install.sh --debug --prefix "$install_prefix" >"$install_prefix.log" 2>&1 || install_status=$?
@@ -134,6 +146,7 @@ rm -rf "$install_prefix" "$install_prefix.log"
 
 # A scratch package that requires Courier by the README's dependency lines (a tagless clone by branch; a tagged one
 # by version) builds, builds no test-only module, runs the Quick start, and downloads with it (about 80 s).
+part "dependent package (scripts/dependent-check.sh)"
 dependent_status=0
 bash scripts/dependent-check.sh || dependent_status=$?
 if [ "$dependent_status" -ne 0 ]; then
@@ -142,6 +155,7 @@ if [ "$dependent_status" -ne 0 ]; then
 fi
 
 # The API reference (DocC, warnings as errors) and the Examples package (about 40 s).
+part "API reference and examples (scripts/docs.sh)"
 docs_status=0
 bash scripts/docs.sh || docs_status=$?
 if [ "$docs_status" -ne 0 ]; then
@@ -151,6 +165,7 @@ fi
 
 # Coverage-guided fuzzing of everything Courier reads from outside, 30 s per target, two at a time (about 3 minutes
 # with the fuzzer's build; scripts/fuzz.sh, docs/reliability.md). An input that crashes lands in Tests/Fuzz/Crashes.
+part "fuzzing (scripts/fuzz.sh)"
 fuzz_status=0
 bash scripts/fuzz.sh 30 | tee "$private_home/fuzz.out" || fuzz_status=${PIPESTATUS[0]}
 if [ "$fuzz_status" -ne 0 ]; then
@@ -163,7 +178,7 @@ fi
 # release mode in Benchmarks/.build (about 3.5 minutes from a clean clone). It fails when a count is more than 5 %
 # over its threshold ("WORSE"), and also when more than 5 % under ("BETTER"): then commit the lower thresholds
 # (Benchmarks/README.md).
-log "microbenchmark allocation thresholds"
+part "microbenchmark allocation thresholds"
 alloc_status=0
 (cd Benchmarks && swift package --disable-sandbox benchmark thresholds check --metric mallocCountTotal) \
     || alloc_status=$?
@@ -174,7 +189,7 @@ fi
 
 # The one-command comparison, end to end: installs nginx and curl, builds the harness and the Swift clients it runs
 # in release mode, and fails when any client's transfer fails its check.
-log "comparison harness at 2 % scale"
+part "comparison harness at 2 % scale"
 harness_status=0
 # Left out here, run by `bash Benchmarks/run.sh`: courier-bg (W4 through courierd: a release build of courierd and
 # GRDB), AsyncHTTPClient (a release build of NIO and BoringSSL: 404 s of a 27-minute clean-clone run that had
@@ -190,7 +205,7 @@ fi
 
 # A client that hangs is killed at its run's deadline and fails the run, never waited on: the real clients, but
 # bench-courier replaced by one that sleeps.
-log "comparison harness: a hung client is killed at its deadline"
+part "comparison harness: a hung client is killed at its deadline"
 bench_bin="$(swift build -c release --package-path Benchmarks --show-bin-path)"
 hung="$(mktemp -d)"
 for client in "$bench_bin"/bench-*; do
@@ -221,6 +236,9 @@ if [ -n "$left" ]; then
     done
     status=1
 fi
+part ""
+log "time per part:"
+cat "$timings"
 if [ -s "$failures" ]; then
     log "what failed:" >&2
     sed 's/^/  /' "$failures" >&2
