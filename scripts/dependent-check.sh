@@ -9,8 +9,9 @@
 #   - builds it (SwiftPM refuses a package required by version whose targets use unsafe flags), checks that none
 #     of the test-only dependencies (NIO, TLS, certificates) nor courierd's parts (GRDB, CourierDaemon) was built,
 #     and runs it: a real download from a local server, compared byte for byte;
-#   - builds the two apps of Examples/ (BackgroundDownloader, PushDownloader) as targets of the package, as a user
-#     who copies them builds them;
+#   - builds every app of Examples/ (BackgroundDownloader, PushDownloader, ObjcIOSample, AutobahnClient) as targets
+#     of the package, with Examples/Package.swift's settings, as a user who copies them builds them (the test command
+#     builds them here only: a build of the Examples package would build Courier once more);
 #   - the background case, with Examples/BackgroundDownloader: builds courierd from the dependency (`swift build
 #     --product courierd`), starts a background download from the app and SIGKILLs the app; courierd finishes the
 #     download and relaunches the app (its executable, without the arguments that started the download), which
@@ -72,8 +73,14 @@ swift package --package-path "$work/AsWritten" resolve
 git -C "$work/Courier" tag 0.2.0
 
 mkdir -p "$work/Dependent/Sources/Dependent" "$work/files"
-cp -R "$repo_root/Examples/Sources/BackgroundDownloader" "$repo_root/Examples/Sources/PushDownloader" \
-    "$work/Dependent/Sources/"
+cp -R "$repo_root"/Examples/Sources/* "$work/Dependent/Sources/"
+# The apps copied are the Examples package's targets, all of them, and the manifest below names each.
+examples="$(swift package --package-path "$repo_root/Examples" dump-package \
+    | python3 -c 'import json, sys; print(" ".join(sorted(t["name"] for t in json.load(sys.stdin)["targets"])))')"
+if [ "$examples" != "$(cd "$repo_root/Examples/Sources" && echo *)" ]; then
+    echo "dependent-check: Examples/Package.swift's targets ($examples) are not Examples/Sources' folders" >&2
+    exit 1
+fi
 cat >"$work/Dependent/Package.swift" <<MANIFEST
 // swift-tools-version:6.0
 import PackageDescription
@@ -89,6 +96,12 @@ let package = Package(
         .executableTarget(name: "BackgroundDownloader", dependencies: [.product(name: "Courier", package: "Courier")]),
         .executableTarget(name: "PushDownloader", dependencies: [.product(name: "Courier", package: "Courier")]),
         .executableTarget(
+            name: "ObjcIOSample",
+            dependencies: [.product(name: "Courier", package: "Courier")],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .executableTarget(name: "AutobahnClient", dependencies: [.product(name: "Courier", package: "Courier")]),
+        .executableTarget(
             name: "QuickStart",
             dependencies: [
                 .product(name: "Courier", package: "Courier"),
@@ -98,6 +111,12 @@ let package = Package(
     ]
 )
 MANIFEST
+for example in $examples; do
+    if ! grep -q "name: \"$example\"" "$work/Dependent/Package.swift"; then
+        echo "dependent-check: the example $example is not a target of the dependent package (add it here)" >&2
+        exit 1
+    fi
+done
 cat >"$work/Dependent/Sources/Dependent/main.swift" <<'SOURCE'
 import Courier
 import Foundation

@@ -5,8 +5,8 @@
 # session tests again over the serialised backend and over HTTPS with HTTP/2, then the command-line
 # tests of the built `courier` binary (scripts/cli-test.sh),
 # then the install step on a clean prefix (scripts/install.sh), then the README's dependency lines and a scratch
-# package that requires Courier by version and runs the Quick start (scripts/dependent-check.sh), the API reference
-# and the examples (scripts/docs.sh), then each fuzz target for 30 s (scripts/fuzz.sh),
+# package that requires Courier by version, builds the examples and runs the Quick start (scripts/dependent-check.sh),
+# the API reference (scripts/docs.sh), then each fuzz target for 30 s (scripts/fuzz.sh),
 # then the microbenchmarks' allocation thresholds (Benchmarks/Thresholds: a hot path that allocates more than
 # committed fails; allocation counts, not times, so a loaded machine does not change them), then the comparison
 # harness once at 2 % scale (Benchmarks/run.sh: Courier's clients, the floor, URLSession and curl against nginx,
@@ -154,12 +154,12 @@ if [ "$dependent_status" -ne 0 ]; then
     status=$dependent_status
 fi
 
-# The API reference (DocC, warnings as errors) and the Examples package (about 40 s).
-part "API reference and examples (scripts/docs.sh)"
+# The API reference (DocC, warnings as errors).
+part "API reference (scripts/docs.sh)"
 docs_status=0
 bash scripts/docs.sh || docs_status=$?
 if [ "$docs_status" -ne 0 ]; then
-    fail "the API reference or the examples failed to build (exit status $docs_status)"
+    fail "the API reference failed to build (exit status $docs_status)"
     status=$docs_status
 fi
 
