@@ -31,6 +31,16 @@ struct RedirectTests {
             }
             #expect(metrics.first?.transactionMetrics.count == 4)
             #expect(metrics.first?.redirectCount == 3)
+            // Each exchange's request and response, built when read; the last response is the task's own object.
+            var exchanges = try #require(metrics.first?.transactionMetrics)
+            #expect(exchanges.map { $0.request.url?.path } == ["/redirect/3", "/redirect/2", "/redirect/1", "/bytes/100"])
+            #expect(exchanges.dropLast().allSatisfy { ($0.response as? HTTPURLResponse)?.statusCode == 302 })
+            #expect(exchanges.last?.response === task.response)
+            #expect(exchanges.last?.request.url == task.currentRequest?.url)
+            // The app may change both, as URLSession's metrics allow.
+            exchanges[0].request = URLRequest(url: server.url("/changed"))
+            exchanges[0].response = nil
+            #expect(exchanges[0].request.url?.path == "/changed" && exchanges[0].response == nil)
         }
     }
 

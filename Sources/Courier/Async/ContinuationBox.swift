@@ -1,10 +1,14 @@
 import CourierConcurrency
 
 /// A one-shot result that may be produced before or after someone waits for it.
+///
+/// The continuation is an unsafe one: the state below resumes it exactly once (whoever takes it out of `.waiting`
+/// under the lock resumes it; a second result or a second wait finds `.consumed`), the check a checked continuation
+/// would repeat at the cost of an allocation per call (every async data, download and upload call waits here).
 final class ContinuationBox<Value: Sendable>: Sendable {
     private enum State {
         case idle
-        case waiting(CheckedContinuation<Value, any Error>)
+        case waiting(UnsafeContinuation<Value, any Error>)
         case done(Result<Value, any Error>)
         case consumed
     }
@@ -20,7 +24,7 @@ final class ContinuationBox<Value: Sendable>: Sendable {
     }
 
     private func complete(_ result: Result<Value, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+        let waiter = state.withLock { state -> UnsafeContinuation<Value, any Error>? in
             switch state {
             case .idle:
                 state = .done(result)
@@ -38,7 +42,7 @@ final class ContinuationBox<Value: Sendable>: Sendable {
     /// Runs `start`, then waits for the result.
     func wait(after start: () -> Void) async throws -> Value {
         start()
-        return try await withCheckedThrowingContinuation { continuation in
+        return try await withUnsafeThrowingContinuation { continuation in
             let ready = state.withLock { state -> Result<Value, any Error>? in
                 switch state {
                 case .idle:

@@ -27,10 +27,29 @@ public struct SessionTaskTransactionMetrics: Sendable {
 
     /// Where the response came from.
     public var resourceFetchType: ResourceFetchType = .networkLoad
-    /// The request of this exchange.
-    public var request: URLRequest
-    /// The response, when one arrived.
-    public var response: URLResponse?
+    /// The request of this exchange (built when read: a delegate that never looks at it does not pay for it).
+    public var request: URLRequest {
+        get {
+            switch requestSource {
+            case .task(let request): request.urlRequest
+            case .set(let request): request
+            }
+        }
+        set { requestSource = .set(newValue) }
+    }
+    /// The response, when one arrived: the task's own `HTTPURLResponse` (the one `task.response` returns), built the
+    /// first time either is read.
+    public var response: URLResponse? {
+        get {
+            switch responseSource {
+            case .task(let response): response?.httpResponse
+            case .set(let response): response
+            }
+        }
+        set { responseSource = .set(newValue) }
+    }
+    private var requestSource: Source<TaskRequest, URLRequest>
+    private var responseSource: Source<TaskResponse?, URLResponse?>
     /// When the exchange was handed to the engine.
     public var fetchStartDate: Date?
     public var domainLookupStartDate: Date?
@@ -64,12 +83,19 @@ public struct SessionTaskTransactionMetrics: Sendable {
 }
 
 extension SessionTaskTransactionMetrics {
-    init(request: URLRequest, response: URLResponse?, start: Date, engine m: TransferMetrics) {
+    /// Where ``request`` and ``response`` come from: the task's own values, turned into Foundation's types when read,
+    /// or what the app set.
+    private enum Source<Task: Sendable, Set: Sendable>: Sendable {
+        case task(Task)
+        case set(Set)
+    }
+
+    init(request: TaskRequest, response: TaskResponse?, start: Date, engine m: TransferMetrics) {
         func date(_ microseconds: Int64) -> Date? {
             microseconds >= 0 ? start.addingTimeInterval(TimeInterval(microseconds) / 1_000_000) : nil
         }
-        self.request = request
-        self.response = response
+        requestSource = .task(request)
+        responseSource = .task(response)
         fetchStartDate = start
         let queued = max(m.queuedMicroseconds, 0)
         let lookupEnd = m.nameLookupMicroseconds > 0 ? m.nameLookupMicroseconds : -1

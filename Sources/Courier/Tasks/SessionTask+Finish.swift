@@ -218,8 +218,8 @@ extension SessionTask {
         }
         let transactions = final.hops.map { hop in
             var transaction = SessionTaskTransactionMetrics(
-                request: hop.request.urlRequest,
-                response: hop.response?.httpResponse,
+                request: hop.request,
+                response: hop.response,
                 start: hop.start,
                 engine: hop.metrics ?? TransferMetrics()
             )
